@@ -1,0 +1,1 @@
+"""The `skyless` command line."""

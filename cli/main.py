@@ -1,0 +1,18 @@
+"""The `skyless` command: each area of the product registers its own verbs here."""
+
+from __future__ import annotations
+
+import typer
+
+from cli import catalog_commands, job_commands, local_commands, plan_commands
+
+app = typer.Typer(
+    name="skyless",
+    help="Run SkyPilot task files on the cheapest cloud capacity, with a serverless control plane.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for area in (plan_commands, catalog_commands, job_commands, local_commands):
+    area.register(app)

@@ -1,0 +1,1 @@
+"""Thin event handlers: decode an event, call one core operation in `shared`, encode the result."""

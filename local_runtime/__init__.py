@@ -1,0 +1,1 @@
+"""The embedded local default: the whole control plane on this machine."""
