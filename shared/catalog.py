@@ -1,0 +1,314 @@
+"""The offering catalog: every row indexed once per process, so a plan is a lookup, not a scan.
+
+`load_default_catalog()` layers catalog sources (the built-in catalog shipped with the package,
+then what the user imported into `$SKYLESS_HOME/catalog/`, later a live price refresh) and caches
+the result for the life of the process: a warm Lambda invocation reuses it. A cloud present in a
+later source replaces that cloud's rows from the earlier ones, so an imported GCP catalog is the
+whole truth about GCP rather than a mix of two price dates.
+
+On disk a catalog is CSV with one column per `Offering` field (see `OFFERING_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+
+from shared.accelerators import canonical_name
+from shared.errors import CatalogError
+from shared.offering import Offering
+
+OFFERING_COLUMNS: tuple[str, ...] = (
+    "cloud",
+    "region",
+    "zone",
+    "instance_type",
+    "accelerator",
+    "accelerator_count",
+    "accelerator_memory_gib",
+    "vcpus",
+    "memory_gib",
+    "price",
+    "spot_price",
+)
+
+_EMPTY: tuple[Offering, ...] = ()
+
+
+class Catalog:
+    """Offerings with the lookups the optimizer needs. Immutable once built; build it once."""
+
+    def __init__(self, offerings: Iterable[Offering], sources: Sequence[str] = ()) -> None:
+        self.offerings: tuple[Offering, ...] = tuple(offerings)
+        self.sources: tuple[str, ...] = tuple(sources)
+        by_acc: dict[str, list[Offering]] = {}
+        by_acc_count: dict[tuple[str, float], list[Offering]] = {}
+        by_type: dict[tuple[str, str], list[Offering]] = {}
+        by_type_any_cloud: dict[str, list[Offering]] = {}
+        by_cloud: dict[str, list[Offering]] = {}
+        regions: dict[str, dict[str, None]] = {}
+        zones: dict[tuple[str, str], dict[str, None]] = {}
+        cpu_only: list[Offering] = []
+        for o in self.offerings:
+            by_cloud.setdefault(o.cloud, []).append(o)
+            by_type.setdefault((o.cloud, o.instance_type), []).append(o)
+            by_type_any_cloud.setdefault(o.instance_type, []).append(o)
+            regions.setdefault(o.cloud, {})[o.region] = None
+            if o.zone is not None:
+                zones.setdefault((o.cloud, o.region), {})[o.zone] = None
+            if o.accelerator is None:
+                cpu_only.append(o)
+            else:
+                by_acc.setdefault(o.accelerator, []).append(o)
+                by_acc_count.setdefault((o.accelerator, float(o.accelerator_count)), []).append(o)
+        cpu_only.sort(key=lambda o: (o.vcpus, o.price))
+        self._by_acc = {k: tuple(v) for k, v in by_acc.items()}
+        self._by_acc_count = {k: tuple(v) for k, v in by_acc_count.items()}
+        self._by_type = {k: tuple(v) for k, v in by_type.items()}
+        self._by_type_any_cloud = {k: tuple(v) for k, v in by_type_any_cloud.items()}
+        self._by_cloud = {k: tuple(v) for k, v in by_cloud.items()}
+        self._regions = {c: tuple(sorted(r)) for c, r in regions.items()}
+        self._zones = {k: tuple(sorted(z)) for k, z in zones.items()}
+        self._counts = {
+            acc: tuple(sorted({count for a, count in self._by_acc_count if a == acc})) for acc in self._by_acc
+        }
+        self._cpu_only = tuple(cpu_only)
+        self._cpu_only_vcpus = [o.vcpus for o in cpu_only]
+
+    def __len__(self) -> int:
+        return len(self.offerings)
+
+    def __repr__(self) -> str:
+        return f"Catalog({len(self)} offerings, clouds={list(self.clouds())}, sources={list(self.sources)})"
+
+    def clouds(self) -> tuple[str, ...]:
+        """Cloud names with at least one offering, sorted."""
+        return tuple(sorted(self._by_cloud))
+
+    def regions(self, cloud: str) -> tuple[str, ...]:
+        """Regions of `cloud` with at least one offering, sorted; empty for an unknown cloud."""
+        return self._regions.get(cloud, ())
+
+    def zones(self, cloud: str, region: str) -> tuple[str, ...]:
+        """Zones of a region, sorted; empty for clouds priced per region (Azure, Lambda, RunPod)."""
+        return self._zones.get((cloud, region), ())
+
+    def accelerator_names(self) -> tuple[str, ...]:
+        """Canonical names of every accelerator offered, sorted."""
+        return tuple(sorted(self._by_acc))
+
+    def accelerator_counts(self, accelerator: str) -> tuple[float, ...]:
+        """The per-VM counts in which `accelerator` is sold, ascending (e.g. (1.0, 2.0, 4.0, 8.0))."""
+        return self._counts.get(canonical_name(accelerator), ())
+
+    def by_cloud(self, cloud: str) -> tuple[Offering, ...]:
+        """Every offering of one cloud."""
+        return self._by_cloud.get(cloud, _EMPTY)
+
+    def by_accelerator(self, accelerator: str) -> tuple[Offering, ...]:
+        """Every offering with this accelerator, any count. The name is canonicalised first."""
+        return self._by_acc.get(canonical_name(accelerator), _EMPTY)
+
+    def by_accelerator_count(self, accelerator: str, count: float) -> tuple[Offering, ...]:
+        """Offerings with exactly `count` of this accelerator per VM."""
+        return self._by_acc_count.get((canonical_name(accelerator), float(count)), _EMPTY)
+
+    def by_instance_type(self, cloud: str | None, instance_type: str) -> tuple[Offering, ...]:
+        """Offerings of one instance type in every region/zone; `cloud=None` searches every cloud."""
+        if cloud is None:
+            return self._by_type_any_cloud.get(instance_type, _EMPTY)
+        return self._by_type.get((cloud, instance_type), _EMPTY)
+
+    def cpu_only(self, min_vcpus: float = 0, max_vcpus: float | None = None) -> tuple[Offering, ...]:
+        """Offerings without accelerators with min_vcpus <= vCPUs <= max_vcpus.
+
+        Pre-sorted by (vCPUs, on-demand price), so this is a bisect and a slice, not a scan.
+        `cpu_only(4)` is "cpus: 4+"; `cpu_only(4, 4)` is "cpus: 4".
+        """
+        start = bisect_left(self._cpu_only_vcpus, min_vcpus)
+        if max_vcpus is None:
+            return self._cpu_only[start:]
+        end = bisect_left(self._cpu_only_vcpus, max_vcpus + 1e-9, lo=start)
+        return self._cpu_only[start:end]
+
+
+class CatalogSource(Protocol):
+    """Somewhere offerings come from. Sources are layered; a later source's clouds replace earlier ones.
+
+    The built-in catalog and the user's imported catalog are sources; a live price refresh
+    (prices fetched on a schedule and stored as a versioned catalog) is meant to be another.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def load(self) -> list[Offering]:
+        """The offerings, or an empty list when this source has nothing (e.g. nothing imported)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CsvFolderSource:
+    """Every `*.csv` in a folder, in skyless's catalog format. A missing folder is an empty source."""
+
+    folder: Path
+    label: str
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    def load(self) -> list[Offering]:
+        if not self.folder.is_dir():
+            return []
+        offerings: list[Offering] = []
+        for path in sorted(self.folder.glob("*.csv")):
+            offerings.extend(read_offerings_csv(path))
+        return offerings
+
+
+class BuiltinSource:
+    """The catalog shipped in the package (shared/catalog_data), written from public list prices."""
+
+    name = "built-in"
+
+    def load(self) -> list[Offering]:
+        folder = resources.files("shared") / "catalog_data"
+        offerings: list[Offering] = []
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".csv"):
+                with entry.open(newline="") as handle:
+                    offerings.extend(parse_offerings_csv(handle, f"shared/catalog_data/{entry.name}"))
+        return offerings
+
+
+def skyless_home() -> Path:
+    """`$SKYLESS_HOME`, default ~/.skyless."""
+    return Path(os.environ.get("SKYLESS_HOME") or Path.home() / ".skyless")
+
+
+def imported_catalog_dir() -> Path:
+    """Where `skyless catalog import` writes, and where `load_default_catalog` looks."""
+    return skyless_home() / "catalog"
+
+
+def default_sources() -> list[CatalogSource]:
+    """Built-in first, then the user's imported catalog."""
+    return [BuiltinSource(), CsvFolderSource(imported_catalog_dir(), f"imported ({imported_catalog_dir()})")]
+
+
+def build_catalog(sources: Sequence[CatalogSource]) -> Catalog:
+    """Layer sources: each cloud's rows come from the last source that has that cloud."""
+    by_cloud: dict[str, list[Offering]] = {}
+    origin: dict[str, str] = {}
+    for source in sources:
+        rows = source.load()
+        fresh: dict[str, list[Offering]] = {}
+        for o in rows:
+            fresh.setdefault(o.cloud, []).append(o)
+        for cloud, offerings in fresh.items():
+            by_cloud[cloud] = offerings
+            origin[cloud] = source.name
+    used = list(dict.fromkeys(origin[c] for c in sorted(origin)))
+    return Catalog((o for cloud in sorted(by_cloud) for o in by_cloud[cloud]), sources=used)
+
+
+_default: Catalog | None = None
+
+
+def load_default_catalog() -> Catalog:
+    """The catalog for this process: built once, then reused (warm Lambda invocations included)."""
+    global _default
+    if _default is None:
+        _default = build_catalog(default_sources())
+    return _default
+
+
+def reset_default_catalog() -> None:
+    """Forget the cached catalog (after `skyless catalog import`, and in tests)."""
+    global _default
+    _default = None
+
+
+def _optional_float(text: str) -> float | None:
+    return float(text) if text else None
+
+
+def parse_offerings_csv(lines: Iterable[str], filename: str) -> list[Offering]:
+    """Rows in skyless's catalog format → offerings; a bad row is a CatalogError naming file and line."""
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    if header is None:
+        return []
+    if tuple(header) != OFFERING_COLUMNS:
+        expected = ",".join(OFFERING_COLUMNS)
+        raise CatalogError(f"unexpected header {header!r}", file=filename, line=1, hint=f"want {expected}")
+    offerings: list[Offering] = []
+    for row in reader:
+        if not row:
+            continue
+        try:
+            cloud, region, zone, itype, acc, count, acc_mem, vcpus, mem, price, spot = row
+            offerings.append(
+                Offering(
+                    cloud,
+                    region,
+                    zone or None,
+                    itype,
+                    acc or None,
+                    float(count) if count else 0.0,
+                    _optional_float(acc_mem),
+                    float(vcpus),
+                    float(mem),
+                    float(price),
+                    _optional_float(spot),
+                )
+            )
+        except ValueError as exc:
+            raise CatalogError(f"bad row: {exc}", file=filename, line=reader.line_num) from None
+    return offerings
+
+
+def read_offerings_csv(path: Path) -> list[Offering]:
+    """One catalog CSV file → offerings."""
+    with path.open(newline="") as handle:
+        return parse_offerings_csv(handle, str(path))
+
+
+def _format_number(value: float | None) -> str:
+    if value is None:
+        return ""
+    return repr(int(value)) if float(value).is_integer() else repr(value)
+
+
+def write_offerings_csv(path: Path, offerings: Iterable[Offering]) -> int:
+    """Write offerings in skyless's catalog format; returns the number of rows written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = 0
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(OFFERING_COLUMNS)
+        for o in offerings:
+            writer.writerow(
+                (
+                    o.cloud,
+                    o.region,
+                    o.zone or "",
+                    o.instance_type,
+                    o.accelerator or "",
+                    _format_number(o.accelerator_count),
+                    _format_number(o.accelerator_memory_gib),
+                    _format_number(o.vcpus),
+                    _format_number(o.memory_gib),
+                    _format_number(o.price),
+                    _format_number(o.spot_price),
+                )
+            )
+            rows += 1
+    return rows
