@@ -1,0 +1,87 @@
+"""Settings: everything the control plane reads from its environment, in one frozen object."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+QUEUE_KINDS = ("optimize", "provision", "spot_watch")
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Names of every table/queue/bucket derive from `prefix`, so one endpoint can hold many stacks."""
+
+    prefix: str = "skyless"
+    region: str = "us-east-1"
+    endpoint_url: str | None = None
+    home: Path = field(default_factory=lambda: Path.home() / ".skyless")
+    providers: str = "*=local"  # SKYLESS_PROVIDERS: "aws=aws,gcp=gcp" or "*=local"
+    api_url: str | None = None  # what node agents call back (SKYLESS_API_URL)
+    heartbeat_seconds: int = 10
+    silent_after_seconds: int = 60  # reconcile: a live node silent longer than this is lost
+    stuck_after_seconds: int = 300  # reconcile: PLANNED/PROVISIONING longer than this is re-driven
+    max_wait_retries: int = 8  # WAITING rounds before "no capacity anywhere"
+    max_transient_retries: int = 5
+    max_recoveries: int = 10  # preemptions/lost nodes a job survives
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        return cls(
+            prefix=env.get("SKYLESS_PREFIX", "skyless"),
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            endpoint_url=env.get("AWS_ENDPOINT_URL") or None,
+            home=Path(env.get("SKYLESS_HOME") or Path.home() / ".skyless"),
+            providers=env.get("SKYLESS_PROVIDERS", "*=local"),
+            api_url=env.get("SKYLESS_API_URL") or None,
+            heartbeat_seconds=_env_int("SKYLESS_HEARTBEAT_SECONDS", 10),
+            silent_after_seconds=_env_int("SKYLESS_SILENT_AFTER_SECONDS", 60),
+            stuck_after_seconds=_env_int("SKYLESS_STUCK_AFTER_SECONDS", 300),
+            max_wait_retries=_env_int("SKYLESS_MAX_WAIT_RETRIES", 8),
+            max_transient_retries=_env_int("SKYLESS_MAX_TRANSIENT_RETRIES", 5),
+            max_recoveries=_env_int("SKYLESS_MAX_RECOVERIES", 10),
+        )
+
+    def with_(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def table_name(self, kind: str) -> str:
+        return f"{self.prefix}-{kind}"
+
+    def queue_name(self, kind: str) -> str:
+        return f"{self.prefix}-{kind.replace('_', '-')}"
+
+    @property
+    def bucket(self) -> str:
+        return f"{self.prefix}-artifacts".lower()
+
+    @property
+    def local_dir(self) -> Path:
+        return self.home / "local"
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that makes `from_env()` in another process return these settings."""
+        env = {
+            "SKYLESS_PREFIX": self.prefix,
+            "AWS_DEFAULT_REGION": self.region,
+            "SKYLESS_HOME": str(self.home),
+            "SKYLESS_PROVIDERS": self.providers,
+            "SKYLESS_HEARTBEAT_SECONDS": str(self.heartbeat_seconds),
+            "SKYLESS_SILENT_AFTER_SECONDS": str(self.silent_after_seconds),
+            "SKYLESS_STUCK_AFTER_SECONDS": str(self.stuck_after_seconds),
+            "SKYLESS_MAX_WAIT_RETRIES": str(self.max_wait_retries),
+            "SKYLESS_MAX_TRANSIENT_RETRIES": str(self.max_transient_retries),
+            "SKYLESS_MAX_RECOVERIES": str(self.max_recoveries),
+        }
+        if self.endpoint_url:
+            env["AWS_ENDPOINT_URL"] = self.endpoint_url
+        if self.api_url:
+            env["SKYLESS_API_URL"] = self.api_url
+        return env

@@ -1,0 +1,108 @@
+"""Create the control plane's AWS resources on an AWS-compatible endpoint (moto, or a real account).
+
+Idempotent: running it again on a live stack changes nothing. Used by the tests and the local runtime;
+the deployed stack gets the same resources from infra/template.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from shared.config import QUEUE_KINDS, Settings
+from shared.store.models import models_for
+
+MAX_MESSAGE_BYTES = 262_144
+VISIBILITY_TIMEOUT_SECONDS = 120
+MAX_RECEIVES_BEFORE_DLQ = 5
+
+SPOT_EVENT_PATTERN = {
+    "source": ["aws.ec2"],
+    "detail-type": ["EC2 Spot Instance Interruption Warning", "EC2 Instance State-change Notification"],
+}
+LOCAL_EVENT_PATTERN = {"source": ["skyless.local"]}
+
+
+def aws_client(service: str, settings: Settings) -> Any:  # boto3 clients have no static type
+    return boto3.client(service, region_name=settings.region, endpoint_url=settings.endpoint_url)
+
+
+def create_stack(settings: Settings) -> dict[str, str]:
+    """Tables, queues (each with a DLQ), the bucket and the EventBridge rules. Returns queue URLs by kind."""
+    _create_tables(settings)
+    urls = _create_queues(settings)
+    _create_bucket(settings)
+    _create_event_rules(settings, urls["spot_watch"])
+    return urls
+
+
+def _create_tables(settings: Settings) -> None:
+    for model in models_for(settings).all():
+        model.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+    try:
+        from shared.store.users import users_model  # the API's table, owned by the API module
+    except ImportError:
+        return
+    users_model(settings).create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+
+
+def _create_queues(settings: Settings) -> dict[str, str]:
+    sqs = aws_client("sqs", settings)
+    urls: dict[str, str] = {}
+    for kind in QUEUE_KINDS:
+        name = settings.queue_name(kind)
+        dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        attributes = {
+            "MaximumMessageSize": str(MAX_MESSAGE_BYTES),
+            "VisibilityTimeout": str(VISIBILITY_TIMEOUT_SECONDS),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES_BEFORE_DLQ)}
+            ),
+        }
+        urls[kind] = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    return urls
+
+
+def _create_bucket(settings: Settings) -> None:
+    s3 = aws_client("s3", settings)
+    try:
+        if settings.region == "us-east-1":
+            s3.create_bucket(Bucket=settings.bucket)
+        else:
+            s3.create_bucket(
+                Bucket=settings.bucket, CreateBucketConfiguration={"LocationConstraint": settings.region}
+            )
+    except ClientError as error:
+        if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+            raise
+
+
+def _create_event_rules(settings: Settings, spot_watch_url: str) -> None:
+    sqs = aws_client("sqs", settings)
+    events = aws_client("events", settings)
+    queue_arn = sqs.get_queue_attributes(QueueUrl=spot_watch_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    rules = {"spot-events": SPOT_EVENT_PATTERN, "local-events": LOCAL_EVENT_PATTERN}
+    for suffix, pattern in rules.items():
+        rule = f"{settings.prefix}-{suffix}"
+        events.put_rule(Name=rule, EventPattern=json.dumps(pattern), State="ENABLED")
+        events.put_targets(Rule=rule, Targets=[{"Id": "spot-watch", "Arn": queue_arn}])
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "events.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+            }
+        ],
+    }
+    sqs.set_queue_attributes(QueueUrl=spot_watch_url, Attributes={"Policy": json.dumps(policy)})

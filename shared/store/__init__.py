@@ -1,0 +1,1 @@
+"""DynamoDB state (pynamodb): the job store and its models."""

@@ -1,0 +1,136 @@
+"""pynamodb models of the control plane's tables, bound to one Settings (table prefix and endpoint).
+
+Models are classes, and a class carries its table name; so each Settings gets its own set of classes,
+built once and cached. Everything else asks `models_for(settings)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from pynamodb.attributes import (
+    BooleanAttribute,
+    MapAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+)
+from pynamodb.connection import Connection
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
+
+from shared.config import Settings
+
+
+class JobModel(Model):
+    """One job: what to run, the plan, where it stands. Kept small: bulky task text goes to the bucket."""
+
+    class Meta:
+        table_name = "unbound-jobs"
+
+    job_id = UnicodeAttribute(hash_key=True)
+    owner = UnicodeAttribute()
+    name = UnicodeAttribute(null=True)
+    state = UnicodeAttribute()
+    version = NumberAttribute(default=0)
+    attempt = NumberAttribute(default=0)
+    task = UnicodeAttribute(null=True)  # pipeline JSON (validated), when small
+    task_key = UnicodeAttribute(null=True)  # bucket key of the pipeline JSON, when large
+    task_index = NumberAttribute(default=0)  # which task of the pipeline runs now
+    plan = UnicodeAttribute(null=True)  # Plan JSON
+    candidate_index = NumberAttribute(default=0)
+    blocklist = UnicodeAttribute(default="[]")  # JSON list of Block
+    minimize = UnicodeAttribute(default="cost")
+    clouds = UnicodeAttribute(null=True)  # JSON list of enabled clouds, None = all
+    cluster_id = UnicodeAttribute(null=True)
+    token_hash = UnicodeAttribute()
+    reason = UnicodeAttribute(null=True)
+    wait_rounds = NumberAttribute(default=0)
+    transient_retries = NumberAttribute(default=0)
+    restarts = NumberAttribute(default=0)
+    recoveries = NumberAttribute(default=0)
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+    cost = NumberAttribute(default=0)
+
+
+class ClusterModel(Model):
+    """The VMs (nodes) of one launch of one job. `nodes` maps instance id -> {rank, ip, phase, ...}."""
+
+    class Meta:
+        table_name = "unbound-clusters"
+
+    cluster_id = UnicodeAttribute(hash_key=True)
+    job_id = UnicodeAttribute()
+    attempt = NumberAttribute()
+    provider = UnicodeAttribute()
+    cloud = UnicodeAttribute()
+    region = UnicodeAttribute()
+    zone = UnicodeAttribute(null=True)
+    instance_type = UnicodeAttribute()
+    use_spot = BooleanAttribute(default=False)
+    num_nodes = NumberAttribute()
+    state = UnicodeAttribute()  # UP | TERMINATED
+    nodes = MapAttribute(default=dict)
+    launched_at = NumberAttribute()
+    terminated_at = NumberAttribute(null=True)
+
+
+class EventModel(Model):
+    """The append-only timeline of a job. `at` is "<epoch seconds, fixed width>#<unique suffix>"."""
+
+    class Meta:
+        table_name = "unbound-events"
+
+    job_id = UnicodeAttribute(hash_key=True)
+    at = UnicodeAttribute(range_key=True)
+    kind = UnicodeAttribute()  # "state" | "node" | "launch" | "block" | "note"
+    message = UnicodeAttribute()
+    state = UnicodeAttribute(null=True)
+    detail = MapAttribute(null=True)
+
+
+class OwnerIndex(GlobalSecondaryIndex["JobModel"]):
+    class Meta:
+        index_name = "owner-index"
+        projection = AllProjection()
+
+    owner = UnicodeAttribute(hash_key=True)
+    created_at = NumberAttribute(range_key=True)
+
+
+@dataclass(frozen=True)
+class Models:
+    jobs: type[JobModel]
+    clusters: type[ClusterModel]
+    events: type[EventModel]
+    connection: Connection
+
+    def all(self) -> tuple[type[Model], ...]:
+        return (self.jobs, self.clusters, self.events)
+
+
+def _bind(base: type[Model], table_name: str, settings: Settings, **extra: object) -> type[Model]:
+    meta = type(
+        "Meta",
+        (),
+        {
+            "table_name": table_name,
+            "region": settings.region,
+            "host": settings.endpoint_url,
+            "billing_mode": "PAY_PER_REQUEST",
+        },
+    )
+    return type(f"{base.__name__}_{settings.prefix}", (base,), {"Meta": meta, **extra})
+
+
+@cache
+def models_for(settings: Settings) -> Models:
+    owner_index = type(f"OwnerIndex_{settings.prefix}", (OwnerIndex,), {})()
+    jobs = _bind(JobModel, settings.table_name("jobs"), settings, by_owner=owner_index)
+    return Models(
+        jobs=jobs,  # type: ignore[arg-type]
+        clusters=_bind(ClusterModel, settings.table_name("clusters"), settings),  # type: ignore[arg-type]
+        events=_bind(EventModel, settings.table_name("events"), settings),  # type: ignore[arg-type]
+        connection=Connection(region=settings.region, host=settings.endpoint_url),
+    )
