@@ -1,0 +1,196 @@
+"""A typed client of the skyless HTTPS API; the CLI uses it, and so can any Python program.
+
+from cli.api_client import SkylessClient
+client = SkylessClient("https://…/api", api_key="sky_…")
+job = client.submit_job(open("task.yaml").read(), filename="task.yaml")
+print(client.get_job(job.job_id).state)
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from shared.api_models import (
+    JobDetail,
+    JobList,
+    JobSummary,
+    LogsResponse,
+    SubmitJobResponse,
+    UploadResponse,
+)
+from shared.errors import UserError
+
+TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+SKIPPED_IN_WORKDIR = frozenset({".git", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"})
+
+
+class ApiError(UserError):
+    """The API answered with an error: its status, and the message/field/line it named."""
+
+    status_code: int = 0
+
+
+class ApiUnreachableError(UserError):
+    """Nothing answered at the API's URL."""
+
+
+class SkylessClient:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SkylessClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # jobs
+
+    def submit_job(
+        self,
+        task: str,
+        *,
+        filename: str = "task.yaml",
+        env: dict[str, str] | None = None,
+        minimize: str = "cost",
+        clouds: list[str] | None = None,
+        workdir_key: str | None = None,
+    ) -> SubmitJobResponse:
+        body = _task_body(task, filename, env, minimize, clouds)
+        if workdir_key:
+            body["workdir_key"] = workdir_key
+        return SubmitJobResponse.model_validate(self._call("POST", "/jobs", json=body))
+
+    def plan(
+        self,
+        task: str,
+        *,
+        filename: str = "task.yaml",
+        env: dict[str, str] | None = None,
+        minimize: str = "cost",
+        clouds: list[str] | None = None,
+    ) -> dict[str, Any]:
+        return self._call("POST", "/plan", json=_task_body(task, filename, env, minimize, clouds))
+
+    def list_jobs(self) -> list[JobSummary]:
+        return JobList.model_validate(self._call("GET", "/jobs")).jobs
+
+    def get_job(self, job_id: str) -> JobDetail:
+        return JobDetail.model_validate(self._call("GET", f"/jobs/{_segment(job_id)}"))
+
+    def cancel_job(self, job_id: str) -> JobDetail:
+        return JobDetail.model_validate(self._call("POST", f"/jobs/{_segment(job_id)}/cancel"))
+
+    def read_logs(self, job_id: str, *, rank: int = 0, after: str | None = None) -> LogsResponse:
+        params: dict[str, str | int] = {"rank": rank}
+        if after:
+            params["after"] = after
+        data = self._call("GET", f"/jobs/{_segment(job_id)}/logs", params=params)
+        return LogsResponse.model_validate(data)
+
+    # workdir uploads
+
+    def create_upload(
+        self, *, filename: str = "workdir.tar.gz", size_bytes: int | None = None
+    ) -> UploadResponse:
+        body: dict[str, Any] = {"filename": filename}
+        if size_bytes is not None:
+            body["size_bytes"] = size_bytes
+        return UploadResponse.model_validate(self._call("POST", "/uploads", json=body))
+
+    def upload_workdir(self, workdir: Path) -> str:
+        """Tar and gzip `workdir`, PUT it where the API says, and answer the key to submit with."""
+        payload = tar_workdir(workdir)
+        upload = self.create_upload(size_bytes=len(payload))
+        try:
+            answer = httpx.put(upload.url, content=payload, headers=upload.headers, timeout=300.0)
+        except httpx.HTTPError as exc:
+            raise ApiUnreachableError(f"could not upload the workdir: {exc}", field="workdir") from exc
+        if answer.status_code >= 300:
+            raise ApiError(f"the workdir upload was refused ({answer.status_code})", field="workdir")
+        return upload.key
+
+    def openapi(self) -> dict[str, Any]:
+        return self._call("GET", "/openapi.json")
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            answer = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ApiUnreachableError(
+                f"cannot reach the skyless API at {self.base_url}: {exc}",
+                hint="check --api-url / SKYLESS_API_URL, or start the local runtime with `skyless local up`",
+            ) from exc
+        if answer.status_code >= 400:
+            raise _error_from(answer)
+        try:
+            return answer.json()
+        except ValueError as exc:
+            raise ApiError(f"the API answered {answer.status_code} with a body that is not JSON") from exc
+
+
+def tar_workdir(workdir: Path) -> bytes:
+    if not workdir.is_dir():
+        raise UserError(f"workdir {workdir} is not a directory", field="workdir")
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if Path(info.name).name in SKIPPED_IN_WORKDIR else info
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(workdir, arcname=".", filter=keep)
+    return buffer.getvalue()
+
+
+def _task_body(
+    task: str, filename: str, env: dict[str, str] | None, minimize: str, clouds: list[str] | None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"task": task, "filename": filename, "env": env or {}, "minimize": minimize}
+    if clouds:
+        body["clouds"] = clouds
+    return body
+
+
+def _segment(job_id: str) -> str:
+    return quote(job_id, safe="")
+
+
+def _error_from(answer: httpx.Response) -> ApiError:
+    try:
+        data = answer.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "message" in data:
+        error = ApiError(
+            str(data.get("message")),
+            file=data.get("file"),
+            line=data.get("line"),
+            field=data.get("field"),
+            hint=data.get("hint"),
+        )
+    elif isinstance(data, dict) and "Message" in data:  # Chalice's own errors (404 route, 405, 415)
+        error = ApiError(str(data["Message"]))
+    else:
+        error = ApiError(f"the API answered {answer.status_code} {answer.reason_phrase}")
+    error.status_code = answer.status_code
+    return error

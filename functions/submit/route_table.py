@@ -1,0 +1,147 @@
+"""How every API route is registered: body parsing, authentication, error mapping, and a record of
+the route (its bodies and parameters) from which the OpenAPI description is generated."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chalice import Chalice, Response
+from pydantic import BaseModel, ValidationError
+
+from shared.auth import AuthError
+from shared.errors import ConflictError, NotFoundError, UserError
+
+MAX_BODY_BYTES = 1024 * 1024
+Auth = Literal["user", "agent", "none"]
+
+
+class NotReadyError(UserError):
+    """Asked too early (an agent asking for its config before every node is known): retry later."""
+
+
+class PayloadTooLargeError(UserError):
+    """A request body over MAX_BODY_BYTES."""
+
+
+class BodyValidationError(UserError):
+    """A JSON body of the wrong shape; `field` names the first offending field."""
+
+
+STATUS_OF: tuple[tuple[type[UserError], int], ...] = (
+    (AuthError, 401),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (PayloadTooLargeError, 413),
+    (BodyValidationError, 422),
+    (NotReadyError, 425),
+    (UserError, 400),
+)
+
+
+@dataclass(frozen=True)
+class QueryParam:
+    name: str
+    kind: Literal["integer", "string"]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    path: str
+    method: str
+    summary: str
+    auth: Auth
+    status: int = 200
+    body: type[BaseModel] | None = None
+    response: type[BaseModel] | None = None
+    query: tuple[QueryParam, ...] = ()
+    errors: tuple[int, ...] = field(default=())
+
+
+ROUTES: list[RouteSpec] = []
+
+
+def error_response(error: UserError) -> Response:
+    status = next(code for kind, code in STATUS_OF if isinstance(error, kind))
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    body = error.to_dict()
+    if status == 401:  # say nothing about which part of a credential was wrong
+        body["hint"] = body["hint"] or "send 'Authorization: Bearer <api key>'"
+    return Response(body=body, status_code=status, headers=headers)
+
+
+def parse_body(raw: bytes | None, model: type[BaseModel]) -> BaseModel:
+    raw = raw or b""
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError(f"the request body is larger than {MAX_BODY_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+    except UnicodeDecodeError as exc:
+        raise UserError("the request body is not UTF-8 text", hint=str(exc)) from exc
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"the request body is not valid JSON: {exc.msg}", line=exc.lineno, hint=f"at column {exc.colno}"
+        ) from exc
+    if not isinstance(data, dict):
+        raise BodyValidationError(f"the request body must be a JSON object, not {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or None
+        raise BodyValidationError(first["msg"], field=where) from exc
+    except RecursionError as exc:
+        raise BodyValidationError("the request body is nested too deeply") from exc
+
+
+def int_param(params: dict[str, str] | None, name: str, default: int) -> int:
+    value = (params or {}).get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise UserError(f"must be an integer, not {value[:40]!r}", field=name) from None
+    if number < 0:
+        raise UserError("must not be negative", field=name)
+    return number
+
+
+def register_route(
+    app: Chalice,
+    spec: RouteSpec,
+    authenticate: Callable[[Auth, dict[str, str], dict[str, str]], Any],
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a view with Chalice. The view receives the path arguments, `caller` (whatever
+    `authenticate` answered) and `body` (the parsed model) when the route has one; it answers a
+    pydantic model, a dict, or a Response. Every UserError becomes its 4xx."""
+    ROUTES.append(spec)
+
+    def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(view)
+        def handle(**path_args: str) -> Response:
+            request = app.current_request
+            try:
+                caller = authenticate(spec.auth, dict(request.headers), path_args)
+                kwargs: dict[str, Any] = dict(path_args)
+                if spec.auth != "none":
+                    kwargs["caller"] = caller
+                if spec.body is not None:
+                    kwargs["body"] = parse_body(request.raw_body, spec.body)
+                answer = view(**kwargs)
+            except UserError as exc:
+                return error_response(exc)
+            if isinstance(answer, Response):
+                return answer
+            if isinstance(answer, BaseModel):
+                answer = answer.model_dump(mode="json")
+            return Response(body=answer, status_code=spec.status)
+
+        app.route(spec.path, methods=[spec.method], content_types=["application/json"])(handle)
+        return handle
+
+    return decorate

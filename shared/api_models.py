@@ -1,0 +1,140 @@
+"""The bodies the HTTPS API reads and writes. The OpenAPI description is generated from these."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_TASK_CHARS = 256 * 1024
+Objective = Literal["cost", "time"]
+AgentPhase = Literal["setting_up", "running", "succeeded", "failed", "preempting", "heartbeat"]
+
+
+class RequestBody(BaseModel):
+    """Request bodies refuse unknown fields, so a typo is named instead of ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlanRequest(RequestBody):
+    task: str | dict[str, Any] | list[dict[str, Any]] = Field(
+        description="The task file: YAML text, or the same document as JSON (a list for a pipeline).",
+    )
+    filename: str = Field("task.yaml", max_length=512, description="Named in errors about the task.")
+    env: dict[str, str] = Field(default_factory=dict, description="Overrides of the task's `envs`.")
+    minimize: Objective = "cost"
+    clouds: list[str] | None = Field(None, description="Only plan on these clouds.")
+
+
+class SubmitJobRequest(PlanRequest):
+    workdir_key: str | None = Field(
+        None, max_length=1024, description="The object key an upload from POST /uploads answered."
+    )
+
+
+class UploadRequest(RequestBody):
+    filename: str = Field("workdir.tar.gz", max_length=256)
+    size_bytes: int | None = Field(None, ge=0)
+
+
+class AgentStatusRequest(RequestBody):
+    instance_id: str = Field(min_length=1, max_length=256)
+    phase: AgentPhase
+    exit_code: int | None = None
+    message: str | None = Field(None, max_length=4096)
+
+
+class ErrorBody(BaseModel):
+    error: str
+    message: str
+    field: str | None = None
+    line: int | None = None
+    file: str | None = None
+    hint: str | None = None
+
+
+class SubmitJobResponse(BaseModel):
+    job_id: str
+    state: str
+
+
+class TimelineEvent(BaseModel):
+    time: str
+    kind: str
+    state: str | None = None
+    message: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class JobSummary(BaseModel):
+    job_id: str
+    name: str | None = None
+    state: str
+    cloud: str | None = None
+    region: str | None = None
+    zone: str | None = None
+    instance_type: str | None = None
+    use_spot: bool | None = None
+    recoveries: int = 0
+    attempt: int = 0
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class JobDetail(JobSummary):
+    plan: dict[str, Any] | None = None
+    cluster: dict[str, Any] | None = None
+    timeline: list[TimelineEvent] = Field(default_factory=list)
+    reason: str | None = None
+
+
+class JobList(BaseModel):
+    jobs: list[JobSummary]
+
+
+class LogsResponse(BaseModel):
+    job_id: str
+    rank: int
+    text: str
+    cursor: str | None = Field(None, description="Pass as `after` to read what comes next.")
+    finished: bool = Field(False, description="The job is terminal and every chunk has been read.")
+
+
+class UploadResponse(BaseModel):
+    key: str
+    url: str
+    method: str = "PUT"
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class AgentStatusResponse(BaseModel):
+    job_id: str
+    state: str
+    cancel: bool = Field(False, description="The job was cancelled: the agent stops its task.")
+
+
+class FileMount(BaseModel):
+    path: str
+    url: str
+
+
+class LogUpload(BaseModel):
+    url: str
+    fields: dict[str, str]
+    key_prefix: str
+
+
+class AgentConfigResponse(BaseModel):
+    rank: int
+    num_nodes: int
+    node_ips: list[str]
+    gpus_per_node: float
+    task_id: str
+    setup: str | None
+    run: str | None
+    envs: dict[str, str]
+    workdir_url: str | None
+    file_mounts: list[FileMount]
+    log_upload: LogUpload
+    heartbeat_seconds: int

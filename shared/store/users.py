@@ -1,0 +1,130 @@
+"""Users and their API keys. A key is stored only as its SHA-256 hash; the clear key is shown once.
+
+Admin path (a deployed stack): with AWS credentials for its account and `SKYLESS_PREFIX` set,
+
+    python -m shared.store.users create alice      # prints alice's new API key, once
+    python -m shared.store.users revoke <api key>
+
+The local runtime calls `create_user("local")` when it first starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from functools import cache
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import DeleteError, PutError
+from pynamodb.models import Model
+
+from shared.auth import hash_secret, new_api_key
+from shared.config import Settings
+
+
+class UserKeyModel(Model):
+    """One API key (by hash) and the user it belongs to. A user may hold several keys."""
+
+    class Meta:
+        table_name = "unbound-users"
+
+    key_hash = UnicodeAttribute(hash_key=True)
+    user_id = UnicodeAttribute()
+    name = UnicodeAttribute()
+    created_at = NumberAttribute()
+
+
+@dataclass(frozen=True)
+class User:
+    user_id: str
+    name: str
+
+
+@cache
+def users_model(settings: Settings) -> type[UserKeyModel]:
+    meta = type(
+        "Meta",
+        (),
+        {
+            "table_name": settings.table_name("users"),
+            "region": settings.region,
+            "host": settings.endpoint_url,
+            "billing_mode": "PAY_PER_REQUEST",
+        },
+    )
+    return type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta})  # type: ignore[return-value]
+
+
+def ensure_users_table(settings: Settings) -> None:
+    model = users_model(settings)
+    if not model.exists():
+        model.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+
+
+def create_user(name: str, settings: Settings | None = None, *, user_id: str | None = None) -> str:
+    """Record a user (or a new key for `user_id`) and answer the API key in clear; only its hash is kept."""
+    settings = settings or Settings.from_env()
+    name = name.strip()
+    if not name:
+        raise ValueError("a user needs a name")
+    model = users_model(settings)
+    for _ in range(3):
+        key = new_api_key()
+        record = model(
+            key_hash=hash_secret(key),
+            user_id=user_id or f"u-{secrets.token_hex(8)}",
+            name=name,
+            created_at=int(time.time()),
+        )
+        try:
+            record.save(condition=model.key_hash.does_not_exist())
+        except PutError:  # a hash collision with an existing key: draw another
+            continue
+        return key
+    raise RuntimeError("could not record a new API key")
+
+
+def find_user(api_key: str, settings: Settings) -> User | None:
+    """The user holding `api_key`, or None."""
+    try:
+        record = users_model(settings).get(hash_secret(api_key))
+    except users_model(settings).DoesNotExist:
+        return None
+    return User(user_id=record.user_id, name=record.name)
+
+
+def revoke_key(api_key: str, settings: Settings) -> bool:
+    """Forget `api_key`; answer whether it existed."""
+    model = users_model(settings)
+    try:
+        model(key_hash=hash_secret(api_key)).delete(condition=model.key_hash.exists())
+    except DeleteError:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m shared.store.users", description="Manage skyless users.")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    create = verbs.add_parser("create", help="create a user and print a new API key")
+    create.add_argument("name")
+    revoke = verbs.add_parser("revoke", help="revoke an API key")
+    revoke.add_argument("api_key")
+    args = parser.parse_args(argv)
+    settings = Settings.from_env()
+    ensure_users_table(settings)
+    if args.verb == "create":
+        print(create_user(args.name, settings))
+        return 0
+    if revoke_key(args.api_key, settings):
+        print("revoked")
+        return 0
+    print("no such key", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
