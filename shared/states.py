@@ -1,0 +1,72 @@
+"""The job states and the table of allowed moves. Every other module asks this one."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobState(StrEnum):
+    PENDING = "PENDING"
+    PLANNED = "PLANNED"
+    PROVISIONING = "PROVISIONING"
+    WAITING = "WAITING"
+    SETTING_UP = "SETTING_UP"
+    RUNNING = "RUNNING"
+    RECOVERING = "RECOVERING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+TERMINAL: frozenset[JobState] = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+LIVE: frozenset[JobState] = frozenset(JobState) - TERMINAL
+HAS_NODES: frozenset[JobState] = frozenset({JobState.SETTING_UP, JobState.RUNNING})
+
+_S = JobState
+# (from, to, why): the only moves there are. Any non-terminal state may also go to FAILED or CANCELLED.
+MOVES: tuple[tuple[JobState, JobState, str], ...] = (
+    (_S.PENDING, _S.PLANNED, "the optimizer found a plan"),
+    (_S.PLANNED, _S.PROVISIONING, "launching the plan's candidates"),
+    (_S.PROVISIONING, _S.SETTING_UP, "every node launched"),
+    (_S.PROVISIONING, _S.WAITING, "no candidate had capacity; retrying later"),
+    (_S.PROVISIONING, _S.PLANNED, "re-planned after blocks"),
+    (_S.WAITING, _S.PROVISIONING, "retrying the candidates"),
+    (_S.WAITING, _S.PLANNED, "re-planned while waiting"),
+    (_S.SETTING_UP, _S.RUNNING, "setup finished, run started"),
+    (_S.SETTING_UP, _S.SETTING_UP, "restarted on the same nodes"),
+    (_S.RUNNING, _S.SETTING_UP, "restarted on the same nodes, or the next task of the pipeline"),
+    (_S.RUNNING, _S.SUCCEEDED, "every node exited 0"),
+    (_S.SETTING_UP, _S.SUCCEEDED, "every node exited 0"),
+    (_S.SETTING_UP, _S.RECOVERING, "a node was preempted or lost"),
+    (_S.RUNNING, _S.RECOVERING, "a node was preempted or lost"),
+    (_S.PROVISIONING, _S.RECOVERING, "a node was preempted before it reported"),
+    (_S.RECOVERING, _S.PLANNED, "re-planned with the blocklist"),
+    *((s, _S.FAILED, "failed") for s in LIVE),
+    *((s, _S.CANCELLED, "cancelled") for s in LIVE),
+)
+ALLOWED: frozenset[tuple[JobState, JobState]] = frozenset((a, b) for a, b, _ in MOVES)
+
+
+class IllegalTransition(Exception):
+    """A move the table does not allow: a bug in the caller, or a message about a job that moved on."""
+
+    def __init__(self, current: JobState, to: JobState) -> None:
+        super().__init__(f"a job cannot move from {current} to {to}")
+        self.current = current
+        self.to = to
+
+
+def can_move(current: JobState | str, to: JobState | str) -> bool:
+    return (JobState(current), JobState(to)) in ALLOWED
+
+
+def transition(current: JobState | str, to: JobState | str) -> JobState:
+    """The new state, or IllegalTransition."""
+    current, to = JobState(current), JobState(to)
+    if (current, to) not in ALLOWED:
+        raise IllegalTransition(current, to)
+    return to
+
+
+def is_terminal(state: JobState | str) -> bool:
+    return JobState(state) in TERMINAL
