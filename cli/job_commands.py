@@ -1,9 +1,301 @@
-"""Not built yet."""
+"""`skyless launch | queue | status | logs | cancel`: jobs, through the HTTPS API.
+
+Exit codes: 0 success (launch: the job SUCCEEDED), 1 the job ended otherwise, 2 an error (the
+request, the task file or the API), 130 interrupted (the job keeps running).
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from cli.api_client import TERMINAL_STATES, SkylessClient
+from cli.client_config import resolve_api
+from shared.api_models import JobDetail, JobSummary, TimelineEvent
+from shared.errors import UserError
+
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+STATE_STYLE = {
+    "SUCCEEDED": "green",
+    "FAILED": "red",
+    "CANCELLED": "yellow",
+    "RUNNING": "cyan",
+    "RECOVERING": "magenta",
+    "WAITING": "yellow",
+}
+
+ApiUrl = Annotated[
+    str | None, typer.Option("--api-url", help="The API (else SKYLESS_API_URL, config, local).")
+]
+ApiKey = Annotated[str | None, typer.Option("--api-key", help="The API key (else SKYLESS_API_KEY).")]
+JobId = Annotated[str, typer.Argument(help="The job id (from `skyless launch` or `skyless queue`).")]
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's verbs to the `skyless` command."""
+    app.command("launch")(launch)
+    app.command("queue")(queue)
+    app.command("status")(status)
+    app.command("logs")(logs)
+    app.command("cancel")(cancel)
+
+
+@contextmanager
+def _client(api_url: str | None, api_key: str | None) -> Iterator[SkylessClient]:
+    """A client of the configured API; any UserError in the block is printed and exits 2."""
+    try:
+        target = resolve_api(api_url, api_key)
+        with SkylessClient(target.url, target.api_key) as client:
+            yield client
+    except UserError as exc:
+        errors.print(f"[red]error:[/red] {_escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        errors.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def launch(
+    file: Annotated[Path, typer.Argument(help="The task file (SkyPilot YAML).")],
+    env: Annotated[list[str] | None, typer.Option("--env", help="Override an env: K=V (repeatable).")] = None,
+    detach: Annotated[bool, typer.Option("--detach", "-d", help="Submit and return.")] = False,
+    minimize: Annotated[str, typer.Option("--minimize", help="cost or time.")] = "cost",
+    clouds: Annotated[
+        str | None, typer.Option("--clouds", help="Only these clouds, comma-separated.")
+    ] = None,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Submit a task file, then follow its states and logs until it ends."""
+    try:
+        text = file.read_text()
+    except OSError as exc:
+        errors.print(f"[red]error:[/red] {file}: cannot read: {_escape(exc.strerror or str(exc))}")
+        raise typer.Exit(2) from None
+    overrides = _parse_env(env or [])
+    cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds else None
+    if minimize not in ("cost", "time"):
+        errors.print(f"[red]error:[/red] --minimize: must be cost or time, not {_escape(minimize)}")
+        raise typer.Exit(2)
+    with _client(api_url, api_key) as client:
+        workdirs = local_workdirs(text, str(file), overrides)
+        workdir_key = None
+        if workdirs:
+            console.print(f"Uploading workdir {workdirs[0]} …")
+            workdir_key = client.upload_workdir(workdirs[0])
+        job = client.submit_job(
+            text,
+            filename=str(file),
+            env=overrides,
+            minimize=minimize,
+            clouds=cloud_list,
+            workdir_key=workdir_key,
+        )
+        console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
+        if detach:
+            console.print(f"Follow it with: skyless logs {job.job_id} --follow")
+            return
+        final = follow_job(client, job.job_id)
+    raise typer.Exit(0 if final == "SUCCEEDED" else 1)
+
+
+def queue(api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+    """Your jobs, newest first."""
+    with _client(api_url, api_key) as client:
+        jobs = client.list_jobs()
+    table = Table(title=f"{len(jobs)} job(s)")
+    for column in ("ID", "NAME", "STATE", "CLOUD/REGION", "INSTANCE", "SPOT", "RECOVERIES", "AGE"):
+        table.add_column(column, no_wrap=column in ("ID", "STATE"))
+    for job in jobs:
+        table.add_row(
+            job.job_id,
+            job.name or "-",
+            _state(job.state),
+            _place(job),
+            job.instance_type or "-",
+            {True: "yes", False: "no", None: "-"}[job.use_spot],
+            str(job.recoveries),
+            _age(job.created_at),
+        )
+    console.print(table)
+
+
+def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+    """One job: where it runs, its plan and its timeline."""
+    with _client(api_url, api_key) as client:
+        job = client.get_job(job_id)
+    console.print(f"[bold]{job.job_id}[/bold] {_escape(job.name or '')}  {_state(job.state)}")
+    console.print(f"  where: {_place(job)}  instance: {job.instance_type or '-'}  spot: {job.use_spot}")
+    console.print(
+        f"  attempt: {job.attempt}  recoveries: {job.recoveries}  submitted: {job.created_at or '-'}"
+    )
+    if job.reason:
+        console.print(f"  reason: {_escape(job.reason)}")
+    timeline = Table(title="timeline", show_edge=False)
+    for column in ("TIME", "EVENT", "STATE", "MESSAGE"):
+        timeline.add_column(column)
+    for event in job.timeline:
+        timeline.add_row(
+            _clock(event.time), event.kind, _state(event.state) if event.state else "", event.message
+        )
+    console.print(timeline)
+
+
+def logs(
+    job_id: JobId,
+    rank: Annotated[int, typer.Option("--rank", min=0, help="Which node's log.")] = 0,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep reading until the job ends.")] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """A job's log (one node's: --rank)."""
+    with _client(api_url, api_key) as client:
+        cursor: str | None = None
+        while True:
+            page = client.read_logs(job_id, rank=rank, after=cursor)
+            _print_log(page.text)
+            cursor = page.cursor or cursor
+            if not follow or page.finished:
+                return
+            if not page.text:
+                time.sleep(1.0)
+
+
+def cancel(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+    """Cancel a job; its nodes are torn down."""
+    with _client(api_url, api_key) as client:
+        job = client.cancel_job(job_id)
+    console.print(f"Job [bold]{job.job_id}[/bold]: {_state(job.state)}")
+
+
+def follow_job(
+    client: SkylessClient,
+    job_id: str,
+    *,
+    poll_seconds: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
+    """Print each new timeline event and the rank-0 log as they come; answer the terminal state."""
+    seen: set[tuple[str, str, str]] = set()
+    cursor: str | None = None
+    state = ""
+    with console.status("waiting for the job…") as spinner:
+        while True:
+            job = client.get_job(job_id)
+            for event in job.timeline:
+                identity = (event.time, event.kind, event.message or "")
+                if identity not in seen:
+                    seen.add(identity)
+                    console.print(_event_line(event, job))
+            state = job.state
+            spinner.update(f"{state}…")
+            page = client.read_logs(job_id, rank=0, after=cursor)
+            _print_log(page.text)
+            cursor = page.cursor or cursor
+            if state in TERMINAL_STATES and (page.finished or not page.text):
+                break
+            if not page.text:
+                sleep(poll_seconds)
+    console.print(
+        f"Job [bold]{job_id}[/bold] {_state(state)}" + (f": {_escape(job.reason)}" if job.reason else "")
+    )
+    return state
+
+
+def local_workdirs(text: str, filename: str, env: dict[str, str]) -> list[Path]:
+    """Validate the task file here (a precise error before any network) and answer its local workdirs."""
+    try:
+        from shared.task_loader import load_pipeline
+    except ImportError:  # the parser is not installed in this build: the API validates instead
+        return []
+    pipeline = load_pipeline(text, filename=filename, env_overrides=env)
+    found: list[Path] = []
+    for task in pipeline.tasks:
+        workdir = task.workdir
+        if isinstance(workdir, str) and "://" not in workdir:
+            path = Path(workdir).expanduser()
+            if not path.is_dir():
+                raise UserError(f"{workdir} is not a directory", file=filename, field="workdir")
+            found.append(path.resolve())
+    return found
+
+
+def _parse_env(pairs: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            errors.print(f"[red]error:[/red] --env {_escape(pair)}: expected K=V")
+            raise typer.Exit(2)
+        env[name] = value
+    return env
+
+
+def _event_line(event: TimelineEvent, job: JobDetail) -> str:
+    text = f"[dim]{_clock(event.time)}[/dim] "
+    text += _state(event.state) if event.state else event.kind
+    if event.message:
+        text += f"  {_escape(event.message)}"
+    detail: dict[str, Any] = event.detail or {}
+    where = "/".join(str(detail[k]) for k in ("cloud", "region", "zone") if detail.get(k))
+    if where:
+        text += f"  [blue]{_escape(where)}[/blue]"
+    if detail.get("instance_type"):
+        text += f" {_escape(str(detail['instance_type']))}" + (" (spot)" if detail.get("use_spot") else "")
+    return text
+
+
+def _print_log(text: str) -> None:
+    if text:
+        console.out(text, end="" if text.endswith("\n") else "\n", highlight=False)
+
+
+def _state(state: str) -> str:
+    style = STATE_STYLE.get(state)
+    return f"[{style}]{state}[/{style}]" if style else state
+
+
+def _place(job: JobSummary) -> str:
+    return "/".join(p for p in (job.cloud, job.region) if p) or "-"
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _clock(value: str) -> str:
+    moment = _parse_time(value)
+    return moment.astimezone().strftime("%H:%M:%S") if moment else value
+
+
+def _age(created_at: str | None) -> str:
+    moment = _parse_time(created_at)
+    if moment is None:
+        return "-"
+    seconds = max(0, int((datetime.now(UTC) - moment).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

@@ -11,6 +11,7 @@ The local runtime calls `create_user("local")` when it first starts.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import secrets
 import sys
 import time
@@ -21,7 +22,6 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import DeleteError, PutError
 from pynamodb.models import Model
 
-from shared.auth import hash_secret, new_api_key
 from shared.config import Settings
 
 
@@ -35,6 +35,18 @@ class UserKeyModel(Model):
     user_id = UnicodeAttribute()
     name = UnicodeAttribute()
     created_at = NumberAttribute()
+
+
+API_KEY_PREFIX = "sky_"
+
+
+def new_api_key() -> str:
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_api_key(api_key: str) -> str:
+    """SHA-256 hex: the only form in which a key is stored."""
+    return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,7 @@ def create_user(name: str, settings: Settings | None = None, *, user_id: str | N
     for _ in range(3):
         key = new_api_key()
         record = model(
-            key_hash=hash_secret(key),
+            key_hash=hash_api_key(key),
             user_id=user_id or f"u-{secrets.token_hex(8)}",
             name=name,
             created_at=int(time.time()),
@@ -90,7 +102,7 @@ def create_user(name: str, settings: Settings | None = None, *, user_id: str | N
 def find_user(api_key: str, settings: Settings) -> User | None:
     """The user holding `api_key`, or None."""
     try:
-        record = users_model(settings).get(hash_secret(api_key))
+        record = users_model(settings).get(hash_api_key(api_key))
     except users_model(settings).DoesNotExist:
         return None
     return User(user_id=record.user_id, name=record.name)
@@ -100,7 +112,7 @@ def revoke_key(api_key: str, settings: Settings) -> bool:
     """Forget `api_key`; answer whether it existed."""
     model = users_model(settings)
     try:
-        model(key_hash=hash_secret(api_key)).delete(condition=model.key_hash.exists())
+        model(key_hash=hash_api_key(api_key)).delete(condition=model.key_hash.exists())
     except DeleteError:
         return False
     return True
