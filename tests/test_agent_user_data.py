@@ -1,0 +1,36 @@
+"""The user-data that starts the agent on a VM: it unpacks the exact agent file and exports its env."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import re
+import subprocess
+
+from node_agent.user_data import AGENT_SOURCE, render_user_data
+
+
+def _render(cloud: str = "aws", **extra: str) -> str:
+    return render_user_data(api_url="https://api.example.com", job_id="j-1", cluster_id="c-1",
+                            agent_token="tok'en; rm -rf /", cloud=cloud, **extra)
+
+
+def test_user_data_carries_the_agent_byte_for_byte_and_fits_ec2_limit():
+    script = _render()
+    packed = re.search(r"echo (\S+) \| base64 -d", script).group(1)
+    assert gzip.decompress(base64.b64decode(packed)) == AGENT_SOURCE.read_bytes()
+    assert len(script.encode()) < 16 * 1024
+
+
+def test_user_data_is_valid_bash_and_quotes_the_token():
+    script = _render()
+    assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
+    assert "export SKYLESS_AGENT_TOKEN='tok'\"'\"'en; rm -rf /'" in script
+    assert "export SKYLESS_CLOUD=aws" in script
+
+
+def test_user_data_reads_identity_from_each_clouds_metadata_service():
+    assert "169.254.169.254/latest/meta-data" in _render("aws")
+    assert "metadata.google.internal" in _render("gcp")
+    assert "Metadata: true" in _render("azure")
+    assert "sudo -E -H -u ubuntu" in _render("aws", run_as="ubuntu")
