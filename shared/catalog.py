@@ -12,6 +12,7 @@ On disk a catalog is CSV with one column per `Offering` field (see `OFFERING_COL
 from __future__ import annotations
 
 import csv
+import io
 import os
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
@@ -287,28 +288,33 @@ def _format_number(value: float | None) -> str:
     return repr(int(value)) if float(value).is_integer() else repr(value)
 
 
-def write_offerings_csv(path: Path, offerings: Iterable[Offering]) -> int:
-    """Write offerings in skyless's catalog format; returns the number of rows written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = 0
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(OFFERING_COLUMNS)
-        for o in offerings:
-            writer.writerow(
-                (
-                    o.cloud,
-                    o.region,
-                    o.zone or "",
-                    o.instance_type,
-                    o.accelerator or "",
-                    _format_number(o.accelerator_count),
-                    _format_number(o.accelerator_memory_gib),
-                    _format_number(o.vcpus),
-                    _format_number(o.memory_gib),
-                    _format_number(o.price),
-                    _format_number(o.spot_price),
-                )
+def offerings_csv_text(offerings: Iterable[Offering]) -> str:
+    """Offerings in skyless's catalog format, header included."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(OFFERING_COLUMNS)
+    for o in offerings:
+        writer.writerow(
+            (
+                o.cloud,
+                o.region,
+                o.zone or "",
+                o.instance_type,
+                o.accelerator or "",
+                _format_number(o.accelerator_count),
+                _format_number(o.accelerator_memory_gib),
+                _format_number(o.vcpus),
+                _format_number(o.memory_gib),
+                _format_number(o.price),
+                _format_number(o.spot_price),
             )
-            rows += 1
-    return rows
+        )
+    return buffer.getvalue()
+
+
+def write_offerings_csv(path: Path, offerings: Iterable[Offering]) -> None:
+    """Write offerings in skyless's catalog format (atomically: a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(offerings_csv_text(offerings))
+    partial.replace(path)
