@@ -1,0 +1,268 @@
+"""Plan one task: every feasible (cloud, region, zone, instance type, market), best first.
+
+Feasibility, per alternative (`ResourceRequest`):
+- accelerator name and count must match exactly (SkyPilot's rule: `A100:3` does not fit `A100:4`);
+  a request without accelerator or instance type only gets CPU-only offerings;
+- `cpus`/`memory` are minimums (`8+`) or exact (`8`); with neither, nor an accelerator or instance
+  type, the request is `cpus: 8+` (SkyPilot's default instance size);
+- `cloud`, `region`, `zone`, `instance_type` pins, `enabled_clouds`, and the blocklist;
+- `use_spot` needs a spot market; `max_hourly_cost` is compared with the price of the market used.
+
+Order (the failover order; the provisioner walks it):
+- cost objective: per-node hourly price, then cloud, region, zone, instance type. The estimated
+  cost is `num_nodes * $/h * hours`, so price order is cost order within a task;
+- time objective: estimated hours (below), then the cost order;
+- `any_of` (and accelerator alternatives): one merged order across alternatives; `ordered`: the
+  alternatives in the user's order, each in the objective's order. An offering reachable through
+  two alternatives appears once, at its first place.
+
+Estimated hours: `hours` under the cost objective. Under the time objective, `hours` is the run
+time on the hardware the first alternative names, scaled by relative throughput:
+`hours * speed(first alternative) / speed(candidate)`, where a GPU VM's speed is
+`RELATIVE_THROUGHPUT[accelerator] * count` and a CPU VM's is `vcpus * CPU_THROUGHPUT_PER_VCPU`.
+
+The list is capped at `max_candidates` (default 100): enough failover places for any attempt, and a
+re-plan after failures (with the blocklist) reaches past the cap. `max_candidates=None` returns all.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from shared.errors import UserError
+from shared.offering import Offering
+from shared.offering_index import Entry, HardwareKey, OfferingIndex, fits, hardware_keys, index_for
+from shared.offering_misses import explain_no_offering
+from shared.plan import Block, Candidate
+from shared.resources import ResourceChoice, ResourceRequest
+
+DEFAULT_MAX_CANDIDATES = 100
+DEFAULT_CPUS = 8.0
+OBJECTIVES = ("cost", "time")
+
+# Relative training throughput of one accelerator, V100 = 1.0 (rough public benchmark ratios, mixed
+# precision). Only the order matters for planning; an accelerator not listed counts as 1.0.
+RELATIVE_THROUGHPUT: dict[str, float] = {
+    "B200": 7.0,
+    "H200": 4.2,
+    "H200-SXM": 4.2,
+    "GH200": 4.0,
+    "H100-SXM": 3.6,
+    "H100-MEGA": 3.6,
+    "H100": 3.5,
+    "H100-NVLINK": 3.5,
+    "MI300X": 3.5,
+    "H100-NVL": 3.0,
+    "A100-80GB-SXM": 2.3,
+    "A100-80GB": 2.2,
+    "A100": 2.0,
+    "A800": 2.0,
+    "L40S": 1.8,
+    "RTX5090": 1.8,
+    "L40": 1.5,
+    "RTX4090": 1.4,
+    "RTXPRO6000S": 1.8,
+    "RTXPRO6000WS": 1.8,
+    "RTX6000-Ada": 1.5,
+    "A6000": 1.3,
+    "RTXA6000": 1.3,
+    "A40": 1.2,
+    "V100-32GB": 1.05,
+    "V100": 1.0,
+    "A30": 1.0,
+    "RTX3090": 0.9,
+    "A10": 0.8,
+    "A10G": 0.7,
+    "L4": 0.6,
+    "P100": 0.6,
+    "T4": 0.3,
+    "P4": 0.2,
+    "K80": 0.2,
+}
+CPU_THROUGHPUT_PER_VCPU = 0.02  # a 50-vCPU VM ≈ one V100: only matters when alternatives mix CPU and GPU
+
+
+class HasOfferings(Protocol):
+    offerings: tuple[Offering, ...]
+
+
+def hardware_speed(accelerator: str | None, accelerator_count: float, vcpus: float) -> float:
+    """Relative throughput of one VM (see RELATIVE_THROUGHPUT)."""
+    if accelerator is None:
+        return max(vcpus, 1.0) * CPU_THROUGHPUT_PER_VCPU
+    return RELATIVE_THROUGHPUT.get(accelerator, 1.0) * max(accelerator_count, 1e-3)
+
+
+def with_default_cpus(request: ResourceRequest) -> ResourceRequest:
+    """A request that names no hardware at all asks for SkyPilot's default: `cpus: 8+`."""
+    names_nothing = request.accelerator is None and request.instance_type is None
+    if names_nothing and request.cpus is None and request.memory_gib is None:
+        return replace(request, cpus=DEFAULT_CPUS, cpus_at_least=True)
+    return request
+
+
+def check_objective(minimize: str, hours: float = 1.0) -> None:
+    if minimize not in OBJECTIVES:
+        raise UserError(f"unknown objective {minimize!r}", field="minimize", hint="use cost or time")
+    if not hours > 0:
+        raise UserError(f"estimated hours must be positive, got {hours}", field="hours")
+
+
+def plan_task(
+    choice: ResourceChoice,
+    num_nodes: int,
+    catalog: HasOfferings,
+    *,
+    enabled_clouds: Collection[str] | None = None,
+    blocklist: Sequence[Block] = (),
+    minimize: str = "cost",
+    hours: float = 1.0,
+    max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
+) -> list[Candidate]:
+    """The failover list for one task, best first. Raises NoOfferingError when nothing fits."""
+    check_objective(minimize, hours)
+    index = index_for(catalog)
+    requests = [with_default_cpus(r) for r in choice.requests] or [with_default_cpus(ResourceRequest())]
+    blocks = _blocks_by_cloud(blocklist)
+    reference = _reference_speed(requests[0], index)
+    streams = [_request_stream(r, index, enabled_clouds, blocks, minimize, reference) for r in requests]
+    ranked = _chain(streams) if choice.ordered else heapq.merge(*streams)
+    candidates: list[Candidate] = []
+    seen: set[tuple[int, bool]] = set()
+    for key, spot in ranked:
+        entry: Entry = key[1] if minimize == "time" else key
+        if (entry[5], spot) in seen:
+            continue
+        seen.add((entry[5], spot))
+        est = key[0] if minimize == "time" else 1.0
+        candidates.append(_candidate(entry, spot, num_nodes, hours * est))
+        if max_candidates is not None and len(candidates) >= max_candidates:
+            break
+    if not candidates:
+        raise explain_no_offering(requests, index, enabled_clouds, blocklist)
+    return candidates
+
+
+def _chain(streams: list[Iterator[tuple]]) -> Iterator[tuple]:
+    for stream in streams:
+        yield from stream
+
+
+def _candidate(entry: Entry, spot: bool, num_nodes: int, hours: float) -> Candidate:
+    price, o = entry[0], entry[6]
+    return Candidate(
+        cloud=o.cloud,
+        region=o.region,
+        zone=o.zone,
+        instance_type=o.instance_type,
+        accelerator=o.accelerator,
+        accelerator_count=o.accelerator_count,
+        vcpus=o.vcpus,
+        memory_gib=o.memory_gib,
+        use_spot=spot,
+        hourly_price=price,
+        num_nodes=num_nodes,
+        estimated_hours=hours,
+        estimated_cost=num_nodes * price * hours,
+    )
+
+
+def _blocks_by_cloud(blocklist: Sequence[Block]) -> dict[str, list[Block]]:
+    blocks: dict[str, list[Block]] = {}
+    for block in blocklist:
+        blocks.setdefault(block.cloud, []).append(block)
+    return blocks
+
+
+def _reference_speed(request: ResourceRequest, index: OfferingIndex) -> float:
+    if request.accelerator is not None:
+        return hardware_speed(request.accelerator, float(request.accelerator_count or 1), 0.0)
+    if request.instance_type is not None:
+        keys = index.type_hardware(request.instance_type)
+        if keys:
+            return hardware_speed(keys[0][2], keys[0][3], keys[0][4])
+    return hardware_speed(None, 0.0, request.cpus or DEFAULT_CPUS)
+
+
+def _key_speed(key: HardwareKey) -> float:
+    if key[0] == "cpu":
+        return hardware_speed(None, 0.0, key[1])
+    if key[0] == "gpu":
+        return hardware_speed(key[1], key[2], 0.0)
+    return hardware_speed(key[2], key[3], key[4])
+
+
+def _request_stream(
+    request: ResourceRequest,
+    index: OfferingIndex,
+    enabled_clouds: Collection[str] | None,
+    blocks: dict[str, list[Block]],
+    minimize: str,
+    reference: float,
+) -> Iterator[tuple[tuple, bool]]:
+    """Feasible entries for one alternative, in objective order, as (sort key, spot)."""
+    spot = request.use_spot
+    if request.cloud is not None:
+        if enabled_clouds is not None and request.cloud not in enabled_clouds:
+            return
+        places: list[tuple[str | None, str | None]] = [(request.cloud, request.region)]
+    elif enabled_clouds is not None:
+        places = [(c, None) for c in sorted(index.clouds) if c in enabled_clouds]
+    else:
+        places = [(None, None)]
+    runs: list[Iterator[tuple]] = []
+    for key in hardware_keys(request, index):
+        est = reference / _key_speed(key) if minimize == "time" else 1.0
+        for cloud, region in places:
+            run = index.run(key, spot, cloud, region)
+            if request.max_hourly_cost is not None:
+                run = run[: bisect_right(run, request.max_hourly_cost + 1e-12, key=_price)]
+            if run:
+                runs.append(iter(run) if minimize == "cost" else _with_hours(est, run))
+    check = _row_check(request, blocks, narrowed_region=request.cloud is not None)
+    for key in heapq.merge(*runs):
+        o = key[6] if minimize == "cost" else key[1][6]
+        if check is None or check(o):
+            yield key, spot
+
+
+def _with_hours(est: float, run: tuple[Entry, ...]) -> Iterator[tuple[float, Entry]]:
+    for entry in run:
+        yield est, entry
+
+
+def _price(entry: Entry) -> float:
+    return entry[0]
+
+
+def _row_check(
+    request: ResourceRequest, blocks: dict[str, list[Block]], narrowed_region: bool
+) -> Callable[[Offering], bool] | None:
+    """The per-offering conditions the hardware key and the run slicing have not already enforced."""
+    region = None if narrowed_region else request.region
+    zone = request.zone
+    cpus = request.cpus if (request.accelerator is not None or request.instance_type is not None) else None
+    cpus_at_least = request.cpus_at_least
+    memory, memory_at_least = request.memory_gib, request.memory_at_least
+    if region is None and zone is None and cpus is None and memory is None and not blocks:
+        return None
+
+    def check(o: Offering) -> bool:
+        if region is not None and o.region != region:
+            return False
+        if zone is not None and o.zone != zone:
+            return False
+        if cpus is not None and not fits(o.vcpus, cpus, cpus_at_least):
+            return False
+        if memory is not None and not fits(o.memory_gib, memory, memory_at_least):
+            return False
+        cloud_blocks = blocks.get(o.cloud)
+        return not cloud_blocks or not any(
+            b.covers(o.cloud, o.region, o.zone, o.instance_type) for b in cloud_blocks
+        )
+
+    return check
