@@ -1,0 +1,258 @@
+"""Pydantic models of a SkyPilot task file (sky/utils/schemas.py `get_task_schema`), read as written.
+
+A `Pipeline` is what a task file holds: one task, a chain (`execution: serial`) or a job group
+(`execution: parallel`). `Task.resource_choice()` is what the optimizer reads. Models dump to JSON and
+validate back unchanged, so the job record can keep the validated task.
+
+Memory written as a ratio (`memory: 2x`) is resolved against the task's `cpus`: `2x` with `cpus: 4+` asks
+for at least 8 GiB. Without `cpus` the ratio cannot become GiB, so that request carries no memory bound.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
+
+from shared.resources import ResourceChoice, ResourceRequest
+from shared.resources_spec import ResourceFields, Resources
+from shared.spec_model import SpecModel
+from shared.task_values import DURATION, ENV_NAME, STORAGE_MODES, STORES, parse_cpus, parse_memory
+
+Number = StrictInt | StrictFloat
+
+
+class GitWorkdir(SpecModel):
+    url: str
+    ref: str | None = None
+
+
+class MountCachedConfig(SpecModel):
+    transfers: StrictInt | None = None
+    buffer_size: str | None = None
+    vfs_cache_max_size: str | None = None
+    vfs_cache_max_age: str | None = None
+    vfs_read_ahead: str | None = None
+    vfs_read_chunk_size: str | None = None
+    vfs_read_chunk_streams: StrictInt | None = None
+    vfs_write_back: str | None = None
+    read_only: StrictBool | None = None
+
+
+class MountConfig(SpecModel):
+    read_only: StrictBool | None = None
+    hf_mount_args: str | None = None
+
+
+class StorageConfig(SpecModel):
+    disk_size: StrictInt | str | None = None
+    disk_tier: str | None = None
+    storage_type: str | None = None
+    attach_mode: str | None = None
+    mount_cached: MountCachedConfig | None = None
+    mount: MountConfig | None = None
+
+
+class StorageObject(SpecModel):
+    """A bucket in `file_mounts`: `{name, source, store, mode, persistent, ...}`."""
+
+    _what = "storage field"
+    name: str | None = None
+    source: str | list[str] | None = None
+    store: str | None = None
+    persistent: StrictBool | None = None
+    mode: str | None = None
+    type: str | None = None
+    config: StorageConfig | None = None
+    is_sky_managed: StrictBool | None = Field(None, alias="_is_sky_managed")
+    bucket_sub_path: str | None = Field(None, alias="_bucket_sub_path")
+    force_delete: StrictBool | None = Field(None, alias="_force_delete")
+
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str | None) -> str | None:
+        return _upper_one_of(value, STORES)
+
+    @field_validator("mode")
+    @classmethod
+    def _known_mode(cls, value: str | None) -> str | None:
+        return _upper_one_of(value, STORAGE_MODES)
+
+    @model_validator(mode="after")
+    def _names_a_bucket(self) -> StorageObject:
+        if self.name is None and self.source is None:
+            raise ValueError("a storage object needs 'name' or 'source'")
+        return self
+
+
+def _upper_one_of(value: str | None, allowed: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    if value.upper() not in allowed:
+        raise ValueError(f"expected one of {', '.join(allowed)}, found {value!r}")
+    return value.upper()
+
+
+class JobOptions(SpecModel):
+    wait_for_scheduling_timeout: Annotated[StrictInt, Field(ge=1)] | str | None = None
+
+    @field_validator("wait_for_scheduling_timeout")
+    @classmethod
+    def _duration(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, str) and not DURATION.match(value.strip()):
+            raise ValueError(f"expected '<int>[s|m|h|d|w]' such as '2h', found {value!r}")
+        return value
+
+
+class Hook(SpecModel):
+    run: str
+    events: list[Literal["stop", "preemption", "down"]] | None = None
+    timeout: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
+class TaskConfig(SpecModel):
+    """`config:`, a per-task override of ~/.sky/config.yaml; the per-cloud sections are kept as written."""
+
+    _what = "config section"
+    docker: dict[str, Any] | None = None
+    nvidia_gpus: dict[str, Any] | None = None
+    active_workspace: str | None = None
+    gcp: dict[str, Any] | None = None
+    azure: dict[str, Any] | None = None
+    kubernetes: dict[str, Any] | None = None
+    ssh: dict[str, Any] | None = None
+    slurm: dict[str, Any] | None = None
+    vast: dict[str, Any] | None = None
+    hooks: Annotated[list[Hook], Field(max_length=32)] | None = None
+
+
+class SecretMount(SpecModel):
+    mount_path: str
+
+
+class Task(SpecModel):
+    name: str | None = None
+    workdir: str | GitWorkdir | None = None
+    event_callback: str | None = None
+    num_nodes: Annotated[StrictInt, Field(ge=1)] = 1
+    job: JobOptions | None = None
+    resources: Resources = Field(default_factory=Resources)
+    file_mounts: dict[str, str | StorageObject] | None = None
+    service: dict[str, Any] | None = None
+    pool: dict[str, Any] | None = None
+    setup: str | None = None
+    run: str | None = None
+    envs: dict[str, str] = Field(default_factory=dict)
+    secrets: dict[str, str] = Field(default_factory=dict)
+    managed_secrets: list[str] | dict[str, SecretMount] | None = None
+    inputs: dict[str, Number] | None = None
+    outputs: dict[str, Number] | None = None
+    file_mounts_mapping: dict[str, Any] | None = None
+    config: TaskConfig | None = None
+    volumes: dict[str, str] | None = None
+    volume_mounts: list[dict[str, Any]] | None = None
+    api_server_access: StrictBool | None = None
+    metadata: dict[str, Any] | None = Field(None, alias="_metadata")
+
+    @field_validator("envs", "secrets", mode="before")
+    @classmethod
+    def _values_as_strings(cls, value: Any) -> Any:
+        # SkyPilot turns `PORT: 8080` into "8080"; nulls are the loader's business (it knows the overrides).
+        if isinstance(value, list):
+            value = {item: None for item in value} if all(isinstance(i, str) for i in value) else value
+        if not isinstance(value, dict):
+            return value
+        for key in value:
+            if not isinstance(key, str) or not ENV_NAME.match(key):
+                raise ValueError(f"{key!r} is not a valid environment variable name")
+        return {k: v if isinstance(v, str) or v is None else _env_text(v) for k, v in value.items()}
+
+    @field_validator("managed_secrets")
+    @classmethod
+    def _one_mount(cls, value: Any) -> Any:
+        if isinstance(value, dict) and len(value) != 1:
+            raise ValueError(f"expected exactly one secret in the mapping form, found {len(value)}")
+        return value
+
+    @field_validator("inputs", "outputs")
+    @classmethod
+    def _exactly_one(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        if value is not None:
+            if len(value) != 1:
+                raise ValueError(
+                    f"expected exactly one entry {{<cloud URI>: <size in GB>}}, found {len(value)}"
+                )
+            if any(size < 0 for size in value.values()):
+                raise ValueError("the size in GB cannot be negative")
+        return value
+
+    @property
+    def inputs_gb(self) -> float:
+        return float(next(iter(self.inputs.values()))) if self.inputs else 0.0
+
+    @property
+    def outputs_gb(self) -> float:
+        return float(next(iter(self.outputs.values()))) if self.outputs else 0.0
+
+    @property
+    def unsupported(self) -> list[str]:
+        notes = []
+        if self.service is not None:
+            notes.append("service: read, not run by skyless (SkyServe services)")
+        if self.pool is not None:
+            notes.append("pool: read, not run by skyless (worker pools)")
+        return notes
+
+    def resource_choice(self) -> ResourceChoice:
+        """One `ResourceRequest` per alternative (any_of/ordered, times accelerator alternatives)."""
+        requests: list[ResourceRequest] = []
+        for fields in self.resources.alternatives():
+            for request in _requests_for(fields):
+                if request not in requests:
+                    requests.append(request)
+        return ResourceChoice(tuple(requests), ordered=self.resources.ordered is not None)
+
+
+def _env_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int | float | bool) else value
+
+
+def _requests_for(fields: ResourceFields) -> list[ResourceRequest]:
+    from shared.accelerators import canonical_name  # another part's module; only the optimizer path needs it
+
+    cloud, region, zone = fields.location()
+    cpus, cpus_at_least = parse_cpus(fields.cpus)
+    amount, memory_at_least, relative = parse_memory(fields.memory)
+    memory_gib = amount
+    if relative:
+        memory_gib = amount * cpus if amount is not None and cpus is not None else None
+        memory_at_least = True
+    accelerators = fields.accelerator_alternatives() or [(None, 0.0)]
+    return [
+        ResourceRequest(
+            cloud=cloud,
+            region=region,
+            zone=zone,
+            accelerator=canonical_name(name) if name is not None else None,
+            accelerator_count=count,
+            cpus=cpus,
+            cpus_at_least=cpus_at_least,
+            memory_gib=memory_gib,
+            memory_at_least=memory_at_least,
+            instance_type=fields.instance_type,
+            use_spot=bool(fields.use_spot),
+            max_hourly_cost=fields.max_hourly_cost,
+        )
+        for name, count in accelerators
+    ]
+
+
+class Pipeline(SpecModel):
+    """The tasks of one file: run one after another (`serial`) or together as a job group (`parallel`)."""
+
+    name: str | None = None
+    execution: Literal["serial", "parallel"] = "serial"
+    tasks: Annotated[list[Task], Field(min_length=1)]
+    primary_tasks: list[str] | None = None
+    termination_delay: StrictInt | str | dict[str, StrictInt | str] | None = None
+    inter_connection: Any = None
