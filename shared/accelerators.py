@@ -43,6 +43,15 @@ _ALIASES: dict[str, str] = {
     "T4-16GB": "T4",
 }
 
+# GiB per card, for catalogs that name an accelerator without saying its memory (Azure's).
+_MEMORY_GIB: dict[str, float] = {
+    "A10": 24, "A100": 40, "A100-80GB": 80, "A100-80GB-SXM": 80, "A10G": 24, "A30": 24, "A40": 48,
+    "A6000": 48, "B200": 180, "GH200": 96, "H100": 80, "H100-MEGA": 80, "H100-NVL": 94, "H100-SXM": 80,
+    "H200": 141, "H200-SXM": 141, "K80": 12, "L4": 24, "L40": 48, "L40S": 48, "M60": 8, "MI25": 16,
+    "MI300X": 192, "P100": 16, "P4": 8, "RTX4090": 24, "RTX5090": 32, "RTXA6000": 48, "T4": 16,
+    "V100": 16, "V100-32GB": 32,
+}  # fmt: skip
+
 _SEPARATORS = re.compile(r"[\s_\-]+")
 _TPU = re.compile(r"^tpu[\s_\-]*(v\w+?)(?:[\s_\-]+(\d+))?$", re.IGNORECASE)
 
@@ -85,3 +94,8 @@ def known_names() -> frozenset[str]:
 def is_tpu(name: str) -> bool:
     """True for Google TPU names (`tpu-v4-8`, `tpu-v5litepod-16`)."""
     return canonical_name(name).startswith("tpu-")
+
+
+def memory_gib(name: str) -> float | None:
+    """GiB of memory on one card of this accelerator, when we know it."""
+    return _MEMORY_GIB.get(canonical_name(name))
