@@ -1,0 +1,49 @@
+"""The Chalice app served over HTTP on 127.0.0.1, threaded, as API Gateway would call it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from chalice import Chalice
+from chalice.config import Config
+from chalice.local import ChaliceRequestHandler, LocalDevServer, create_local_server
+
+# Chalice keeps the request being handled in `app.current_request`, one attribute shared by all threads:
+# two requests at once would read each other's. Lambda never runs two requests in one process, so the
+# app is written for that; here requests are read concurrently but handled one at a time.
+_APP_LOCK = threading.Lock()
+
+
+class SerializedRequestHandler(ChaliceRequestHandler):
+    def _generic_handle(self) -> None:
+        with _APP_LOCK:
+            super()._generic_handle()
+
+
+class ApiServer:
+    """The API on host:port in a background thread; `stop()` shuts it down."""
+
+    def __init__(self, app: Chalice, host: str, port: int) -> None:
+        config = Config.create(chalice_stage="local", app_name=app.app_name)
+        server: LocalDevServer = create_local_server(app, config, host, port)
+        # Rebuild with the serializing handler, on the same socket settings chalice uses.
+        server.server.server_close()
+        self._server = LocalDevServer(app, config, host, port, handler_cls=SerializedRequestHandler)
+        self._server.server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.server.serve_forever, name="api", daemon=True)
+        self.url = f"http://{host}:{port}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server.server_close()
+        self._thread.join(timeout=10)
+
+
+def load_app() -> Any:
+    from functions.submit.app import app
+
+    return app

@@ -1,0 +1,142 @@
+"""Saving and restoring the local control plane's state across `skyless local down` / `up`.
+
+Why not moto's recorder: it records every request, reads included, so a day of dispatcher long-polls
+and agent heartbeats would replay for minutes, and replayed ReceiveMessage calls would consume the very
+messages they should restore. Instead the daemon saves what the state *is*: every item of the stack's
+tables, every object of its bucket, and every message waiting in its queues (with the delay it has left),
+periodically and at shutdown, into one JSON file written atomically. Restoring writes them back into a
+freshly created stack.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from shared.config import QUEUE_KINDS, Settings
+from shared.stack import aws_client
+
+SNAPSHOT_VERSION = 1
+
+
+def _encode(value: Any) -> Any:
+    """DynamoDB JSON with binary values made JSON-safe."""
+    if isinstance(value, bytes):
+        return {"__b64__": base64.b64encode(value).decode()}
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, set):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"__b64__"}:
+            return base64.b64decode(value["__b64__"])
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def _stack_tables(settings: Settings, dynamodb: Any) -> list[str]:
+    names: list[str] = []
+    for page in dynamodb.get_paginator("list_tables").paginate():
+        names.extend(n for n in page["TableNames"] if n.startswith(f"{settings.prefix}-"))
+    return names
+
+
+def _queue_messages(settings: Settings) -> dict[str, list[dict[str, Any]]]:
+    """Messages waiting in the stack's queues, read from the in-process moto backend without receiving them.
+
+    A ReceiveMessage would hide them and count a receive; reading moto's own queue objects does neither.
+    """
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    backend = sqs_backends[DEFAULT_ACCOUNT_ID][settings.region]
+    now_ms = time.time() * 1000
+    saved: dict[str, list[dict[str, Any]]] = {}
+    for kind in QUEUE_KINDS:
+        queue = backend.queues.get(settings.queue_name(kind))
+        if queue is None:
+            continue
+        saved[kind] = []
+        for message in list(queue._messages):
+            hidden_ms = max(0.0, message.delayed_until - now_ms, message.visible_at - now_ms)
+            saved[kind].append({"body": message.body, "delay_seconds": int(hidden_ms) // 1000})
+    return saved
+
+
+def take_snapshot(settings: Settings) -> dict[str, Any]:
+    dynamodb = aws_client("dynamodb", settings)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for name in _stack_tables(settings, dynamodb):
+        items: list[dict[str, Any]] = []
+        for page in dynamodb.get_paginator("scan").paginate(TableName=name):
+            items.extend(page["Items"])
+        tables[name] = items
+    s3 = aws_client("s3", settings)
+    objects: dict[str, str] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=settings.bucket):
+        for item in page.get("Contents", []):
+            body = s3.get_object(Bucket=settings.bucket, Key=item["Key"])["Body"].read()
+            objects[item["Key"]] = base64.b64encode(body).decode()
+    return {
+        "version": SNAPSHOT_VERSION,
+        "taken_at": time.time(),
+        "prefix": settings.prefix,
+        "tables": _encode(tables),
+        "objects": objects,
+        "queues": _queue_messages(settings),
+    }
+
+
+def save_snapshot(settings: Settings, path: Path) -> None:
+    """Write the state to `path` atomically (a crash mid-write leaves the previous snapshot)."""
+    snapshot = take_snapshot(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(snapshot))
+    os.replace(tmp, path)
+
+
+def restore_snapshot(settings: Settings, path: Path) -> dict[str, int]:
+    """Write a saved state back into a freshly created stack. Answers counts of what was restored."""
+    if not path.exists():
+        return {"items": 0, "objects": 0, "messages": 0}
+    snapshot = json.loads(path.read_text())
+    if snapshot.get("version") != SNAPSHOT_VERSION or snapshot.get("prefix") != settings.prefix:
+        return {"items": 0, "objects": 0, "messages": 0}
+    dynamodb = aws_client("dynamodb", settings)
+    existing = set(_stack_tables(settings, dynamodb))
+    item_count = 0
+    for table, items in _decode(snapshot["tables"]).items():
+        if table not in existing:
+            continue
+        for start in range(0, len(items), 25):
+            batch = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+            pending: dict[str, Any] = {table: batch}
+            while pending:
+                pending = dynamodb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+            item_count += len(batch)
+    s3 = aws_client("s3", settings)
+    for key, body in snapshot["objects"].items():
+        s3.put_object(Bucket=settings.bucket, Key=key, Body=base64.b64decode(body))
+    sqs = aws_client("sqs", settings)
+    message_count = 0
+    for kind, messages in snapshot["queues"].items():
+        url = sqs.get_queue_url(QueueName=settings.queue_name(kind))["QueueUrl"]
+        for message in messages:
+            sqs.send_message(
+                QueueUrl=url, MessageBody=message["body"], DelaySeconds=min(900, message["delay_seconds"])
+            )
+            message_count += 1
+    return {"items": item_count, "objects": len(snapshot["objects"]), "messages": message_count}
