@@ -105,6 +105,11 @@ def with_default_cpus(request: ResourceRequest) -> ResourceRequest:
     return request
 
 
+def requests_of(choice: ResourceChoice) -> list[ResourceRequest]:
+    """The alternatives of a choice with defaults applied; no alternative at all means the default VM."""
+    return [with_default_cpus(r) for r in choice.requests] or [with_default_cpus(ResourceRequest())]
+
+
 def check_objective(minimize: str, hours: float = 1.0) -> None:
     if minimize not in OBJECTIVES:
         raise UserError(f"unknown objective {minimize!r}", field="minimize", hint="use cost or time")
@@ -126,20 +131,11 @@ def plan_task(
     """The failover list for one task, best first. Raises NoOfferingError when nothing fits."""
     check_objective(minimize, hours)
     index = index_for(catalog)
-    requests = [with_default_cpus(r) for r in choice.requests] or [with_default_cpus(ResourceRequest())]
-    blocks = _blocks_by_cloud(blocklist)
-    reference = _reference_speed(requests[0], index)
-    streams = [_request_stream(r, index, enabled_clouds, blocks, minimize, reference) for r in requests]
-    ranked = _chain(streams) if choice.ordered else heapq.merge(*streams)
+    requests = requests_of(choice)
     candidates: list[Candidate] = []
-    seen: set[tuple[int, bool]] = set()
-    for key, spot in ranked:
-        entry: Entry = key[1] if minimize == "time" else key
-        if (entry[5], spot) in seen:
-            continue
-        seen.add((entry[5], spot))
-        est = key[0] if minimize == "time" else 1.0
-        candidates.append(_candidate(entry, spot, num_nodes, hours * est))
+    ranked = ranked_offerings(requests, choice.ordered, index, enabled_clouds, blocklist, minimize)
+    for entry, spot, factor in ranked:
+        candidates.append(candidate_from(entry, spot, num_nodes, hours * factor))
         if max_candidates is not None and len(candidates) >= max_candidates:
             break
     if not candidates:
@@ -147,12 +143,36 @@ def plan_task(
     return candidates
 
 
+def ranked_offerings(
+    requests: Sequence[ResourceRequest],
+    ordered: bool,
+    index: OfferingIndex,
+    enabled_clouds: Collection[str] | None,
+    blocklist: Sequence[Block],
+    minimize: str,
+) -> Iterator[tuple[Entry, bool, float]]:
+    """Every feasible (entry, spot, hours factor) once, best first; lazy, so callers stop early."""
+    blocks = _blocks_by_cloud(blocklist)
+    reference = _reference_speed(requests[0], index)
+    streams = [_request_stream(r, index, enabled_clouds, blocks, minimize, reference) for r in requests]
+    ranked = _chain(streams) if ordered else heapq.merge(*streams)
+    seen: set[tuple[int, bool]] = set()
+    timed = minimize == "time"
+    for key, spot in ranked:
+        entry: Entry = key[1] if timed else key
+        if (entry[5], spot) in seen:
+            continue
+        seen.add((entry[5], spot))
+        yield entry, spot, (key[0] if timed else 1.0)
+
+
 def _chain(streams: list[Iterator[tuple]]) -> Iterator[tuple]:
     for stream in streams:
         yield from stream
 
 
-def _candidate(entry: Entry, spot: bool, num_nodes: int, hours: float) -> Candidate:
+def candidate_from(entry: Entry, spot: bool, num_nodes: int, hours: float) -> Candidate:
+    """The Candidate for one index entry, `num_nodes` VMs for `hours`."""
     price, o = entry[0], entry[6]
     return Candidate(
         cloud=o.cloud,
