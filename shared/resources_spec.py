@@ -84,7 +84,7 @@ class ResourceFields(SpecModel):
     cloud: str | None = None
     region: str | None = None
     zone: str | None = None
-    accelerators: str | dict[str, Number | None] | list[str] | None = None
+    accelerators: str | dict[str, Number | None] | list[str | dict[str, Number | None]] | None = None
     accelerator_args: AcceleratorArgs | None = None
     cpus: str | StrictInt | StrictFloat | None = None
     memory: str | StrictInt | StrictFloat | None = None

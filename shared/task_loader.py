@@ -259,7 +259,11 @@ def _task_file_error(error: ValidationError, document: Document, filename: str) 
         message = f"expected {' or '.join(expected)}; found {found}"
     else:
         message = detail["msg"].removeprefix("Value error, ")
-        if detail["type"] != "missing" and "found" not in message:
+        if (
+            detail["type"] != "missing"
+            and "found" not in message
+            and not isinstance(detail.get("input"), dict)
+        ):
             message += f"; found {found}"
     return TaskFileError(
         message,

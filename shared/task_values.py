@@ -75,20 +75,32 @@ def parse_accelerators(value: Any) -> list[tuple[str, float]]:
     if isinstance(value, dict):
         if not value:
             raise ValueError("expected at least one accelerator, found an empty mapping")
-        return [(str(name), _accelerator_count(count, name)) for name, count in value.items()]
+        return [_accelerator_entry(name, count) for name, count in value.items()]
     if isinstance(value, list):
         if not value:
             raise ValueError("expected at least one accelerator, found an empty list")
         pairs = []
         for item in value:
-            if not isinstance(item, str):
-                raise ValueError(f"expected a list of '<name>[:<count>]' strings, found item {item!r}")
-            pairs.append(_parse_accelerator_string(item))
+            if isinstance(item, str):
+                pairs.append(_parse_accelerator_string(item))
+            elif isinstance(item, dict) and len(item) == 1:
+                pairs.append(_accelerator_entry(*next(iter(item.items()))))
+            else:
+                raise ValueError(f"expected list items like 'A100:8' or {{A100: 8}}, found item {item!r}")
         return pairs
     raise ValueError(
         "expected '<name>[:<count>]' (e.g. 'A100:8'), a mapping like {A100: 8, V100: null} "
-        f"or a list of such strings, found {value!r}"
+        f"or a list of such entries, found {value!r}"
     )
+
+
+def _accelerator_entry(name: Any, count: Any) -> tuple[str, float]:
+    # `{A100:1, V100:2}` in YAML flow style is the keys "A100:1", "V100:2" with null counts.
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"expected an accelerator name, found {name!r}")
+    if count is None and ":" in name:
+        return _parse_accelerator_string(name)
+    return name.strip(), _accelerator_count(count, name)
 
 
 def _parse_accelerator_string(text: str) -> tuple[str, float]:
