@@ -1,9 +1,210 @@
-"""Not built yet."""
+"""`skyless plan`: what a task file would run on and what it would cost, planned locally (no API).
+
+Shows, per task, the chosen candidate and the best candidate of every cloud (like `sky launch
+--dryrun`); `--json` prints one object instead. Exit codes: 0 planned, 2 a user error (the task
+file, the catalog folder, a flag, or nothing in the catalog fits), printed without a traceback;
+with `--json` the error is the object `{"error": ..., "message": ..., "file", "line", "field", "hint"}`.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from shared.errors import NoOfferingError, TaskFileError, UserError
+from shared.plan import Candidate, Plan
+
+JSON_CANDIDATES = 20  # candidates per task in --json; the failover list itself holds up to 100
+
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's verbs to the `skyless` command."""
+    app.command("plan")(plan)
+
+
+def plan(
+    file: Annotated[Path, typer.Argument(help="The task file (SkyPilot YAML, one task or a pipeline).")],
+    env: Annotated[list[str] | None, typer.Option("--env", help="Override an env: K=V (repeatable).")] = None,
+    minimize: Annotated[str, typer.Option("--minimize", help="cost or time.")] = "cost",
+    catalog_dir: Annotated[
+        Path | None, typer.Option("--catalog", help="Plan against this SkyPilot catalog folder.")
+    ] = None,
+    clouds: Annotated[
+        str | None, typer.Option("--clouds", help="Only these clouds, comma-separated.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Plan a task file: the chosen place per task and the best of every cloud, with prices."""
+    try:
+        pipeline, catalog, enabled = _inputs(file, env or [], minimize, catalog_dir, clouds)
+        from shared.optimizer import plan_pipeline
+
+        result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize)
+    except UserError as error:
+        if error.file is None and not isinstance(error, TaskFileError):
+            error.file = str(file)
+        if as_json:
+            typer.echo(json.dumps(error.to_dict(), indent=2))
+        else:
+            errors.print(f"[red]error:[/red] {escape(str(error))}")
+        raise typer.Exit(2) from None
+    notes = [
+        f"{task.name or f'task #{i + 1}'}: {note}"
+        for i, task in enumerate(pipeline.tasks)
+        for note in task.unsupported
+    ]
+    if as_json:
+        typer.echo(json.dumps(plan_to_json(result, notes), indent=2))
+        return
+    _print_plan(result, pipeline, catalog, enabled)
+    for note in notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def _inputs(
+    file: Path, env: list[str], minimize: str, catalog_dir: Path | None, clouds: str | None
+) -> tuple[Any, Any, set[str] | None]:
+    if minimize not in ("cost", "time"):
+        raise UserError(f"must be cost or time, not {minimize!r}", field="--minimize")
+    overrides: dict[str, str] = {}
+    for item in env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"expected K=V, found {item!r}", field="--env")
+        overrides[key] = value
+    from shared.catalog import Catalog, load_default_catalog
+    from shared.task_loader import load_pipeline_file
+
+    pipeline = load_pipeline_file(file, env_overrides=overrides)
+    if catalog_dir is not None:
+        from shared.catalog_import import import_skypilot_catalog
+
+        catalog = Catalog(import_skypilot_catalog(catalog_dir), sources=[str(catalog_dir)])
+    else:
+        catalog = load_default_catalog()
+    enabled = None
+    if clouds is not None:
+        enabled = {c.strip().lower() for c in clouds.split(",") if c.strip()}
+        unknown = sorted(enabled - set(catalog.clouds()))
+        if unknown or not enabled:
+            raise UserError(
+                f"no offerings for {', '.join(unknown) or 'an empty list'} in the catalog",
+                field="--clouds",
+                hint=f"clouds in the catalog: {', '.join(catalog.clouds())}",
+            )
+    return pipeline, catalog, enabled
+
+
+def candidate_to_json(c: Candidate) -> dict[str, Any]:
+    return {
+        "cloud": c.cloud,
+        "region": c.region,
+        "zone": c.zone,
+        "instance_type": c.instance_type,
+        "accelerators": {c.accelerator: c.accelerator_count} if c.accelerator else None,
+        "vcpus": c.vcpus,
+        "memory_gib": c.memory_gib,
+        "spot": c.use_spot,
+        "hourly_price": c.hourly_price,
+        "num_nodes": c.num_nodes,
+        "estimated_hours": c.estimated_hours,
+        "estimated_cost": c.estimated_cost,
+    }
+
+
+def plan_to_json(result: Plan, notes: list[str]) -> dict[str, Any]:
+    """The `--json` object: per task, the chosen candidate and the head of its failover list."""
+    return {
+        "objective": result.objective,
+        "total_cost": result.total_cost,
+        "egress_cost": result.egress_cost,
+        "candidates_cap": JSON_CANDIDATES,
+        "tasks": [
+            {
+                "name": t.task_name,
+                "num_nodes": t.num_nodes,
+                "chosen": candidate_to_json(t.chosen),
+                "candidates": [candidate_to_json(c) for c in t.candidates[:JSON_CANDIDATES]],
+                "candidates_truncated": len(t.candidates) > JSON_CANDIDATES,
+            }
+            for t in result.tasks
+        ],
+        "notes": notes,
+    }
+
+
+def _accelerators(c: Candidate) -> str:
+    if not c.accelerator:
+        return "-"
+    count = int(c.accelerator_count) if float(c.accelerator_count).is_integer() else c.accelerator_count
+    return f"{c.accelerator}:{count}"
+
+
+def _row(c: Candidate, chosen: bool | None = None) -> list[str]:
+    mark = [] if chosen is None else ["✔" if chosen else ""]
+    return [
+        c.cloud,
+        c.instance_type + (" [spot]" if c.use_spot else ""),
+        f"{c.vcpus:g}",
+        f"{c.memory_gib:g}",
+        _accelerators(c),
+        c.zone or c.region,
+        f"{c.hourly_price:.2f}",
+        f"{c.estimated_cost:.2f}",
+        *mark,
+    ]
+
+
+_COLUMNS = ("CLOUD", "INSTANCE", "vCPUs", "Mem(GB)", "ACCELERATORS", "ZONE/REGION", "$/h", "COST ($)")
+_NUMBERS = ("vCPUs", "Mem(GB)", "$/h", "COST ($)")
+
+
+def _table(title: str, with_mark: bool) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in _COLUMNS:
+        table.add_column(column, justify="right" if column in _NUMBERS else "left", overflow="fold")
+    if with_mark:
+        table.add_column("")
+    return table
+
+
+def _print_plan(result: Plan, pipeline: Any, catalog: Any, enabled: set[str] | None) -> None:
+    from shared.optimizer import plan_task
+
+    objective = "cost" if result.objective == "cost" else "time (ties by cost)"
+    console.print(f"[bold]Optimizer[/bold]: minimizing {objective}; estimates assume 1 hour per task.")
+    chosen = _table("Chosen plan", with_mark=False)
+    for t in result.tasks:
+        chosen.add_row(*_row(t.chosen))
+    console.print(chosen)
+    for task, task_plan in zip(pipeline.tasks, result.tasks, strict=True):
+        name = task_plan.task_name or "task"
+        per_cloud = _table(f"Best per cloud for {name} ({task_plan.num_nodes} node(s))", with_mark=True)
+        for cloud in catalog.clouds():
+            if enabled is not None and cloud not in enabled:
+                continue
+            try:
+                best = plan_task(
+                    task.resource_choice(),
+                    task.num_nodes,
+                    catalog,
+                    enabled_clouds={cloud},
+                    minimize=result.objective,
+                    max_candidates=1,
+                )[0]
+            except NoOfferingError:
+                continue
+            per_cloud.add_row(*_row(best, chosen=best == task_plan.chosen))
+        console.print(per_cloud)
+    if len(result.tasks) > 1:
+        console.print(f"Egress between tasks: ${result.egress_cost:.2f}")
+    console.print(f"[bold]Estimated total: ${result.total_cost:.2f}[/bold]")

@@ -114,7 +114,7 @@ def plan_pipeline(
     tasks = list(pipeline.tasks)
     dag = list(pipeline_edges(pipeline) if edges is None else edges)
     failovers = [
-        _failover(i, task, catalog, enabled_clouds, blocklist, minimize, max_candidates)
+        _failover(_label(i, task, len(tasks)), task, catalog, enabled_clouds, blocklist, minimize, max_candidates)
         for i, task in enumerate(tasks)
     ]
     if any(e.gigabytes > 0 for e in dag):
@@ -133,8 +133,14 @@ def plan_pipeline(
     return Plan(objective=minimize, tasks=plans, egress_cost=egress, total_cost=total)
 
 
+def _label(position: int, task: PlannableTask, count: int) -> str | None:
+    if task.name:
+        return f"task {task.name!r}"
+    return f"task #{position + 1}" if count > 1 else None
+
+
 def _failover(
-    position: int,
+    label: str | None,
     task: PlannableTask,
     catalog: HasOfferings,
     enabled_clouds: Collection[str] | None,
@@ -153,9 +159,10 @@ def _failover(
             max_candidates=max_candidates,
         )
     except NoOfferingError as error:
-        name = f"task {task.name!r}" if task.name else f"task #{position + 1}"
+        if label is None:
+            raise
         raise NoOfferingError(
-            f"{name}: {error.message}", file=error.file, line=error.line, field=error.field, hint=error.hint
+            f"{label}: {error.message}", file=error.file, line=error.line, field=error.field, hint=error.hint
         ) from None
 
 
