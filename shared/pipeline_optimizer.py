@@ -114,8 +114,8 @@ def plan_pipeline(
     tasks = list(pipeline.tasks)
     dag = list(pipeline_edges(pipeline) if edges is None else edges)
     failovers = [
-        _failover(_label(i, task, len(tasks)), task, catalog, enabled_clouds, blocklist, minimize, max_candidates)
-        for i, task in enumerate(tasks)
+        _failover(_label(i, t, len(tasks)), t, catalog, enabled_clouds, blocklist, minimize, max_candidates)
+        for i, t in enumerate(tasks)
     ]
     if any(e.gigabytes > 0 for e in dag):
         index = index_for(catalog)
