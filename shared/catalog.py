@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
@@ -42,12 +45,10 @@ OFFERING_COLUMNS: tuple[str, ...] = (
 _EMPTY: tuple[Offering, ...] = ()
 
 
-class Catalog:
-    """Offerings with the lookups the optimizer needs. Immutable once built; build it once."""
+class _Index:
+    """The lookup tables, built in one pass over the offerings."""
 
-    def __init__(self, offerings: Iterable[Offering], sources: Sequence[str] = ()) -> None:
-        self.offerings: tuple[Offering, ...] = tuple(offerings)
-        self.sources: tuple[str, ...] = tuple(sources)
+    def __init__(self, offerings: tuple[Offering, ...]) -> None:
         by_acc: dict[str, list[Offering]] = {}
         by_acc_count: dict[tuple[str, float], list[Offering]] = {}
         by_type: dict[tuple[str, str], list[Offering]] = {}
@@ -56,7 +57,7 @@ class Catalog:
         regions: dict[str, dict[str, None]] = {}
         zones: dict[tuple[str, str], dict[str, None]] = {}
         cpu_only: list[Offering] = []
-        for o in self.offerings:
+        for o in offerings:
             by_cloud.setdefault(o.cloud, []).append(o)
             by_type.setdefault((o.cloud, o.instance_type), []).append(o)
             by_type_any_cloud.setdefault(o.instance_type, []).append(o)
@@ -69,18 +70,41 @@ class Catalog:
                 by_acc.setdefault(o.accelerator, []).append(o)
                 by_acc_count.setdefault((o.accelerator, float(o.accelerator_count)), []).append(o)
         cpu_only.sort(key=lambda o: (o.vcpus, o.price))
-        self._by_acc = {k: tuple(v) for k, v in by_acc.items()}
-        self._by_acc_count = {k: tuple(v) for k, v in by_acc_count.items()}
-        self._by_type = {k: tuple(v) for k, v in by_type.items()}
-        self._by_type_any_cloud = {k: tuple(v) for k, v in by_type_any_cloud.items()}
-        self._by_cloud = {k: tuple(v) for k, v in by_cloud.items()}
-        self._regions = {c: tuple(sorted(r)) for c, r in regions.items()}
-        self._zones = {k: tuple(sorted(z)) for k, z in zones.items()}
-        self._counts = {
-            acc: tuple(sorted({count for a, count in self._by_acc_count if a == acc})) for acc in self._by_acc
-        }
-        self._cpu_only = tuple(cpu_only)
-        self._cpu_only_vcpus = [o.vcpus for o in cpu_only]
+        self.by_acc = {k: tuple(v) for k, v in by_acc.items()}
+        self.by_acc_count = {k: tuple(v) for k, v in by_acc_count.items()}
+        self.by_type = {k: tuple(v) for k, v in by_type.items()}
+        self.by_type_any_cloud = {k: tuple(v) for k, v in by_type_any_cloud.items()}
+        self.by_cloud = {k: tuple(v) for k, v in by_cloud.items()}
+        self.regions = {c: tuple(sorted(r)) for c, r in regions.items()}
+        self.zones = {k: tuple(sorted(z)) for k, z in zones.items()}
+        counts: dict[str, set[float]] = {}
+        for acc, count in self.by_acc_count:
+            counts.setdefault(acc, set()).add(count)
+        self.counts = {acc: tuple(sorted(c)) for acc, c in counts.items()}
+        self.cpu_only = tuple(cpu_only)
+        self.cpu_only_vcpus = [o.vcpus for o in cpu_only]
+
+
+class Catalog:
+    """Offerings with the lookups the optimizer needs. Immutable once built; build it once.
+
+    The lookup tables are built on the first lookup, not at load: a caller that only walks
+    `offerings` (the optimizer keeps its own index) pays nothing for them.
+    """
+
+    def __init__(
+        self,
+        offerings: Iterable[Offering],
+        sources: Sequence[str] = (),
+        origins: Mapping[str, str] | None = None,
+    ) -> None:
+        self.offerings: tuple[Offering, ...] = tuple(offerings)
+        self.sources: tuple[str, ...] = tuple(sources)  # names of the sources that contributed rows
+        self.origins: dict[str, str] = dict(origins or {})  # cloud -> the source its rows came from
+
+    @cached_property
+    def _ix(self) -> _Index:
+        return _Index(self.offerings)
 
     def __len__(self) -> int:
         return len(self.offerings)
@@ -90,41 +114,41 @@ class Catalog:
 
     def clouds(self) -> tuple[str, ...]:
         """Cloud names with at least one offering, sorted."""
-        return tuple(sorted(self._by_cloud))
+        return tuple(sorted(self._ix.by_cloud))
 
     def regions(self, cloud: str) -> tuple[str, ...]:
         """Regions of `cloud` with at least one offering, sorted; empty for an unknown cloud."""
-        return self._regions.get(cloud, ())
+        return self._ix.regions.get(cloud, ())
 
     def zones(self, cloud: str, region: str) -> tuple[str, ...]:
         """Zones of a region, sorted; empty for clouds priced per region (Azure, Lambda, RunPod)."""
-        return self._zones.get((cloud, region), ())
+        return self._ix.zones.get((cloud, region), ())
 
     def accelerator_names(self) -> tuple[str, ...]:
         """Canonical names of every accelerator offered, sorted."""
-        return tuple(sorted(self._by_acc))
+        return tuple(sorted(self._ix.by_acc))
 
     def accelerator_counts(self, accelerator: str) -> tuple[float, ...]:
         """The per-VM counts in which `accelerator` is sold, ascending (e.g. (1.0, 2.0, 4.0, 8.0))."""
-        return self._counts.get(canonical_name(accelerator), ())
+        return self._ix.counts.get(canonical_name(accelerator), ())
 
     def by_cloud(self, cloud: str) -> tuple[Offering, ...]:
         """Every offering of one cloud."""
-        return self._by_cloud.get(cloud, _EMPTY)
+        return self._ix.by_cloud.get(cloud, _EMPTY)
 
     def by_accelerator(self, accelerator: str) -> tuple[Offering, ...]:
         """Every offering with this accelerator, any count. The name is canonicalised first."""
-        return self._by_acc.get(canonical_name(accelerator), _EMPTY)
+        return self._ix.by_acc.get(canonical_name(accelerator), _EMPTY)
 
     def by_accelerator_count(self, accelerator: str, count: float) -> tuple[Offering, ...]:
         """Offerings with exactly `count` of this accelerator per VM."""
-        return self._by_acc_count.get((canonical_name(accelerator), float(count)), _EMPTY)
+        return self._ix.by_acc_count.get((canonical_name(accelerator), float(count)), _EMPTY)
 
     def by_instance_type(self, cloud: str | None, instance_type: str) -> tuple[Offering, ...]:
         """Offerings of one instance type in every region/zone; `cloud=None` searches every cloud."""
         if cloud is None:
-            return self._by_type_any_cloud.get(instance_type, _EMPTY)
-        return self._by_type.get((cloud, instance_type), _EMPTY)
+            return self._ix.by_type_any_cloud.get(instance_type, _EMPTY)
+        return self._ix.by_type.get((cloud, instance_type), _EMPTY)
 
     def cpu_only(self, min_vcpus: float = 0, max_vcpus: float | None = None) -> tuple[Offering, ...]:
         """Offerings without accelerators with min_vcpus <= vCPUs <= max_vcpus.
@@ -132,11 +156,11 @@ class Catalog:
         Pre-sorted by (vCPUs, on-demand price), so this is a bisect and a slice, not a scan.
         `cpu_only(4)` is "cpus: 4+"; `cpu_only(4, 4)` is "cpus: 4".
         """
-        start = bisect_left(self._cpu_only_vcpus, min_vcpus)
+        start = bisect_left(self._ix.cpu_only_vcpus, min_vcpus)
         if max_vcpus is None:
-            return self._cpu_only[start:]
-        end = bisect_left(self._cpu_only_vcpus, max_vcpus + 1e-9, lo=start)
-        return self._cpu_only[start:end]
+            return self._ix.cpu_only[start:]
+        end = bisect_left(self._ix.cpu_only_vcpus, max_vcpus + 1e-9, lo=start)
+        return self._ix.cpu_only[start:end]
 
 
 class CatalogSource(Protocol):
@@ -199,6 +223,46 @@ def imported_catalog_dir() -> Path:
     return skyless_home() / "catalog"
 
 
+IMPORT_MANIFEST = "manifest.json"
+
+
+def save_imported_catalog(
+    offerings: Sequence[Offering], source: str, folder: Path | None = None
+) -> dict[str, int]:
+    """Store imported offerings as `<cloud>.csv` under `folder` (default: the imported-catalog dir).
+
+    Each cloud in `offerings` replaces that cloud's earlier import; other clouds stay. A manifest
+    records where each cloud came from and when. Returns rows written per cloud.
+    """
+    folder = folder or imported_catalog_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    by_cloud: dict[str, list[Offering]] = {}
+    for o in offerings:
+        by_cloud.setdefault(o.cloud, []).append(o)
+    manifest = read_import_manifest(folder)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    for cloud, rows in sorted(by_cloud.items()):
+        write_offerings_csv(folder / f"{cloud}.csv", rows)
+        manifest[cloud] = {"source": source, "imported_at": now, "rows": len(rows)}
+    partial = folder / (IMPORT_MANIFEST + ".partial")
+    partial.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    partial.replace(folder / IMPORT_MANIFEST)
+    reset_default_catalog()
+    return {cloud: len(rows) for cloud, rows in sorted(by_cloud.items())}
+
+
+def read_import_manifest(folder: Path | None = None) -> dict[str, dict[str, object]]:
+    """What `save_imported_catalog` recorded per cloud; empty when nothing was imported."""
+    path = (folder or imported_catalog_dir()) / IMPORT_MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CatalogError(f"unreadable import manifest: {exc}", file=str(path)) from None
+    return data if isinstance(data, dict) else {}
+
+
 def default_sources() -> list[CatalogSource]:
     """Built-in first, then the user's imported catalog."""
     return [BuiltinSource(), CsvFolderSource(imported_catalog_dir(), f"imported ({imported_catalog_dir()})")]
@@ -216,8 +280,9 @@ def build_catalog(sources: Sequence[CatalogSource]) -> Catalog:
         for cloud, offerings in fresh.items():
             by_cloud[cloud] = offerings
             origin[cloud] = source.name
-    used = list(dict.fromkeys(origin[c] for c in sorted(origin)))
-    return Catalog((o for cloud in sorted(by_cloud) for o in by_cloud[cloud]), sources=used)
+    used = [source.name for source in sources if source.name in origin.values()]
+    offerings = (o for cloud in sorted(by_cloud) for o in by_cloud[cloud])
+    return Catalog(offerings, sources=used, origins=origin)
 
 
 _default: Catalog | None = None
