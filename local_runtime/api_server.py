@@ -7,7 +7,7 @@ from typing import Any
 
 from chalice import Chalice
 from chalice.config import Config
-from chalice.local import ChaliceRequestHandler, LocalDevServer, create_local_server
+from chalice.local import ChaliceRequestHandler, CustomLocalChalice, LocalChalice, LocalDevServer
 
 # Chalice keeps the request being handled in `app.current_request`, one attribute shared by all threads:
 # two requests at once would read each other's. Lambda never runs two requests in one process, so the
@@ -26,9 +26,10 @@ class ApiServer:
 
     def __init__(self, app: Chalice, host: str, port: int) -> None:
         config = Config.create(chalice_stage="local", app_name=app.app_name)
-        server: LocalDevServer = create_local_server(app, config, host, port)
-        # Rebuild with the serializing handler, on the same socket settings chalice uses.
-        server.server.server_close()
+        if not isinstance(app, LocalChalice):
+            # What chalice.local.create_local_server does to the app, without binding a socket of its own.
+            CustomLocalChalice.__bases__ = (LocalChalice, app.__class__)
+            app.__class__ = CustomLocalChalice
         self._server = LocalDevServer(app, config, host, port, handler_cls=SerializedRequestHandler)
         self._server.server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.server.serve_forever, name="api", daemon=True)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from local_runtime.api_server import ApiServer, load_app
 from local_runtime.dispatcher import Dispatcher
-from local_runtime.moto_endpoint import FAKE_AWS_ENV, start_moto
+from local_runtime.local_settings import FAKE_AWS_ENV, local_settings
+from local_runtime.moto_endpoint import start_moto
 from local_runtime.runtime_file import (
     DEFAULT_API_PORT,
     DEFAULT_MOTO_PORT,
@@ -32,19 +33,6 @@ log = logging.getLogger("skyless.local")
 
 SNAPSHOT_EVERY_SECONDS = float(os.environ.get("SKYLESS_LOCAL_SNAPSHOT_SECONDS", "15"))
 LOCAL_USER = "local"
-
-
-def local_settings(home: Path, moto_port: int, api_port: int) -> Settings:
-    """The Settings of the local runtime: every cloud served by the `local` provider."""
-    base = Settings.from_env()
-    return base.with_(
-        prefix=os.environ.get("SKYLESS_PREFIX", "skyless"),
-        region=FAKE_AWS_ENV["AWS_DEFAULT_REGION"],
-        endpoint_url=f"http://127.0.0.1:{moto_port}",
-        home=home,
-        providers="*=local",
-        api_url=f"http://127.0.0.1:{api_port}",
-    )
 
 
 def ensure_local_user(settings: Settings, key_file: Path) -> str:

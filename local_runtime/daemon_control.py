@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from local_runtime.moto_endpoint import port_is_free
 from local_runtime.runtime_file import (
     DEFAULT_API_PORT,
     DEFAULT_MOTO_PORT,
@@ -83,6 +84,12 @@ def start_local_runtime(
     local_dir(home).mkdir(parents=True, exist_ok=True)
     moto_port = moto_port or int(os.environ.get("SKYLESS_LOCAL_MOTO_PORT", DEFAULT_MOTO_PORT))
     api_port = api_port or int(os.environ.get("SKYLESS_LOCAL_API_PORT", DEFAULT_API_PORT))
+    for name, port in (("--moto-port", moto_port), ("--api-port", api_port)):
+        if not port_is_free(port):
+            raise LocalRuntimeError(
+                f"port {port} on 127.0.0.1 is already in use", field=name,
+                hint=f"stop what uses it, or choose another port with `skyless local up {name} N`",
+            )
     env = dict(os.environ)
     env["SKYLESS_HOME"] = str(home)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)

@@ -7,13 +7,6 @@ import time
 
 from moto.server import ThreadedMotoServer
 
-FAKE_AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "skyless-local",
-    "AWS_SECRET_ACCESS_KEY": "skyless-local",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REGION": "us-east-1",
-}
-
 
 class PortInUseError(OSError):
     pass

@@ -1,0 +1,41 @@
+"""The Settings and AWS clients of the local runtime, for the daemon and for the processes that talk to it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from shared.config import Settings
+
+FAKE_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "skyless-local",
+    "AWS_SECRET_ACCESS_KEY": "skyless-local",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+def local_settings(home: Path, moto_port: int, api_port: int) -> Settings:
+    """The Settings of the local runtime: every cloud served by the `local` provider."""
+    return Settings.from_env().with_(
+        prefix=os.environ.get("SKYLESS_PREFIX", "skyless"),
+        region=FAKE_AWS_ENV["AWS_DEFAULT_REGION"],
+        endpoint_url=f"http://127.0.0.1:{moto_port}",
+        home=home,
+        providers="*=local",
+        api_url=f"http://127.0.0.1:{api_port}",
+    )
+
+
+def local_client(service: str, settings: Settings) -> Any:
+    """A boto3 client of the local endpoint, with the local runtime's fake credentials."""
+    return boto3.client(
+        service,
+        region_name=settings.region,
+        endpoint_url=settings.endpoint_url,
+        aws_access_key_id=FAKE_AWS_ENV["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=FAKE_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+    )
