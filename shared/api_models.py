@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 MAX_TASK_CHARS = 256 * 1024
 Objective = Literal["cost", "time"]
+TaskText = Annotated[str, Field(min_length=1, max_length=MAX_TASK_CHARS)]
+CloudName = Annotated[str, Field(min_length=1, max_length=32)]
 AgentPhase = Literal["setting_up", "running", "succeeded", "failed", "preempting", "heartbeat"]
 
 
@@ -18,13 +21,21 @@ class RequestBody(BaseModel):
 
 
 class PlanRequest(RequestBody):
-    task: str | dict[str, Any] | list[dict[str, Any]] = Field(
+    task: TaskText | dict[str, Any] | list[dict[str, Any]] = Field(
         description="The task file: YAML text, or the same document as JSON (a list for a pipeline).",
     )
     filename: str = Field("task.yaml", max_length=512, description="Named in errors about the task.")
     env: dict[str, str] = Field(default_factory=dict, description="Overrides of the task's `envs`.")
     minimize: Objective = "cost"
-    clouds: list[str] | None = Field(None, description="Only plan on these clouds.")
+    clouds: list[CloudName] | None = Field(None, max_length=16, description="Only plan on these clouds.")
+
+    def task_text(self) -> str:
+        """The task as YAML text, whichever form it was sent in (the parser reads YAML)."""
+        if isinstance(self.task, str):
+            return self.task
+        if isinstance(self.task, list):
+            return yaml.safe_dump_all(self.task, sort_keys=False)
+        return yaml.safe_dump(self.task, sort_keys=False)
 
 
 class SubmitJobRequest(PlanRequest):

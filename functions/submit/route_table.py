@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -92,10 +93,23 @@ def parse_body(raw: bytes | None, model: type[BaseModel]) -> BaseModel:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or None
-        raise BodyValidationError(first["msg"], field=where) from exc
+        raise BodyValidationError(first["msg"], field=_field_path(first["loc"])) from exc
     except RecursionError as exc:
         raise BodyValidationError("the request body is nested too deeply") from exc
+
+
+UNION_MEMBER_TAG = re.compile(r"^(constrained-)?(str|int|float|bool|none|dict\[.*|list\[.*|function-.*)$")
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str | None:
+    """`("task", "constrained-str")` -> "task": pydantic names the union member it tried; callers
+    only care about the field."""
+    parts: list[str] = []
+    for part in loc:
+        if isinstance(part, str) and UNION_MEMBER_TAG.match(part):
+            break
+        parts.append(str(part))
+    return ".".join(parts) or None
 
 
 def int_param(params: dict[str, str] | None, name: str, default: int) -> int:

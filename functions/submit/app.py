@@ -1,0 +1,113 @@
+"""The HTTPS API (Chalice): users submit and watch jobs; node agents fetch their config and report.
+
+Each view decodes the request (route_table does bodies, auth and errors), calls one operation in
+`shared`, and encodes the answer. Deployed as one Lambda behind API Gateway; served over HTTP by the
+local runtime; driven in tests through `chalice.test.Client`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Chalice, Response
+
+from functions.submit import job_views
+from functions.submit.openapi import build_openapi
+from functions.submit.route_table import ROUTES, Auth, QueryParam, RouteSpec, int_param, register_route
+from shared.api_models import (
+    AgentConfigResponse,
+    AgentStatusRequest,
+    AgentStatusResponse,
+    JobDetail,
+    JobList,
+    LogsResponse,
+    PlanRequest,
+    SubmitJobRequest,
+    SubmitJobResponse,
+    UploadRequest,
+    UploadResponse,
+)
+from shared.auth import authenticate_agent, authenticate_user
+from shared.config import Settings
+from shared.store.users import User
+
+app = Chalice(app_name="skyless")
+
+
+def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> User | None:
+    if auth == "user":
+        return authenticate_user(headers, Settings.from_env())
+    if auth == "agent":
+        authenticate_agent(headers, path_args["job_id"], Settings.from_env())
+    return None
+
+
+def _route(path: str, method: str, summary: str, auth: Auth = "user", **spec: Any) -> Any:
+    return register_route(app, RouteSpec(path, method, summary, auth, **spec), _authenticate)
+
+
+@_route("/jobs", "POST", "Submit a task file as a job", status=201, body=SubmitJobRequest,
+        response=SubmitJobResponse)  # fmt: skip
+def submit_job(caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
+    return job_views.submit(Settings.from_env(), caller, body)
+
+
+@_route("/jobs", "GET", "The caller's jobs, newest first", response=JobList)
+def list_jobs(caller: User) -> JobList:
+    return job_views.list_for(Settings.from_env(), caller)
+
+
+@_route("/jobs/{job_id}", "GET", "One job: its plan, cluster and timeline", response=JobDetail, errors=(404,))
+def get_job(job_id: str, caller: User) -> JobDetail:
+    return job_views.detail(Settings.from_env(), caller, job_id)
+
+
+@_route("/jobs/{job_id}/cancel", "POST", "Cancel a job", response=JobDetail, errors=(404, 409))
+def cancel_job(job_id: str, caller: User) -> JobDetail:
+    return job_views.cancel(Settings.from_env(), caller, job_id)
+
+
+LOG_QUERY = (
+    QueryParam("rank", "integer", "The node whose log to read (default 0)"),
+    QueryParam("after", "string", "The cursor an earlier read answered"),
+)
+
+
+@_route("/jobs/{job_id}/logs", "GET", "A job's log text from a cursor", response=LogsResponse,
+        query=LOG_QUERY, errors=(400, 404))  # fmt: skip
+def read_logs(job_id: str, caller: User) -> LogsResponse:
+    params = app.current_request.query_params or {}
+    rank = int_param(params, "rank", 0)
+    return job_views.logs(Settings.from_env(), caller, job_id, rank=rank, after=params.get("after"))
+
+
+@_route("/plan", "POST", "Dry run: the failover plan for a task, nothing recorded", body=PlanRequest)
+def plan(caller: User, body: PlanRequest) -> dict[str, Any]:
+    return job_views.dry_run(body)
+
+
+@_route("/uploads", "POST", "A presigned PUT for a workdir tarball", status=201, body=UploadRequest,
+        response=UploadResponse)  # fmt: skip
+def create_upload(caller: User, body: UploadRequest) -> UploadResponse:
+    return job_views.upload(Settings.from_env(), caller, body)
+
+
+AGENT_QUERY = (QueryParam("instance_id", "string", "The asking node's instance id"),)
+
+
+@_route("/agent/{job_id}/config", "GET", "A node's task config (425 until every node is known)",
+        auth="agent", response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 425))  # fmt: skip
+def agent_config(job_id: str, caller: None) -> dict[str, Any]:
+    instance_id = (app.current_request.query_params or {}).get("instance_id", "")
+    return job_views.agent_config(Settings.from_env(), job_id, instance_id)
+
+
+@_route("/agent/{job_id}/status", "POST", "A node reports its phase or a heartbeat", auth="agent",
+        body=AgentStatusRequest, response=AgentStatusResponse, errors=(404, 409))  # fmt: skip
+def agent_status(job_id: str, caller: None, body: AgentStatusRequest) -> AgentStatusResponse:
+    return job_views.agent_status(Settings.from_env(), job_id, body)
+
+
+@_route("/openapi.json", "GET", "This description", auth="none")
+def openapi() -> Response:
+    return Response(body=build_openapi(ROUTES), status_code=200)
