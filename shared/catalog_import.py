@@ -164,17 +164,17 @@ def _parse_row(
         region=row[columns["Region"]].strip(),
         zone=(row[zone_at].strip() or None) if zone_at is not None else None,
         price=num("Price"),
-        spot=spot if spot else None,  # an empty or zero spot price means no spot market
+        spot=spot,
     )
 
 
 def _whole_vm_offerings(cloud: str, rows: list[_Row]) -> Iterator[Offering]:
     for r in rows:
-        if r.price is None or not r.instance_type:
-            continue
+        if not r.price or not r.instance_type:
+            continue  # no on-demand price: not something we can plan on
         yield Offering(
             cloud, r.region, r.zone, r.instance_type, r.accelerator, r.count, r.acc_memory_gib,
-            r.vcpus, r.memory_gib, r.price, r.spot,
+            r.vcpus, r.memory_gib, r.price, r.spot or None,  # a zero spot price means no spot market
         )  # fmt: skip
 
 
@@ -203,10 +203,10 @@ def _gcp_offerings(rows: list[_Row]) -> Iterator[Offering]:
             continue
         if r.instance_type:
             hosts.setdefault((r.region, r.zone), {})[r.instance_type] = r
-            if not _GCP_ACCELERATOR_BOUND.search(r.instance_type):
+            if r.price > 0 and not _GCP_ACCELERATOR_BOUND.search(r.instance_type):
                 yield Offering(
                     "gcp", r.region, r.zone, r.instance_type, None, 0.0, None,
-                    r.vcpus, r.memory_gib, r.price, r.spot,
+                    r.vcpus, r.memory_gib, r.price, r.spot or None,
                 )  # fmt: skip
         elif r.accelerator is not None:
             accelerators.append((r.accelerator, r))
@@ -215,9 +215,11 @@ def _gcp_offerings(rows: list[_Row]) -> Iterator[Offering]:
         for name in _gcp_host_types(accelerator, acc.count, zone_hosts):
             host = zone_hosts[name]
             assert host.price is not None and acc.price is not None
-            spot = host.spot + acc.spot if host.spot is not None and acc.spot is not None else None
+            price = host.price + acc.price
+            spot = host.spot + acc.spot if host.spot is not None and acc.spot is not None else 0.0
+            if price <= 0:
+                continue
             yield Offering(
                 "gcp", acc.region, acc.zone, name, accelerator, acc.count, acc.acc_memory_gib,
-                host.vcpus, host.memory_gib, round(host.price + acc.price, 6),
-                round(spot, 6) if spot is not None else None,
+                host.vcpus, host.memory_gib, round(price, 6), round(spot, 6) if spot > 0 else None,
             )  # fmt: skip
