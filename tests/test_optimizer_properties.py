@@ -1,0 +1,204 @@
+"""plan_task against a brute-force scan of the whole catalog: same feasible set, same order.
+
+The reference below reads every offering and applies the documented rules directly (no index, no
+early stop), then sorts by the documented keys. Requests are drawn around real catalog rows so
+that most of them are feasible, with pins, spot, price caps, enabled clouds and blocklists mixed in.
+Run on the built-in catalog and on the real SkyPilot catalog in ../shared/catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shared.catalog import Catalog, load_default_catalog
+from shared.errors import NoOfferingError
+from shared.offering import Offering
+from shared.optimizer import plan_task
+from shared.plan import Block, instance_family_of
+from shared.resources import ResourceChoice, ResourceRequest
+from shared.task_optimizer import hardware_speed
+
+SHARED_CATALOG = Path(__file__).resolve().parents[2] / "shared" / "catalog" / "skypilot" / "v8"
+
+
+def _fits(value: float, wanted: float | None, at_least: bool) -> bool:
+    if wanted is None:
+        return True
+    return value >= wanted - 1e-9 if at_least else abs(value - wanted) < 1e-9
+
+
+def _feasible(o: Offering, r: ResourceRequest, enabled: set[str] | None, blocks: list[Block]) -> bool:
+    if r.instance_type is not None and o.instance_type != r.instance_type:
+        return False
+    if r.accelerator is not None:
+        if o.accelerator != r.accelerator or o.accelerator_count != (r.accelerator_count or 1):
+            return False
+    elif r.instance_type is None and o.accelerator is not None:
+        return False
+    if not _fits(o.vcpus, r.cpus, r.cpus_at_least):
+        return False
+    if not _fits(o.memory_gib, r.memory_gib, r.memory_at_least):
+        return False
+    if (r.cloud and o.cloud != r.cloud) or (r.region and o.region != r.region):
+        return False
+    if r.zone and o.zone != r.zone:
+        return False
+    if enabled is not None and o.cloud not in enabled:
+        return False
+    price = o.spot_price if r.use_spot else o.price
+    if price is None or (r.max_hourly_cost is not None and price > r.max_hourly_cost):
+        return False
+    return not any(b.covers(o.cloud, o.region, o.zone, o.instance_type) for b in blocks)
+
+
+def _with_default(r: ResourceRequest) -> ResourceRequest:
+    if r.accelerator is None and r.instance_type is None and r.cpus is None and r.memory_gib is None:
+        return replace(r, cpus=8.0, cpus_at_least=True)
+    return r
+
+
+def _speed(r: ResourceRequest, offerings: tuple[Offering, ...]) -> float:
+    if r.accelerator is not None:
+        return hardware_speed(r.accelerator, float(r.accelerator_count or 1), 0.0)
+    if r.instance_type is not None:
+        first = next((o for o in offerings if o.instance_type == r.instance_type), None)
+        if first is not None:
+            return hardware_speed(first.accelerator, first.accelerator_count, first.vcpus)
+    return hardware_speed(None, 0.0, r.cpus or 8.0)
+
+
+def brute_force(
+    choice: ResourceChoice,
+    offerings: tuple[Offering, ...],
+    enabled: set[str] | None,
+    blocks: list[Block],
+    minimize: str,
+) -> list[tuple]:
+    requests = [_with_default(r) for r in choice.requests] or [_with_default(ResourceRequest())]
+    reference = _speed(requests[0], offerings)
+    per_request = []
+    for r in requests:
+        keyed = []
+        for seq, o in enumerate(offerings):
+            if _feasible(o, r, enabled, blocks):
+                price = o.spot_price if r.use_spot else o.price
+                hours = reference / hardware_speed(o.accelerator, o.accelerator_count, o.vcpus)
+                key = (price, o.cloud, o.region, o.zone or "", o.instance_type, seq, r.use_spot)
+                keyed.append(((hours, *key) if minimize == "time" else key, o, r.use_spot, price, hours))
+        per_request.append(sorted(keyed, key=lambda k: k[0]))
+    ranked = [k for keys in per_request for k in keys]
+    if not choice.ordered:
+        ranked.sort(key=lambda k: k[0])
+    seen: set[tuple[int, bool]] = set()
+    result = []
+    for key, o, spot, price, hours in ranked:
+        seq = key[-2]
+        if (seq, spot) in seen:
+            continue
+        seen.add((seq, spot))
+        hours = hours if minimize == "time" else 1.0
+        result.append((o.cloud, o.region, o.zone, o.instance_type, spot, price, hours))
+    return result
+
+
+@st.composite
+def requests_near(draw: st.DrawFn, offerings: tuple[Offering, ...]) -> ResourceRequest:
+    anchor = draw(st.sampled_from(offerings))
+    kind = draw(st.sampled_from(["gpu", "gpu", "cpu", "type", "nothing"]))
+    fields: dict[str, object] = {}
+    if kind == "gpu":
+        fields["accelerator"] = anchor.accelerator or draw(st.sampled_from(["A100", "H100", "L4", "T4"]))
+        fields["accelerator_count"] = draw(st.sampled_from([anchor.accelerator_count or 1, 1, 2, 3, 8]))
+    elif kind == "cpu":
+        fields["cpus"] = draw(st.sampled_from([anchor.vcpus, 2, 4, 8, 16, 48, 96]))
+        fields["cpus_at_least"] = draw(st.booleans())
+    elif kind == "type":
+        fields["instance_type"] = anchor.instance_type
+    if draw(st.integers(0, 3)) == 0:
+        fields["memory_gib"] = draw(st.sampled_from([anchor.memory_gib, 16.0, 64.0, 256.0]))
+        fields["memory_at_least"] = draw(st.booleans())
+    pin = draw(st.sampled_from(["none", "none", "cloud", "region", "zone"]))
+    if pin != "none":
+        fields["cloud"] = anchor.cloud
+    if pin in ("region", "zone"):
+        fields["region"] = anchor.region
+    if pin == "zone" and anchor.zone:
+        fields["zone"] = anchor.zone
+    fields["use_spot"] = draw(st.booleans())
+    if draw(st.integers(0, 3)) == 0:
+        fields["max_hourly_cost"] = draw(st.sampled_from([anchor.price, anchor.spot_price or 1.0, 0.5, 5.0]))
+    return ResourceRequest(**fields)  # type: ignore[arg-type]
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, offerings: tuple[Offering, ...]) -> tuple:
+    requests = tuple(draw(st.lists(requests_near(offerings), min_size=1, max_size=3)))
+    choice = ResourceChoice(requests, ordered=draw(st.booleans()))
+    clouds = sorted({o.cloud for o in offerings})
+    enabled = draw(st.none() | st.sets(st.sampled_from(clouds), min_size=1).map(set))
+    blocks = []
+    for o in draw(st.lists(st.sampled_from(offerings), max_size=3)):
+        width = draw(st.sampled_from(["zone", "region", "cloud", "family"]))
+        blocks.append(
+            Block(
+                cloud=o.cloud,
+                region=o.region if width in ("zone", "region") else None,
+                zone=o.zone if width == "zone" else None,
+                instance_family=instance_family_of(o.instance_type) if width == "family" else None,
+            )
+        )
+    return choice, enabled, blocks, draw(st.sampled_from(["cost", "time"])), draw(st.integers(1, 4))
+
+
+def check_against_brute_force(catalog: Catalog, scenario: tuple) -> None:
+    choice, enabled, blocks, minimize, nodes = scenario
+    expected = brute_force(choice, catalog.offerings, enabled, blocks, minimize)
+    if not expected:
+        with pytest.raises(NoOfferingError):
+            plan_task(choice, nodes, catalog, enabled_clouds=enabled, blocklist=blocks, minimize=minimize)
+        return
+    plan = plan_task(
+        choice,
+        nodes,
+        catalog,
+        enabled_clouds=enabled,
+        blocklist=blocks, minimize=minimize,
+        max_candidates=None,
+    )
+    got = [(c.cloud, c.region, c.zone, c.instance_type, c.use_spot, c.hourly_price) for c in plan]
+    assert got == [e[:6] for e in expected]
+    assert [c.estimated_hours for c in plan] == pytest.approx([e[6] for e in expected])
+    assert [c.estimated_cost for c in plan] == pytest.approx([nodes * e[5] * e[6] for e in expected])
+    capped = plan_task(choice, nodes, catalog, enabled_clouds=enabled, blocklist=blocks, minimize=minimize)
+    assert capped == plan[: len(capped)]
+
+
+BUILTIN = load_default_catalog()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(BUILTIN.offerings))
+def test_plan_task_matches_brute_force_on_the_builtin_catalog(scenario: tuple) -> None:
+    check_against_brute_force(BUILTIN, scenario)
+
+
+@pytest.fixture(scope="module")
+def shared_catalog() -> Catalog:
+    if not SHARED_CATALOG.is_dir():
+        pytest.skip(f"{SHARED_CATALOG} is not here")
+    from shared.catalog_import import import_skypilot_catalog
+
+    return Catalog(import_skypilot_catalog(SHARED_CATALOG))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_plan_task_matches_brute_force_on_the_real_skypilot_catalog(
+    shared_catalog: Catalog, data: st.DataObject
+) -> None:
+    check_against_brute_force(shared_catalog, data.draw(scenarios(shared_catalog.offerings)))
