@@ -17,9 +17,9 @@ from shared.offering import Offering
 REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "catalog" / "skypilot" / "v8"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/catalog is not on this machine")
 
-GCP_HEADER = ",".join(
-    ["InstanceType", "vCPUs", "MemoryGiB", "AcceleratorName", "AcceleratorCount", "GpuInfo"]
-    + ["Region", "AvailabilityZone", "Price", "SpotPrice"]
+GCP_HEADER = (
+    "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,"
+    "Region,AvailabilityZone,Price,SpotPrice"
 )
 LAMBDA_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice"
 T4_INFO = "\"{'Gpus': [{'MemoryInfo': {'SizeInMiB': 16384}}]}\""
