@@ -16,13 +16,14 @@ import io
 import json
 import os
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from importlib import resources
+from operator import attrgetter
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from shared.accelerators import canonical_name
 from shared.errors import CatalogError
@@ -43,53 +44,86 @@ OFFERING_COLUMNS: tuple[str, ...] = (
 )
 
 _EMPTY: tuple[Offering, ...] = ()
+_K = TypeVar("_K")
+
+
+def _group(offerings: Iterable[Offering], key: Callable[[Offering], _K]) -> dict[_K, tuple[Offering, ...]]:
+    groups: dict[_K, list[Offering]] = {}
+    for o in offerings:
+        k = key(o)
+        group = groups.get(k)
+        if group is None:
+            groups[k] = [o]
+        else:
+            group.append(o)
+    return {k: tuple(v) for k, v in groups.items()}
 
 
 class _Index:
-    """The lookup tables, built in one pass over the offerings."""
+    """The lookup tables, each built on its first use by one pass over the offerings."""
 
     def __init__(self, offerings: tuple[Offering, ...]) -> None:
-        by_acc: dict[str, list[Offering]] = {}
-        by_acc_count: dict[tuple[str, float], list[Offering]] = {}
-        by_type: dict[tuple[str, str], list[Offering]] = {}
-        by_type_any_cloud: dict[str, list[Offering]] = {}
-        by_cloud: dict[str, list[Offering]] = {}
-        regions: dict[str, dict[str, None]] = {}
-        zones: dict[tuple[str, str], dict[str, None]] = {}
-        cpu_only: list[Offering] = []
-        for o in offerings:
-            by_cloud.setdefault(o.cloud, []).append(o)
-            by_type.setdefault((o.cloud, o.instance_type), []).append(o)
-            by_type_any_cloud.setdefault(o.instance_type, []).append(o)
-            regions.setdefault(o.cloud, {})[o.region] = None
-            if o.zone is not None:
-                zones.setdefault((o.cloud, o.region), {})[o.zone] = None
-            if o.accelerator is None:
-                cpu_only.append(o)
-            else:
-                by_acc.setdefault(o.accelerator, []).append(o)
-                by_acc_count.setdefault((o.accelerator, float(o.accelerator_count)), []).append(o)
-        cpu_only.sort(key=lambda o: (o.vcpus, o.price))
-        self.by_acc = {k: tuple(v) for k, v in by_acc.items()}
-        self.by_acc_count = {k: tuple(v) for k, v in by_acc_count.items()}
-        self.by_type = {k: tuple(v) for k, v in by_type.items()}
-        self.by_type_any_cloud = {k: tuple(v) for k, v in by_type_any_cloud.items()}
-        self.by_cloud = {k: tuple(v) for k, v in by_cloud.items()}
-        self.regions = {c: tuple(sorted(r)) for c, r in regions.items()}
-        self.zones = {k: tuple(sorted(z)) for k, z in zones.items()}
+        self.offerings = offerings
+
+    @cached_property
+    def by_cloud(self) -> dict[str, tuple[Offering, ...]]:
+        return _group(self.offerings, attrgetter("cloud"))
+
+    @cached_property
+    def by_acc(self) -> dict[str, tuple[Offering, ...]]:
+        return _group((o for o in self.offerings if o.accelerator is not None), attrgetter("accelerator"))
+
+    @cached_property
+    def by_acc_count(self) -> dict[tuple[str, float], tuple[Offering, ...]]:
+        return {
+            (acc, float(count)): group
+            for acc, rows in self.by_acc.items()
+            for count, group in _group(rows, attrgetter("accelerator_count")).items()
+        }
+
+    @cached_property
+    def counts(self) -> dict[str, tuple[float, ...]]:
         counts: dict[str, set[float]] = {}
         for acc, count in self.by_acc_count:
             counts.setdefault(acc, set()).add(count)
-        self.counts = {acc: tuple(sorted(c)) for acc, c in counts.items()}
-        self.cpu_only = tuple(cpu_only)
-        self.cpu_only_vcpus = [o.vcpus for o in cpu_only]
+        return {acc: tuple(sorted(c)) for acc, c in counts.items()}
+
+    @cached_property
+    def by_type(self) -> dict[tuple[str, str], tuple[Offering, ...]]:
+        return _group(self.offerings, attrgetter("cloud", "instance_type"))
+
+    @cached_property
+    def by_type_any_cloud(self) -> dict[str, tuple[Offering, ...]]:
+        return _group(self.offerings, attrgetter("instance_type"))
+
+    @cached_property
+    def regions(self) -> dict[str, tuple[str, ...]]:
+        return {cloud: tuple(sorted({o.region for o in rows})) for cloud, rows in self.by_cloud.items()}
+
+    @cached_property
+    def zones(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        zones: dict[tuple[str, str], set[str]] = {}
+        for o in self.offerings:
+            if o.zone is not None:
+                zones.setdefault((o.cloud, o.region), set()).add(o.zone)
+        return {k: tuple(sorted(z)) for k, z in zones.items()}
+
+    @cached_property
+    def cpu_only(self) -> tuple[Offering, ...]:
+        return tuple(
+            sorted((o for o in self.offerings if o.accelerator is None), key=attrgetter("vcpus", "price"))
+        )
+
+    @cached_property
+    def cpu_only_vcpus(self) -> list[float]:
+        return [o.vcpus for o in self.cpu_only]
 
 
 class Catalog:
     """Offerings with the lookups the optimizer needs. Immutable once built; build it once.
 
-    The lookup tables are built on the first lookup, not at load: a caller that only walks
-    `offerings` (the optimizer keeps its own index) pays nothing for them.
+    Each lookup table is built on the first lookup that needs it, not at load: a caller that only
+    walks `offerings` (the optimizer keeps its own index) pays nothing for them.
     """
 
     def __init__(
