@@ -1,0 +1,246 @@
+"""plan_pipeline: chains by DP and DAGs by exact search equal brute force over every assignment."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shared.catalog import Catalog
+from shared.errors import NoOfferingError
+from shared.offering import Offering
+from shared.optimizer import EGRESS_PER_GB, Edge, plan_pipeline, plan_task
+from shared.plan import Candidate
+from shared.resources import ResourceChoice, ResourceRequest
+
+
+@dataclass
+class FakeTask:
+    choice: ResourceChoice
+    num_nodes: int = 1
+    name: str | None = None
+    inputs_gb: float = 0.0
+    outputs_gb: float = 0.0
+
+    def resource_choice(self) -> ResourceChoice:
+        return self.choice
+
+
+@dataclass
+class FakePipeline:
+    tasks: list[FakeTask] = field(default_factory=list)
+    execution: str = "serial"
+
+
+def request(**fields: object) -> ResourceChoice:
+    return ResourceChoice((ResourceRequest(**fields),))  # type: ignore[arg-type]
+
+
+def egress(source: str, target: str, gigabytes: float) -> float:
+    return 0.0 if source == target else gigabytes * EGRESS_PER_GB[source]
+
+
+def objective(chosen: list[Candidate], edges: list[Edge], minimize: str) -> tuple[float, ...]:
+    cost = sum(c.estimated_cost for c in chosen)
+    cost += sum(egress(chosen[e.source].cloud, chosen[e.target].cloud, e.gigabytes) for e in edges)
+    if minimize == "cost":
+        return (cost,)
+    finish: dict[int, float] = {}
+    for v in range(len(chosen)):  # tasks are numbered in a topological order in these tests
+        start = 0.0
+        for e in edges:
+            if e.target == v:
+                moved = 0.0 if chosen[e.source].cloud == chosen[v].cloud else e.gigabytes * 8 / 10 / 3600
+                start = max(start, finish[e.source] + moved)
+        finish[v] = start + chosen[v].estimated_hours
+    return (max(finish.values()), cost)
+
+
+def brute_force(
+    pipeline: FakePipeline, catalog: Catalog, edges: list[Edge], minimize: str
+) -> tuple[float, ...]:
+    options = [
+        plan_task(t.choice, t.num_nodes, catalog, minimize=minimize, max_candidates=None)
+        for t in pipeline.tasks
+    ]
+    return min(objective(list(chosen), edges, minimize) for chosen in itertools.product(*options))
+
+
+def chain_edges(pipeline: FakePipeline) -> list[Edge]:
+    t = pipeline.tasks
+    return [Edge(i, i + 1, t[i].outputs_gb or t[i + 1].inputs_gb) for i in range(len(t) - 1)]
+
+
+CLOUDS = {
+    "aws": ("us-east-1", "us-west-2"),
+    "gcp": ("us-central1",),
+    "azure": ("eastus",),
+    "lambda": ("us-tx-1",),
+}
+HARDWARE = [("T4", 1.0, 8.0), ("A100", 1.0, 12.0), ("H100", 1.0, 26.0), (None, 0.0, 8.0)]
+
+
+@st.composite
+def small_catalogs(draw: st.DrawFn) -> Catalog:
+    rows = []
+    for cloud, regions in CLOUDS.items():
+        for region in regions:
+            for acc, count, vcpus in draw(
+                st.lists(st.sampled_from(HARDWARE), min_size=1, max_size=3, unique=True)
+            ):
+                price = draw(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0, 4.0]))
+                spot = draw(st.none() | st.sampled_from([0.3, 0.6, 1.2]))
+                zone = f"{region}a" if cloud in ("aws", "gcp") else None
+                rows.append(
+                    Offering(
+                        cloud,
+                        region,
+                        zone,
+                        f"{cloud}-{acc or 'cpu'}",
+                        acc,
+                        count,
+                        None,
+                        vcpus,
+                        32,
+                        price,
+                        spot,
+                    )
+                )
+    return Catalog(rows)
+
+
+CHOICES = [
+    request(accelerator="T4", accelerator_count=1),
+    request(accelerator="A100", accelerator_count=1),
+    ResourceChoice(tuple(ResourceRequest(accelerator=a, accelerator_count=1) for a in ("A100", "H100"))),
+    request(cpus=4),
+    request(accelerator="T4", accelerator_count=1, use_spot=True),
+]
+
+
+@st.composite
+def pipelines(draw: st.DrawFn, size: st.SearchStrategy[int]) -> FakePipeline:
+    tasks = [
+        FakeTask(
+            draw(st.sampled_from(CHOICES)),
+            num_nodes=draw(st.integers(1, 2)),
+            outputs_gb=draw(st.sampled_from([0.0, 5.0, 30.0, 400.0])),
+            inputs_gb=draw(st.sampled_from([0.0, 20.0])),
+        )
+        for _ in range(draw(size))
+    ]
+    return FakePipeline(tasks)
+
+
+def _plannable(pipeline: FakePipeline, catalog: Catalog) -> bool:
+    try:
+        for t in pipeline.tasks:
+            plan_task(t.choice, 1, catalog)
+    except NoOfferingError:
+        return False
+    return True
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+@given(small_catalogs(), pipelines(st.integers(2, 4)), st.sampled_from(["cost", "time"]))
+def test_chain_plan_is_as_good_as_every_assignment(
+    catalog: Catalog, pipeline: FakePipeline, minimize: str
+) -> None:
+    if not _plannable(pipeline, catalog):
+        with pytest.raises(NoOfferingError):
+            plan_pipeline(pipeline, catalog, minimize=minimize)
+        return
+    plan = plan_pipeline(pipeline, catalog, minimize=minimize)
+    edges = chain_edges(pipeline)
+    chosen = [t.chosen for t in plan.tasks]
+    assert objective(chosen, edges, minimize) == pytest.approx(
+        brute_force(pipeline, catalog, edges, minimize)
+    )
+    assert plan.total_cost == pytest.approx(objective(chosen, edges, "cost")[0])
+
+
+DIAMOND = [(0, 1), (0, 2), (1, 3), (2, 3)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    small_catalogs(),
+    pipelines(st.just(4)),
+    st.lists(st.sampled_from([0.0, 10.0, 300.0]), min_size=4, max_size=4),
+    st.sampled_from(["cost", "time"]),
+)
+def test_diamond_dag_plan_is_as_good_as_every_assignment(
+    catalog: Catalog, pipeline: FakePipeline, sizes: list[float], minimize: str
+) -> None:
+    if not _plannable(pipeline, catalog):
+        return
+    edges = [Edge(a, b, gb) for (a, b), gb in zip(DIAMOND, sizes, strict=True)]
+    plan = plan_pipeline(pipeline, catalog, minimize=minimize, edges=edges)
+    chosen = [t.chosen for t in plan.tasks]
+    assert objective(chosen, edges, minimize) == pytest.approx(
+        brute_force(pipeline, catalog, edges, minimize)
+    )
+    assert plan.egress_cost == pytest.approx(
+        sum(egress(chosen[e.source].cloud, chosen[e.target].cloud, e.gigabytes) for e in edges)
+    )
+
+
+CATALOG = Catalog(
+    [
+        Offering("gcp", "us-central1", "us-central1-a", "a2-highgpu-1g", "A100", 1, None, 12, 85, 3.0, None),
+        Offering("lambda", "us-tx-1", None, "gpu_1x_a100", "A100", 1, None, 30, 200, 4.0, None),
+        Offering("gcp", "us-central1", "us-central1-a", "g2-standard-4", "L4", 1, None, 4, 16, 0.9, None),
+        Offering("lambda", "us-tx-1", None, "gpu_1x_l4", "L4", 1, None, 8, 32, 0.5, None),
+        Offering("aws", "us-east-1", "us-east-1a", "g6.xlarge", "L4", 1, None, 4, 16, 0.8, None),
+    ]
+)
+TRAIN = request(accelerator="A100", accelerator_count=1)
+SERVE = request(accelerator="L4", accelerator_count=1)
+
+
+def test_chain_stays_in_one_cloud_when_egress_outweighs_a_cheaper_next_step() -> None:
+    pipeline = FakePipeline([FakeTask(TRAIN, name="train", outputs_gb=100), FakeTask(SERVE, name="serve")])
+    plan = plan_pipeline(pipeline, CATALOG)
+    assert [t.chosen.cloud for t in plan.tasks] == ["gcp", "gcp"]  # lambda saves $0.40, egress costs $12
+    assert plan.egress_cost == 0.0
+    assert plan.total_cost == pytest.approx(3.0 + 0.9)
+
+
+def test_chain_moves_clouds_when_the_saving_beats_the_egress() -> None:
+    pipeline = FakePipeline([FakeTask(TRAIN, outputs_gb=2), FakeTask(SERVE, num_nodes=4)])
+    plan = plan_pipeline(pipeline, CATALOG)
+    assert [t.chosen.cloud for t in plan.tasks] == ["gcp", "lambda"]
+    assert plan.egress_cost == pytest.approx(2 * EGRESS_PER_GB["gcp"])
+    assert plan.total_cost == pytest.approx(3.0 + 4 * 0.5 + 2 * 0.12)
+
+
+def test_each_task_plan_starts_with_the_chosen_candidate_then_its_failover_list() -> None:
+    pipeline = FakePipeline([FakeTask(TRAIN, outputs_gb=100), FakeTask(SERVE)])
+    serve = plan_pipeline(pipeline, CATALOG).tasks[1]
+    failover = plan_task(SERVE, 1, CATALOG)
+    assert serve.chosen.cloud == "gcp" and failover[0].cloud == "lambda"
+    assert serve.candidates == [serve.chosen, *(c for c in failover if c != serve.chosen)]
+
+
+def test_parallel_job_group_plans_each_task_on_its_own() -> None:
+    group = FakePipeline([FakeTask(TRAIN, outputs_gb=100), FakeTask(SERVE)], execution="parallel")
+    plan = plan_pipeline(group, CATALOG)
+    assert [t.chosen for t in plan.tasks] == [
+        plan_task(TRAIN, 1, CATALOG)[0],
+        plan_task(SERVE, 1, CATALOG)[0],
+    ]
+    assert plan.egress_cost == 0.0
+
+
+def test_a_task_nothing_fits_is_named_in_the_error() -> None:
+    pipeline = FakePipeline(
+        [FakeTask(TRAIN, name="train"), FakeTask(request(accelerator="H100"), name="serve")]
+    )
+    with pytest.raises(NoOfferingError) as raised:
+        plan_pipeline(pipeline, CATALOG)
+    assert raised.value.message.startswith("task 'serve': no offering fits H100:1")
