@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.stack import create_stack
 
@@ -32,6 +37,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """A moto server on a free port of 127.0.0.1; AWS_ENDPOINT_URL and fake credentials point at it."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -51,8 +57,9 @@ def moto_endpoint() -> Iterator[str]:
 
 
 @pytest.fixture
-def stack(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    """Fresh tables/queues/bucket under a unique prefix; the environment is set so handlers see them."""
+def stack(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    """Fresh tables/queues/bucket under a unique prefix; the environment is set so handlers see them.
+    At the end, every local-cloud node the test started is terminated (nothing outlives a test)."""
     settings = Settings(
         prefix=f"t{uuid.uuid4().hex[:10]}",
         region=FAKE_AWS_ENV["AWS_DEFAULT_REGION"],
@@ -65,4 +72,65 @@ def stack(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     create_stack(settings)
     for name, value in settings.to_env().items():
         monkeypatch.setenv(name, value)
-    return settings
+    monkeypatch.setenv("SKYLESS_AGENT_SECRET", "test-agent-secret")
+    yield settings
+    cloud = LocalCloud(settings.home)
+    for cluster_id in {node.cluster_id for node in cloud.list_owned()}:
+        cloud.terminate(cluster_id)
+
+
+class QueueDriver:
+    """Delivers a stack's queue messages to handlers as Lambda would: an SQS event of received records."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.sqs = boto3.client("sqs", endpoint_url=settings.endpoint_url, region_name=settings.region)
+
+    def url(self, kind: str) -> str:
+        return self.sqs.get_queue_url(QueueName=self.settings.queue_name(kind))["QueueUrl"]
+
+    def receive(self, kind: str, wait_seconds: int = 0) -> list[dict[str, Any]]:
+        """Every visible message of a queue (deleted from it), as SQS event records."""
+        records: list[dict[str, Any]] = []
+        while True:
+            answer = self.sqs.receive_message(
+                QueueUrl=self.url(kind), MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds,
+                AttributeNames=["All"],
+            )  # fmt: skip
+            messages = answer.get("Messages", [])
+            if not messages:
+                return records
+            for message in messages:
+                self.sqs.delete_message(QueueUrl=self.url(kind), ReceiptHandle=message["ReceiptHandle"])
+                records.append(
+                    {
+                        "messageId": message["MessageId"],
+                        "receiptHandle": message["ReceiptHandle"],
+                        "body": message["Body"],
+                        "attributes": message.get("Attributes", {}),
+                        "messageAttributes": {},
+                        "eventSource": "aws:sqs",
+                        "eventSourceARN": f"arn:aws:sqs:{self.settings.region}:123456789012:{kind}",
+                        "awsRegion": self.settings.region,
+                    }
+                )
+            wait_seconds = 0
+
+    def bodies(self, kind: str) -> list[dict[str, Any]]:
+        return [json.loads(r["body"]) for r in self.receive(kind)]
+
+    def delayed_count(self, kind: str) -> int:
+        """Messages sent with a delay that are not visible yet."""
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.url(kind), AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+    @staticmethod
+    def event(records: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"Records": records}
+
+
+@pytest.fixture
+def queues(stack: Settings) -> QueueDriver:
+    return QueueDriver(stack)

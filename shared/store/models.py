@@ -42,6 +42,7 @@ class JobModel(Model):
     blocklist = UnicodeAttribute(default="[]")  # JSON list of Block
     minimize = UnicodeAttribute(default="cost")
     clouds = UnicodeAttribute(null=True)  # JSON list of enabled clouds, None = all
+    workdir_key = UnicodeAttribute(null=True)
     cluster_id = UnicodeAttribute(null=True)
     token_hash = UnicodeAttribute()
     reason = UnicodeAttribute(null=True)
@@ -76,6 +77,21 @@ class ClusterModel(Model):
     terminated_at = NumberAttribute(null=True)
 
 
+class NodeRefModel(Model):
+    """Which job and cluster an instance id belongs to (a cloud's event names only the instance).
+
+    Lives in the clusters table under the key `node#<instance id>`.
+    """
+
+    class Meta:
+        table_name = "unbound-clusters"
+
+    cluster_id = UnicodeAttribute(hash_key=True)
+    job_id = UnicodeAttribute()
+    node_cluster = UnicodeAttribute()
+    rank = NumberAttribute()
+
+
 class EventModel(Model):
     """The append-only timeline of a job. `at` is "<epoch seconds, fixed width>#<unique suffix>"."""
 
@@ -104,6 +120,7 @@ class Models:
     jobs: type[JobModel]
     clusters: type[ClusterModel]
     events: type[EventModel]
+    node_refs: type[NodeRefModel]
     connection: Connection
 
     def all(self) -> tuple[type[Model], ...]:
@@ -132,5 +149,6 @@ def models_for(settings: Settings) -> Models:
         jobs=jobs,  # type: ignore[arg-type]
         clusters=_bind(ClusterModel, settings.table_name("clusters"), settings),  # type: ignore[arg-type]
         events=_bind(EventModel, settings.table_name("events"), settings),  # type: ignore[arg-type]
+        node_refs=_bind(NodeRefModel, settings.table_name("clusters"), settings),  # type: ignore[arg-type]
         connection=Connection(region=settings.region, host=settings.endpoint_url),
     )

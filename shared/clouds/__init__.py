@@ -1,0 +1,1 @@
+"""Cloud providers: the protocol (base.py), the error taxonomy (errors.py), the choice (registry.py)."""

@@ -1,0 +1,71 @@
+"""The cloud provider protocol: what a launch asks for (LaunchSpec) and what it gets (Node)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+MANAGED_TAG = "skyless-managed"
+JOB_TAG = "skyless-job"
+CLUSTER_TAG = "skyless-cluster"
+RANK_TAG = "skyless-rank"
+ATTEMPT_TAG = "skyless-attempt"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """`attempt_id` is the idempotency key (the client token): the same id never launches twice."""
+
+    job_id: str
+    cluster_id: str
+    attempt_id: str
+    attempt: int
+    cloud: str
+    region: str
+    zone: str | None
+    instance_type: str
+    use_spot: bool
+    num_nodes: int
+    agent_env: dict[str, str] = field(default_factory=dict)  # user-data / process environment
+
+    def tags(self) -> dict[str, str]:
+        return {
+            MANAGED_TAG: "true",
+            JOB_TAG: self.job_id,
+            CLUSTER_TAG: self.cluster_id,
+            ATTEMPT_TAG: str(self.attempt),
+        }
+
+
+@dataclass(frozen=True)
+class Node:
+    instance_id: str
+    cluster_id: str
+    job_id: str
+    ip: str
+    state: str  # "running" | "terminated"
+    cloud: str
+    region: str
+    zone: str | None
+    instance_type: str
+    use_spot: bool
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def attempt(self) -> int | None:
+        raw = self.tags.get(ATTEMPT_TAG)
+        return int(raw) if raw is not None and raw.isdigit() else None
+
+
+class CloudProvider(Protocol):
+    name: str
+
+    def launch(self, spec: LaunchSpec) -> list[Node]: ...  # idempotent on spec.attempt_id
+    def terminate(self, cluster_id: str) -> None: ...  # every node tagged with that cluster
+    def describe(self, cluster_id: str) -> list[Node]: ...
+    def list_owned(self) -> list[Node]: ...  # everything tagged skyless-managed=true
+
+
+def ranked(nodes: list[Node]) -> list[Node]:
+    """Rank order is launch order: nodes sorted by instance id."""
+    return sorted(nodes, key=lambda n: n.instance_id)

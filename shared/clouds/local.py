@@ -1,0 +1,279 @@
+"""The `local` cloud: each node is an agent process on this machine, in its own sandbox folder.
+
+Every fact about a node lives in `$SKYLESS_HOME/local/nodes/<cluster>/<rank>/node.json`, so any process
+(dispatcher, CLI, tests, the reconcile sweep) can find, describe and terminate nodes by tag, as it
+would on a real cloud. The plan still names the real cloud, region and instance type being simulated.
+Capacity is configurable so that failover happens for real: `$SKYLESS_HOME/local/capacity.json` (or the
+JSON in `SKYLESS_LOCAL_CAPACITY`) lists places with no capacity, no quota, refused credentials...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from shared.clouds.base import CLUSTER_TAG, JOB_TAG, RANK_TAG, LaunchSpec, Node
+from shared.clouds.errors import (
+    CloudAuthError,
+    InvalidLaunchError,
+    NoCapacityError,
+    QuotaError,
+    TransientCloudError,
+)
+
+NODE_FILE = "node.json"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+AGENT_COMMAND = [sys.executable, "-m", "node_agent.agent"]
+FAULTS = {
+    "no_capacity": NoCapacityError,
+    "quota": QuotaError,
+    "auth": CloudAuthError,
+    "transient": TransientCloudError,
+    "invalid": InvalidLaunchError,
+}
+
+
+def _place(cloud: str, region: str, zone: str | None) -> str:
+    return "/".join(p for p in (cloud, region, zone) if p)
+
+
+def _matches(pattern: str, place: str) -> bool:
+    """`aws/us-east-1` covers its zones; `gcp/*` covers a cloud; `*` everything."""
+    return fnmatch.fnmatchcase(place, pattern) or place.startswith(pattern.rstrip("/") + "/")
+
+
+def _process_start_ticks(pid: int) -> str | None:
+    """Field 22 of /proc/<pid>/stat (start time), or None when the pid is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+class LocalCloud:
+    """The provider. `home` is $SKYLESS_HOME; `api_url` is where the agents report."""
+
+    name = "local"
+
+    def __init__(
+        self, home: Path, api_url: str | None = None, agent_command: list[str] | None = None
+    ) -> None:
+        self.root = home / "local"
+        self.nodes_dir = self.root / "nodes"
+        self.api_url = api_url
+        override = os.environ.get("SKYLESS_LOCAL_AGENT_COMMAND")  # a JSON list; tests use a stand-in
+        self.agent_command = agent_command or (json.loads(override) if override else AGENT_COMMAND)
+
+    # -- capacity --------------------------------------------------------------------------
+
+    def capacity_rules(self) -> dict[str, list[str]]:
+        raw = os.environ.get("SKYLESS_LOCAL_CAPACITY")
+        if not raw:
+            path = self.root / "capacity.json"
+            raw = path.read_text() if path.exists() else "{}"
+        rules = json.loads(raw or "{}")
+        return {kind: list(rules.get(kind, [])) for kind in FAULTS}
+
+    def set_capacity_rules(self, rules: dict[str, list[str]]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "capacity.json").write_text(json.dumps(rules, indent=2))
+
+    def _check_capacity(self, spec: LaunchSpec) -> None:
+        place = _place(spec.cloud, spec.region, spec.zone)
+        for kind, patterns in self.capacity_rules().items():
+            for pattern in patterns:
+                if _matches(pattern, place):
+                    raise FAULTS[kind](f"local cloud: {kind.replace('_', ' ')} in {place} (rule {pattern!r})")
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def launch(self, spec: LaunchSpec) -> list[Node]:
+        existing = self._read_cluster(spec.cluster_id)
+        if existing and all(r.get("attempt_id") == spec.attempt_id for r in existing):
+            return [self._node(r) for r in existing]  # the same attempt again: what it launched
+        if existing:
+            raise InvalidLaunchError(f"cluster {spec.cluster_id} exists from another launch attempt")
+        self._check_capacity(spec)
+        if self.api_url is None:
+            raise InvalidLaunchError("local cloud: no API URL for the node agents (SKYLESS_API_URL)")
+        return [self._start_node(spec, rank) for rank in range(spec.num_nodes)]
+
+    def terminate(self, cluster_id: str) -> None:
+        for record in self._read_cluster(cluster_id):
+            self._stop(record, new_state="terminated")
+
+    def describe(self, cluster_id: str) -> list[Node]:
+        return [self._node(r) for r in self._read_cluster(cluster_id)]
+
+    def list_owned(self) -> list[Node]:
+        if not self.nodes_dir.exists():
+            return []
+        paths = sorted(self.nodes_dir.glob(f"*/*/{NODE_FILE}"))
+        return [self._node(r) for path in paths if (r := _load(path))]
+
+    # -- what only a simulated cloud can do ------------------------------------------------
+
+    def preempt(self, target: str, rank: int = 0) -> dict[str, Any] | None:
+        """Kill one node of a cluster (or of a job's live cluster) as a cloud reclaims a spot VM.
+
+        Returns the EventBridge event to deliver (source `skyless.local`, the AWS spot-warning shape),
+        or None when there is no live node to preempt.
+        """
+        records = self._read_cluster(target) or self._live_records_of_job(target)
+        for record in records:
+            if record["rank"] == rank and self._alive(record):
+                self._stop(record, new_state="terminated", hard=True)
+                return preemption_event(record)
+        return None
+
+    # -- sandbox files ---------------------------------------------------------------------
+
+    def _start_node(self, spec: LaunchSpec, rank: int) -> Node:
+        sandbox = self.nodes_dir / spec.cluster_id / str(rank)
+        sandbox.mkdir(parents=True, exist_ok=True)
+        instance_id = f"local-{uuid.uuid5(uuid.NAMESPACE_URL, spec.attempt_id).hex[:10]}-{rank:03d}"
+        ip = f"127.0.0.{rank + 2}"
+        tags = {**spec.tags(), RANK_TAG: str(rank)}
+        env = {
+            **os.environ,
+            **spec.agent_env,
+            "SKYLESS_API_URL": spec.agent_env.get("SKYLESS_API_URL", self.api_url or ""),
+            "SKYLESS_JOB_ID": spec.job_id,
+            "SKYLESS_CLUSTER_ID": spec.cluster_id,
+            "SKYLESS_INSTANCE_ID": instance_id,
+            "SKYLESS_NODE_IP": ip,
+            "SKYLESS_NODE_HOME": str(sandbox),
+            "SKYLESS_CLOUD": "local",
+            "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p),
+        }
+        with open(sandbox / "agent.log", "ab") as log:
+            process = subprocess.Popen(
+                self.agent_command,
+                cwd=sandbox,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        record = {
+            "instance_id": instance_id,
+            "cluster_id": spec.cluster_id,
+            "job_id": spec.job_id,
+            "attempt_id": spec.attempt_id,
+            "rank": rank,
+            "ip": ip,
+            "pid": process.pid,
+            "start_ticks": _process_start_ticks(process.pid),
+            "state": "running",
+            "cloud": spec.cloud,
+            "region": spec.region,
+            "zone": spec.zone,
+            "instance_type": spec.instance_type,
+            "use_spot": spec.use_spot,
+            "tags": tags,
+            "launched_at": datetime.now(UTC).isoformat(),
+        }
+        _store(sandbox / NODE_FILE, record)
+        return self._node(record)
+
+    def _read_cluster(self, cluster_id: str) -> list[dict[str, Any]]:
+        folder = self.nodes_dir / cluster_id
+        if not cluster_id or "/" in cluster_id or not folder.is_dir():
+            return []
+        records = [r for path in folder.glob(f"*/{NODE_FILE}") if (r := _load(path))]
+        return sorted(records, key=lambda r: r["rank"])
+
+    def _live_records_of_job(self, job_id: str) -> list[dict[str, Any]]:
+        records = (self._record(n) for n in self.list_owned() if n.job_id == job_id)
+        return [r for r in records if r and self._alive(r)]
+
+    def _record(self, node: Node) -> dict[str, Any] | None:
+        return _load(self.nodes_dir / node.cluster_id / node.tags.get(RANK_TAG, "0") / NODE_FILE)
+
+    def _alive(self, record: dict[str, Any]) -> bool:
+        if record.get("state") != "running":
+            return False
+        pid = int(record["pid"])
+        _reap(pid)
+        ticks = _process_start_ticks(pid)
+        return ticks is not None and ticks == record.get("start_ticks")
+
+    def _stop(self, record: dict[str, Any], new_state: str, hard: bool = False) -> None:
+        pid = int(record["pid"])
+        if self._alive(record):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL if hard else signal.SIGTERM)
+            deadline = time.monotonic() + 5
+            while not hard and time.monotonic() < deadline and self._alive(record):
+                time.sleep(0.05)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            _reap(pid)
+        if record.get("state") != new_state:
+            record["state"] = new_state
+            record["stopped_at"] = datetime.now(UTC).isoformat()
+            path = self.nodes_dir / record["cluster_id"] / str(record["rank"]) / NODE_FILE
+            _store(path, record)
+
+    def _node(self, record: dict[str, Any]) -> Node:
+        return Node(
+            instance_id=record["instance_id"],
+            cluster_id=record["cluster_id"],
+            job_id=record["job_id"],
+            ip=record["ip"],
+            state="running" if self._alive(record) else "terminated",
+            cloud=record["cloud"],
+            region=record["region"],
+            zone=record["zone"],
+            instance_type=record["instance_type"],
+            use_spot=record["use_spot"],
+            tags={**record["tags"], JOB_TAG: record["job_id"], CLUSTER_TAG: record["cluster_id"]},
+        )
+
+
+def preemption_event(record: dict[str, Any]) -> dict[str, Any]:
+    """The EventBridge spot interruption warning AWS would send, with source `skyless.local`."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "skyless.local",
+        "account": "000000000000",
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": record["region"],
+        "resources": [f"arn:aws:ec2:{record['region']}:000000000000:instance/{record['instance_id']}"],
+        "detail": {"instance-id": record["instance_id"], "instance-action": "terminate"},
+    }
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _store(path: Path, record: dict[str, Any]) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(record, indent=2))
+    temporary.replace(path)

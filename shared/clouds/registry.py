@@ -1,0 +1,46 @@
+"""Which provider serves which cloud: configuration (`SKYLESS_PROVIDERS`), decided here and nowhere else."""
+
+from __future__ import annotations
+
+from shared.clouds.base import CloudProvider
+from shared.clouds.errors import CloudAuthError
+from shared.config import Settings
+
+
+def parse_provider_map(text: str) -> dict[str, str]:
+    """`"aws=aws,gcp=gcp"` or `"*=local"` -> {cloud: provider name}."""
+    mapping: dict[str, str] = {}
+    for part in text.split(","):
+        cloud, sep, provider = part.strip().partition("=")
+        if part.strip() and sep:
+            mapping[cloud.strip().lower()] = provider.strip().lower()
+    return mapping
+
+
+class ProviderRegistry:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.mapping = parse_provider_map(settings.providers)
+        self._built: dict[str, CloudProvider] = {}
+
+    def provider_for(self, cloud: str) -> CloudProvider:
+        """The provider serving `cloud`, or CloudAuthError (the cloud is not enabled: block it)."""
+        name = self.mapping.get(cloud.lower()) or self.mapping.get("*")
+        if name is None:
+            raise CloudAuthError(f"no provider configured for cloud {cloud!r} (SKYLESS_PROVIDERS)")
+        return self.build(name)
+
+    def all_providers(self) -> list[CloudProvider]:
+        return [self.build(name) for name in sorted(set(self.mapping.values()))]
+
+    def build(self, name: str) -> CloudProvider:
+        if name not in self._built:
+            self._built[name] = self._construct(name)
+        return self._built[name]
+
+    def _construct(self, name: str) -> CloudProvider:
+        if name == "local":
+            from shared.clouds.local import LocalCloud
+
+            return LocalCloud(self.settings.home, api_url=self.settings.api_url)
+        raise CloudAuthError(f"provider {name!r} is not built into this skyless (SKYLESS_PROVIDERS)")

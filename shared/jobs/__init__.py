@@ -1,0 +1,1 @@
+"""The job lifecycle operations: one module per step. Handlers, the API and tests call these."""

@@ -1,0 +1,209 @@
+"""What node agents ask for (their config) and tell (phases, exit codes, heartbeats).
+
+The caller is already authenticated (shared.auth checks the job token). A job succeeds when every node
+of its cluster exits 0 and fails when one fails (unless its job_recovery says restart); the cluster is
+then torn down. Each report is one write, or one transaction when it moves the job.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from shared.config import Settings
+from shared.errors import NotFoundError
+from shared.jobs.messages import send_launch, send_teardown
+from shared.jobs.nodes import by_rank, nodes_of
+from shared.jobs.planning import plan_of
+from shared.jobs.recovery import fail_job, recover_job, recovery_options
+from shared.jobs.task_records import load_pipeline_of, secrets_of
+from shared.states import HAS_NODES, JobState, is_terminal
+from shared.store.models import ClusterModel, JobModel
+from shared.wiring import Wiring, wiring_for
+
+PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
+ATTEMPTS_ON_RACE = 3
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    job_id: str
+    state: str
+    cancel: bool  # the job is over (cancelled, failed elsewhere): the agent stops its task
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    rank: int
+    num_nodes: int
+    node_ips: list[str]
+    gpus_per_node: float
+    task_id: str
+    setup: str | None
+    run: str | None
+    envs: dict[str, str]
+    workdir_url: str | None
+    file_mounts: list[dict[str, str]]
+    log_upload: dict[str, Any]
+    heartbeat_seconds: int
+    cloud: str = ""
+    region: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConfig | None:
+    """The node's config, or None while the cluster is not fully recorded (the API answers 425).
+    NotFoundError when the instance is not a node of the job's current cluster (it should stop)."""
+    wiring = wiring_for(settings)
+    job = wiring.store.get(job_id)
+    if job is None:
+        raise NotFoundError(f"no job {job_id}", field="job_id")
+    cluster = wiring.store.cluster(job.cluster_id)
+    if cluster is None:
+        if JobState(job.state) in (JobState.PROVISIONING, JobState.PLANNED):
+            return None
+        raise NotFoundError(f"job {job_id} has no cluster now ({job.state})", field="instance_id")
+    nodes = by_rank(cluster)
+    ranks = {iid: int(node["rank"]) for iid, node in nodes}
+    if instance_id not in ranks:
+        raise NotFoundError(f"{instance_id} is not a node of job {job_id}", field="instance_id")
+    if len(nodes) < int(cluster.num_nodes):
+        return None
+    rank = ranks[instance_id]
+    task_index = int(job.task_index)
+    task = load_pipeline_of(wiring, job).tasks[task_index]
+    plan = plan_of(job)
+    candidate = plan.tasks[task_index].candidates[int(job.candidate_index)] if plan else None
+    key_prefix = f"runs/{job_id}/logs/{rank}/{int(job.attempt):03d}-"
+    workdir_url = wiring.objects.presigned_get(job.workdir_key) if job.workdir_key else None
+    return AgentConfig(
+        rank=rank,
+        num_nodes=len(nodes),
+        node_ips=[str(node["ip"]) for _, node in nodes],
+        gpus_per_node=float(candidate.accelerator_count) if candidate else 0.0,
+        task_id=f"skyless-{job_id}-{task_index}-{int(job.attempt)}",
+        setup=task.setup,
+        run=task.run,
+        envs={**task.envs, **secrets_of(wiring, job, task_index)},
+        workdir_url=workdir_url,
+        file_mounts=[],
+        log_upload={**wiring.objects.presigned_post(key_prefix), "key_prefix": key_prefix},
+        heartbeat_seconds=settings.heartbeat_seconds,
+        cloud=cluster.cloud,
+        region=cluster.region,
+    )
+
+
+def report_agent_status(
+    settings: Settings,
+    job_id: str,
+    *,
+    instance_id: str,
+    phase: str,
+    exit_code: int | None = None,
+    message: str | None = None,
+) -> AgentStatus:
+    """Record a node's report and move the job when the report completes a step. Idempotent."""
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r}")
+    wiring = wiring_for(settings)
+    for _ in range(ATTEMPTS_ON_RACE):
+        job = wiring.store.get(job_id)
+        if job is None:
+            raise NotFoundError(f"no job {job_id}", field="job_id")
+        cluster = wiring.store.cluster(job.cluster_id)
+        if is_terminal(job.state) or cluster is None or instance_id not in nodes_of(cluster):
+            return AgentStatus(job_id, job.state, cancel=is_terminal(job.state))
+        if _apply_report(wiring, job, cluster, instance_id, phase, exit_code, message):
+            return AgentStatus(job.job_id, job.state, cancel=is_terminal(job.state))
+    return AgentStatus(job_id, job.state, cancel=is_terminal(job.state))
+
+
+def _apply_report(
+    wiring: Wiring,
+    job: JobModel,
+    cluster: ClusterModel,
+    instance_id: str,
+    phase: str,
+    exit_code: int | None,
+    message: str | None,
+) -> bool:
+    """True when recorded; False when the job moved under us (read again and retry)."""
+    store = wiring.store
+    now = time.time()
+    nodes = nodes_of(cluster)
+    node = nodes[instance_id]
+    fields: dict[str, Any] = {"heartbeat_at": now}
+    if phase != "heartbeat":
+        fields["phase"] = phase
+        if exit_code is not None:
+            fields["exit_code"] = int(exit_code)
+    node.update(fields)
+    rank = int(node["rank"])
+    node_update = [(cluster, store.node_actions(instance_id, **fields))]
+    state = JobState(job.state)
+
+    if phase == "preempting" and state in HAS_NODES:
+        store.update_node(cluster, instance_id, **fields)
+        recover_job(wiring, job, f"preemption notice on node rank {rank}", preempted=True)
+        return True
+    if phase == "failed" and state in HAS_NODES:
+        store.update_node(cluster, instance_id, **fields)
+        _on_node_failed(wiring, job, rank, exit_code, message)
+        return True
+    phases = [n.get("phase") for n in nodes.values()]
+    if phase == "succeeded" and state in HAS_NODES and all(p == "succeeded" for p in phases):
+        return _on_all_succeeded(wiring, job, cluster, node_update)
+    started = all(p in ("running", "succeeded") for p in phases)
+    if phase in ("running", "succeeded") and state == JobState.SETTING_UP and started:
+        return store.move(job, JobState.RUNNING, "every node is running", also_update=node_update)
+    if not store.update_node(cluster, instance_id, **fields):
+        return True  # the node is not in that cluster record any more: nothing to record
+    return True
+
+
+def _on_node_failed(
+    wiring: Wiring, job: JobModel, rank: int, exit_code: int | None, message: str | None
+) -> None:
+    options = recovery_options(wiring, job)
+    what = f"node rank {rank} failed" + (f" with exit code {exit_code}" if exit_code is not None else "")
+    if message:
+        what += f": {message[:300]}"
+    if exit_code is not None and exit_code in options["recover_on_exit_codes"]:
+        recover_job(wiring, job, f"{what} (recover_on_exit_codes)", preempted=False, counts_as_restart=True)
+    elif int(job.restarts) < options["max_restarts_on_errors"]:
+        recover_job(wiring, job, f"{what} (restart {int(job.restarts) + 1})", preempted=False,
+                    counts_as_restart=True)  # fmt: skip
+    else:
+        fail_job(wiring, job, what)
+
+
+def _on_all_succeeded(wiring: Wiring, job: JobModel, cluster: ClusterModel, node_update: list[Any]) -> bool:
+    pipeline_length = len(load_pipeline_of(wiring, job).tasks)
+    next_task = int(job.task_index) + 1
+    if next_task < pipeline_length:
+        moved = wiring.store.move(
+            job,
+            JobState.PLANNED,
+            f"task {next_task} of {pipeline_length} done; next task",
+            changes={
+                "task_index": next_task,
+                "attempt": int(job.attempt) + 1,
+                "cluster_id": None,
+                "candidate_index": 0,
+                "restarts": 0,
+            },
+            also_update=node_update,
+        )
+        if moved:
+            send_teardown(wiring, job.job_id, int(job.attempt) - 1, cluster.cluster_id)
+            send_launch(wiring, job.job_id, int(job.attempt))
+        return moved
+    moved = wiring.store.move(job, JobState.SUCCEEDED, "every node exited 0", also_update=node_update)
+    if moved:
+        send_teardown(wiring, job.job_id, int(job.attempt), cluster.cluster_id)
+    return moved

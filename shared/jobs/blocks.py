@@ -1,0 +1,46 @@
+"""A job's blocklist: places that failed it, stored as JSON on the job."""
+
+from __future__ import annotations
+
+import json
+
+from shared.plan import Block, Candidate, instance_family_of
+from shared.store.models import JobModel
+
+STICKY_REASONS = ("auth",)  # blocks that survive a WAITING round (capacity may come back, credentials won't)
+
+
+def blocks_of(job: JobModel) -> list[Block]:
+    return [Block.model_validate(item) for item in json.loads(job.blocklist or "[]")]
+
+
+def blocks_json(blocks: list[Block]) -> str:
+    unique = list(dict.fromkeys(blocks))
+    return json.dumps([b.model_dump(exclude_defaults=True) for b in unique], separators=(",", ":"))
+
+
+def zone_block(candidate: Candidate, reason: str) -> Block:
+    return Block(cloud=candidate.cloud, region=candidate.region, zone=candidate.zone, reason=reason)
+
+
+def region_block(candidate: Candidate, reason: str) -> Block:
+    return Block(cloud=candidate.cloud, region=candidate.region, reason=reason)
+
+
+def family_block(candidate: Candidate, reason: str) -> Block:
+    family = instance_family_of(candidate.instance_type)
+    return Block(cloud=candidate.cloud, region=candidate.region, instance_family=family, reason=reason)
+
+
+def cloud_block(candidate: Candidate, reason: str) -> Block:
+    return Block(cloud=candidate.cloud, reason=reason)
+
+
+def is_blocked(candidate: Candidate, blocks: list[Block]) -> bool:
+    return any(
+        b.covers(candidate.cloud, candidate.region, candidate.zone, candidate.instance_type) for b in blocks
+    )
+
+
+def sticky(blocks: list[Block]) -> list[Block]:
+    return [b for b in blocks if b.reason.startswith(STICKY_REASONS)]

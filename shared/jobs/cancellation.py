@@ -1,0 +1,33 @@
+"""Cancel: any live job -> CANCELLED, and its nodes torn down by tag. Cancelling twice is fine;
+cancelling a finished job is a ConflictError. A launch that completes after the cancel terminates what
+it launched (shared.jobs.provisioning)."""
+
+from __future__ import annotations
+
+from shared.config import Settings
+from shared.errors import ConflictError, NotFoundError
+from shared.jobs.messages import cluster_id_for, send_teardown
+from shared.states import JobState, is_terminal
+from shared.store.models import JobModel
+from shared.wiring import wiring_for
+
+ATTEMPTS_ON_RACE = 5
+
+
+def cancel_job(settings: Settings, job_id: str, *, owner: str | None) -> JobModel:
+    """`owner=None` skips the ownership check (the operator, tests). Returns the job as it now stands."""
+    wiring = wiring_for(settings)
+    for _ in range(ATTEMPTS_ON_RACE):
+        job = wiring.store.get(job_id)
+        if job is None or (owner is not None and job.owner != owner):
+            raise NotFoundError(f"no job {job_id}", field="job_id")
+        if job.state == JobState.CANCELLED:
+            return job
+        if is_terminal(job.state):
+            raise ConflictError(f"job {job_id} already {job.state}", field="job_id")
+        cluster_id = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
+        changes = {"reason": "cancelled by the user"}
+        if wiring.store.move(job, JobState.CANCELLED, "cancelled", changes=changes):
+            send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
+            return job
+    raise ConflictError(f"job {job_id} kept changing; try again", field="job_id")

@@ -1,0 +1,77 @@
+"""Optimize: plan the job's pipeline (with its blocklist), store the plan, and ask for a launch."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from shared.errors import NoOfferingError, UserError
+from shared.jobs.blocks import blocks_of, sticky
+from shared.jobs.messages import OptimizeMessage, send_launch
+from shared.jobs.outcomes import Outcome
+from shared.jobs.task_records import load_pipeline_of
+from shared.plan import Candidate, Plan
+from shared.states import JobState
+from shared.store.models import JobModel
+from shared.wiring import Wiring, current_wiring
+
+MAX_CANDIDATES_PER_TASK = 16  # keeps the job record small; a re-plan reaches past them
+PLANNABLE = (JobState.PENDING, JobState.RECOVERING)
+
+
+def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
+    wiring = wiring or current_wiring()
+    message = OptimizeMessage.model_validate(body)
+    job = wiring.store.get(message.job_id)
+    if job is None:
+        return Outcome.UNKNOWN_JOB
+    if message.attempt != job.attempt:
+        return Outcome.STALE
+    if JobState(job.state) not in PLANNABLE:
+        return Outcome.ALREADY_DONE
+    try:
+        plan = make_plan(wiring, job)
+    except UserError as error:
+        failed = wiring.store.move(job, JobState.FAILED, f"no plan: {error}", changes={"reason": str(error)})
+        return Outcome.DONE if failed else Outcome.ALREADY_DONE
+    top = plan.tasks[job.task_index].chosen
+    moved = wiring.store.move(
+        job,
+        JobState.PLANNED,
+        f"planned {candidate_text(top)}",
+        changes={"plan": plan.model_dump_json(), "candidate_index": 0},
+    )
+    if not moved:
+        return Outcome.ALREADY_DONE
+    # Were this process to die here, the launch message is lost: reconcile re-sends it for stuck PLANNED jobs.
+    send_launch(wiring, job.job_id, job.attempt)
+    return Outcome.DONE
+
+
+def make_plan(wiring: Wiring, job: JobModel) -> Plan:
+    """The plan under the job's blocks; if the blocks leave nothing, the plan under the sticky ones only
+    (a preempted region is better than no place at all)."""
+    from shared.optimizer import plan_pipeline
+
+    pipeline = load_pipeline_of(wiring, job)
+    clouds = set(json.loads(job.clouds)) if job.clouds else None
+    blocks = blocks_of(job)
+    options: dict[str, Any] = {"enabled_clouds": clouds, "minimize": job.minimize}
+    try:
+        plan = plan_pipeline(pipeline, wiring.catalog, blocklist=blocks, **options)
+    except NoOfferingError:
+        if blocks == sticky(blocks):
+            raise
+        plan = plan_pipeline(pipeline, wiring.catalog, blocklist=sticky(blocks), **options)
+    for task_plan in plan.tasks:
+        del task_plan.candidates[MAX_CANDIDATES_PER_TASK:]
+    return plan
+
+
+def candidate_text(candidate: Candidate) -> str:
+    market = " (spot)" if candidate.use_spot else ""
+    return f"{candidate.place} {candidate.instance_type}{market} at ${candidate.hourly_price:.2f}/h"
+
+
+def plan_of(job: JobModel) -> Plan | None:
+    return Plan.model_validate_json(job.plan) if job.plan else None

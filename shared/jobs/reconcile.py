@@ -1,0 +1,105 @@
+"""The scheduled sweep: find what events missed. Silent nodes, stuck jobs, VMs that outlived their jobs.
+Heartbeats and the clouds' own listings (by tag) are the ground truth; our records are not."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.clouds.base import Node
+from shared.jobs.messages import send_launch, send_optimize
+from shared.jobs.nodes import nodes_of
+from shared.jobs.recovery import fail_job, recover_job
+from shared.states import HAS_NODES, JobState, is_terminal
+from shared.store.models import JobModel
+from shared.wiring import Wiring, current_wiring
+
+REDRIVE_OPTIMIZE = (JobState.PENDING, JobState.RECOVERING)
+REDRIVE_LAUNCH = (JobState.PLANNED, JobState.PROVISIONING)
+WAITING_GRACE_SECONDS = 900  # a WAITING job's delayed message is at most this late
+
+
+def reconcile(now: float | None = None, wiring: Wiring | None = None) -> dict[str, list[str]]:
+    """One sweep. Returns what it did, by kind, for the log and the tests."""
+    wiring = wiring or current_wiring()
+    now = time.time() if now is None else now
+    done: dict[str, list[str]] = defaultdict(list)
+    for job in wiring.store.live_jobs():
+        _check_job(wiring, job, now, done)
+    _reap_orphans(wiring, done)
+    _close_cluster_records(wiring, done)
+    return dict(done)
+
+
+def _check_job(wiring: Wiring, job: JobModel, now: float, done: dict[str, list[str]]) -> None:
+    settings = wiring.settings
+    state = JobState(job.state)
+    idle = now - float(job.updated_at)
+    if state in HAS_NODES:
+        cluster = wiring.store.cluster(job.cluster_id)
+        if cluster is None:
+            return
+        for instance_id, node in nodes_of(cluster).items():
+            if node.get("phase") in ("succeeded", "failed"):
+                continue
+            last = float(node.get("heartbeat_at") or cluster.launched_at)
+            if now - last > settings.silent_after_seconds:
+                since = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+                cause = f"node rank {int(node['rank'])} ({instance_id}) silent since {since}"
+                if cluster.use_spot:
+                    recover_job(wiring, job, cause, preempted=True)
+                    done["recovered"].append(job.job_id)
+                else:
+                    fail_job(wiring, job, cause)
+                    done["failed"].append(job.job_id)
+                return
+    elif idle > settings.stuck_after_seconds:
+        if state in REDRIVE_OPTIMIZE:
+            send_optimize(wiring, job.job_id, int(job.attempt))
+            done["redriven"].append(job.job_id)
+        elif state in REDRIVE_LAUNCH or (
+            state == JobState.WAITING and idle > settings.stuck_after_seconds + WAITING_GRACE_SECONDS
+        ):
+            send_launch(wiring, job.job_id, int(job.attempt))
+            done["redriven"].append(job.job_id)
+
+
+def _reap_orphans(wiring: Wiring, done: dict[str, list[str]]) -> None:
+    """Terminate every cluster a cloud runs for us that no live job's current attempt owns."""
+    for provider in wiring.providers.all_providers():
+        clusters: dict[str, list[Node]] = defaultdict(list)
+        for node in provider.list_owned():
+            if node.state == "running":
+                clusters[node.cluster_id].append(node)
+        for cluster_id, nodes in clusters.items():
+            job = wiring.store.get(nodes[0].job_id)
+            if _owned_by_live_attempt(job, cluster_id, nodes[0]):
+                continue
+            provider.terminate(cluster_id)
+            done["terminated"].append(cluster_id)
+
+
+def _owned_by_live_attempt(job: JobModel | None, cluster_id: str, node: Node) -> bool:
+    if job is None or is_terminal(job.state):
+        return False
+    if job.cluster_id is not None:
+        return job.cluster_id == cluster_id
+    return node.attempt == int(job.attempt)  # launched, not yet recorded
+
+
+def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]]) -> None:
+    for cluster in wiring.store.live_clusters():
+        job = wiring.store.get(cluster.job_id)
+        if job is not None and not is_terminal(job.state) and job.cluster_id == cluster.cluster_id:
+            continue
+        for provider in wiring.providers.all_providers():
+            provider.terminate(cluster.cluster_id)
+        if wiring.store.mark_cluster_terminated(cluster):
+            done["closed"].append(cluster.cluster_id)
+
+
+def reconcile_event(event: dict[str, Any]) -> dict[str, list[str]]:
+    """The scheduled event's content does not matter: each sweep looks at everything."""
+    return reconcile()

@@ -1,0 +1,84 @@
+"""Recovery: a node of a live job was preempted, died, or went silent. Block per the job's recovery
+strategy, tear the old cluster down, and re-plan with attempt + 1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.jobs.blocks import blocks_json, blocks_of
+from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
+from shared.jobs.outcomes import Outcome
+from shared.jobs.task_records import load_pipeline_of
+from shared.plan import Block
+from shared.states import JobState, can_move
+from shared.store.models import JobModel
+from shared.wiring import Wiring
+
+EAGER_NEXT_REGION = "EAGER_NEXT_REGION"
+FAILOVER = "FAILOVER"
+
+
+def recovery_options(wiring: Wiring, job: JobModel) -> dict[str, Any]:
+    """The task's `job_recovery`: strategy, max_restarts_on_errors, recover_on_exit_codes."""
+    pipeline = load_pipeline_of(wiring, job)
+    task = pipeline.tasks[int(job.task_index)]
+    raw = task.resources.job_recovery
+    if raw is None:
+        return {"strategy": EAGER_NEXT_REGION, "max_restarts_on_errors": 0, "recover_on_exit_codes": []}
+    if isinstance(raw, str):
+        return {"strategy": raw.upper(), "max_restarts_on_errors": 0, "recover_on_exit_codes": []}
+    codes = raw.recover_on_exit_codes
+    codes_list = [] if codes is None else [codes] if isinstance(codes, int) else list(codes)
+    return {
+        "strategy": (raw.strategy or EAGER_NEXT_REGION).upper(),
+        "max_restarts_on_errors": raw.max_restarts_on_errors or 0,
+        "recover_on_exit_codes": [int(c) for c in codes_list],
+    }
+
+
+def recover_job(
+    wiring: Wiring, job: JobModel, cause: str, *, preempted: bool, counts_as_restart: bool = False
+) -> Outcome:
+    """Move the job to RECOVERING (attempt + 1), tear its cluster down, ask for a new plan."""
+    if not can_move(job.state, JobState.RECOVERING):
+        return Outcome.ALREADY_DONE
+    recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
+    if recoveries > wiring.settings.max_recoveries:
+        return _fail_and_teardown(wiring, job, f"{cause}; gave up after {recoveries - 1} recoveries")
+    cluster = wiring.store.cluster(job.cluster_id)
+    blocks = blocks_of(job)
+    if preempted and cluster is not None:
+        strategy = recovery_options(wiring, job)["strategy"]
+        if strategy != FAILOVER:
+            blocks.append(Block(cloud=cluster.cloud, region=cluster.region, reason=f"preempted: {cause}"))
+    old_cluster = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
+    next_attempt = int(job.attempt) + 1
+    changes: dict[str, Any] = {
+        "attempt": next_attempt,
+        "recoveries": recoveries,
+        "restarts": int(job.restarts) + (1 if counts_as_restart else 0),
+        "cluster_id": None,
+        "candidate_index": 0,
+        "wait_rounds": 0,
+        "transient_retries": 0,
+        "blocklist": blocks_json(blocks),
+    }
+    detail = {"cluster": old_cluster}
+    if not wiring.store.move(job, JobState.RECOVERING, cause, changes=changes, detail=detail):
+        return Outcome.ALREADY_DONE
+    send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
+    send_optimize(wiring, job.job_id, next_attempt)
+    return Outcome.DONE
+
+
+def _fail_and_teardown(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
+    cluster_id = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
+    if not wiring.store.move(job, JobState.FAILED, reason, changes={"reason": reason}):
+        return Outcome.ALREADY_DONE
+    send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
+    return Outcome.DONE
+
+
+def fail_job(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
+    """FAILED with a reason, and the job's cluster torn down."""
+    return _fail_and_teardown(wiring, job, reason)

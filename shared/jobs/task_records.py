@@ -1,0 +1,45 @@
+"""Where a job's validated pipeline lives: in the job record when small, in the bucket when not.
+A task's `secrets` never go in a table: they are kept in the bucket beside the run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from shared.store.models import JobModel
+from shared.wiring import Wiring
+
+MAX_INLINE_TASK_BYTES = 8 * 1024
+
+
+def pipeline_json(pipeline: Any) -> dict[str, Any]:
+    return pipeline.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def store_pipeline(wiring: Wiring, job: JobModel, pipeline: Any) -> None:
+    """Set `job.task` or `job.task_key`; secrets go to runs/<job>/secrets.json."""
+    data = pipeline_json(pipeline)
+    secrets = {str(i): task.pop("secrets") for i, task in enumerate(data["tasks"]) if task.get("secrets")}
+    if secrets:
+        wiring.objects.put_text(f"runs/{job.job_id}/secrets.json", json.dumps(secrets))
+    text = json.dumps(data, separators=(",", ":"))
+    if len(text.encode("utf-8")) > MAX_INLINE_TASK_BYTES:
+        key = f"runs/{job.job_id}/task.json"
+        wiring.objects.put_text(key, text)
+        job.task_key = key
+    else:
+        job.task = text
+
+
+def load_pipeline_of(wiring: Wiring, job: JobModel) -> Any:
+    from shared.task_spec import Pipeline
+
+    text = job.task or (wiring.objects.get_text(job.task_key) if job.task_key else None)
+    if text is None:
+        raise LookupError(f"job {job.job_id} has no task")
+    return Pipeline.model_validate(json.loads(text))
+
+
+def secrets_of(wiring: Wiring, job: JobModel, task_index: int) -> dict[str, str]:
+    text = wiring.objects.get_text(f"runs/{job.job_id}/secrets.json")
+    return dict(json.loads(text).get(str(task_index), {})) if text else {}

@@ -1,0 +1,146 @@
+"""Read side: one job with its plan, cluster and timeline; a user's jobs; a node's log text."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.config import Settings
+from shared.errors import NotFoundError, UserError
+from shared.jobs.nodes import by_rank
+from shared.jobs.planning import plan_of
+from shared.states import is_terminal
+from shared.store.models import ClusterModel, EventModel, JobModel
+from shared.wiring import wiring_for
+
+MAX_LOG_CHUNKS_PER_READ = 50
+
+
+def iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(float(epoch), UTC).isoformat()
+
+
+@dataclass(frozen=True)
+class JobView:
+    """Shaped like the API's JobDetail (shared/api_models.py): `JobDetail.model_validate(view.as_dict())`."""
+
+    job_id: str
+    name: str | None
+    state: str
+    cloud: str | None
+    region: str | None
+    zone: str | None
+    instance_type: str | None
+    use_spot: bool | None
+    recoveries: int
+    attempt: int
+    created_at: str | None
+    updated_at: str | None
+    reason: str | None = None
+    plan: dict[str, Any] | None = None
+    cluster: dict[str, Any] | None = None
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class LogPage:
+    job_id: str
+    rank: int
+    text: str
+    cursor: str | None
+    finished: bool
+
+
+def job_view(job: JobModel, cluster: ClusterModel | None, events: list[EventModel] | None) -> JobView:
+    plan = plan_of(job)
+    candidate = None
+    if plan is not None and int(job.task_index) < len(plan.tasks):
+        candidates = plan.tasks[int(job.task_index)].candidates
+        candidate = candidates[min(int(job.candidate_index), len(candidates) - 1)] if candidates else None
+    where = cluster or candidate
+    return JobView(
+        job_id=job.job_id,
+        name=job.name,
+        state=job.state,
+        cloud=where.cloud if where else None,
+        region=where.region if where else None,
+        zone=where.zone if where else None,
+        instance_type=where.instance_type if where else None,
+        use_spot=where.use_spot if where else None,
+        recoveries=int(job.recoveries),
+        attempt=int(job.attempt),
+        created_at=iso(job.created_at),
+        updated_at=iso(job.updated_at),
+        reason=job.reason,
+        plan=plan.model_dump(mode="json") if plan else None,
+        cluster=_cluster_dict(cluster) if cluster else None,
+        timeline=[_event_dict(e) for e in events or []],
+    )
+
+
+def _cluster_dict(cluster: ClusterModel) -> dict[str, Any]:
+    return {
+        "cluster_id": cluster.cluster_id,
+        "state": cluster.state,
+        "provider": cluster.provider,
+        "cloud": cluster.cloud,
+        "region": cluster.region,
+        "zone": cluster.zone,
+        "instance_type": cluster.instance_type,
+        "use_spot": cluster.use_spot,
+        "nodes": [
+            {"instance_id": iid, **{k: (float(v) if k == "heartbeat_at" else v) for k, v in node.items()}}
+            for iid, node in by_rank(cluster)
+        ],
+    }
+
+
+def _event_dict(event: EventModel) -> dict[str, Any]:
+    detail = event.detail.as_dict() if event.detail is not None and hasattr(event.detail, "as_dict") else None
+    return {
+        "time": iso(float(event.at.split("#", 1)[0])),
+        "kind": event.kind,
+        "state": event.state,
+        "message": event.message,
+        "detail": json.loads(json.dumps(detail or {}, default=str)),
+    }
+
+
+def get_job(settings: Settings, job_id: str, *, owner: str | None) -> JobView:
+    """NotFoundError for a job that does not exist or is not `owner`'s (None: anyone's)."""
+    store = wiring_for(settings).store
+    job = store.get(job_id)
+    if job is None or (owner is not None and job.owner != owner):
+        raise NotFoundError(f"no job {job_id}", field="job_id")
+    return job_view(job, store.cluster(job.cluster_id), store.timeline(job_id))
+
+
+def list_jobs(settings: Settings, *, owner: str) -> list[JobView]:
+    """The owner's jobs, newest first (no timelines)."""
+    store = wiring_for(settings).store
+    return [job_view(job, None, None) for job in store.jobs_of(owner)]
+
+
+def read_logs(settings: Settings, job_id: str, *, owner: str | None, rank: int = 0, after: str | None = None
+              ) -> LogPage:  # fmt: skip
+    """The text of a node's log chunks after the cursor `after` (a key an earlier read answered)."""
+    wiring = wiring_for(settings)
+    job = wiring.store.get(job_id)
+    if job is None or (owner is not None and job.owner != owner):
+        raise NotFoundError(f"no job {job_id}", field="job_id")
+    if rank < 0:
+        raise UserError("rank must be 0 or more", field="rank")
+    prefix = f"runs/{job_id}/logs/{rank}/"
+    if after is not None and not after.startswith(prefix):
+        raise UserError("not a cursor of this job's log", field="after")
+    keys = wiring.objects.list_keys(prefix, after=after)
+    chunk_keys = keys[:MAX_LOG_CHUNKS_PER_READ]
+    text = "".join(wiring.objects.get_text(key) or "" for key in chunk_keys)
+    cursor = chunk_keys[-1] if chunk_keys else after
+    finished = is_terminal(job.state) and len(keys) <= MAX_LOG_CHUNKS_PER_READ
+    return LogPage(job_id, rank, text, cursor, finished)

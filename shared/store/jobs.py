@@ -1,0 +1,218 @@
+"""The job store: every state change is one conditional write (expected state AND version), taken
+together with its timeline event in one DynamoDB transaction. A write whose condition fails changed
+nothing and answers False: the caller treats it as "someone already did this" (a duplicate, a late or
+an out-of-order message), never as an error.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
+from pynamodb.expressions.update import Action
+from pynamodb.transactions import TransactWrite
+
+from shared.config import Settings
+from shared.states import LIVE, JobState, transition
+from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel, models_for
+
+CONDITION_FAILED = "ConditionalCheckFailed"
+
+
+def _event_key(now: float, suffix: str) -> str:
+    return f"{now:017.6f}#{suffix}"
+
+
+def _is_condition_failure(error: Exception) -> bool:
+    cause = getattr(error, "cause_response_code", None) or ""
+    reasons = getattr(error, "cancellation_reasons", None) or []
+    text = str(error)
+    return (
+        "ConditionalCheckFailed" in cause
+        or any(r is not None and r.code == CONDITION_FAILED for r in reasons)
+        or "ConditionalCheckFailed" in text
+    )
+
+
+class JobStore:
+    def __init__(self, settings: Settings) -> None:
+        self.models = models_for(settings)
+        self.jobs = self.models.jobs
+        self.clusters = self.models.clusters
+        self.events = self.models.events
+        self.node_refs = self.models.node_refs
+
+    # -- jobs ------------------------------------------------------------------------------
+
+    def create(self, job: JobModel, message: str) -> bool:
+        """Record a new job with its first timeline event; False when the id already exists."""
+        now = time.time()
+        job.created_at = job.updated_at = now
+        event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state)
+        try:
+            with TransactWrite(connection=self.models.connection) as tx:
+                tx.save(job, condition=self.jobs.job_id.does_not_exist())
+                tx.save(event)
+        except TransactWriteError as error:
+            if _is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def get(self, job_id: str) -> JobModel | None:
+        if not job_id or len(job_id) > 256:
+            return None
+        try:
+            return self.jobs.get(job_id, consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def move(
+        self,
+        job: JobModel,
+        to: JobState,
+        message: str,
+        *,
+        changes: dict[str, Any] | None = None,
+        detail: dict[str, Any] | None = None,
+        also_save: Iterable[Any] = (),
+        also_update: Iterable[tuple[Any, list[Action]]] = (),
+    ) -> bool:
+        """Move `job` to `to` if it is still in the state and version we read. One transaction:
+        the job, its timeline event, and any records that go with the move (a cluster, node refs)."""
+        transition(job.state, to)
+        values = {**(changes or {}), "state": to.value}
+        return self._write(job, values, message, detail, also_save, also_update)
+
+    def save_progress(self, job: JobModel, changes: dict[str, Any], message: str | None = None) -> bool:
+        """Record progress within a state (the candidate index, blocks, counters), version-checked."""
+        return self._write(job, changes, message, None, (), ())
+
+    def _write(
+        self,
+        job: JobModel,
+        changes: dict[str, Any],
+        message: str | None,
+        detail: dict[str, Any] | None,
+        also_save: Iterable[Any],
+        also_update: Iterable[tuple[Any, list[Action]]],
+    ) -> bool:
+        now = time.time()
+        new_version = int(job.version) + 1
+        values = {**changes, "version": new_version, "updated_at": now}
+        actions: list[Action] = []
+        for name, value in values.items():
+            attribute = getattr(self.jobs, name)
+            actions.append(attribute.remove() if value is None else attribute.set(value))
+        condition = (self.jobs.state == job.state) & (self.jobs.version == job.version)
+        try:
+            with TransactWrite(connection=self.models.connection) as tx:
+                tx.update(job, actions, condition=condition)
+                if message is not None:
+                    state = values.get("state")
+                    kind = "state" if state and state != job.state else "note"
+                    suffix = f"v{new_version:05d}"
+                    tx.save(self._event(job.job_id, now, suffix, kind, message, state or job.state, detail))
+                for record in also_save:
+                    tx.save(record)
+                for record, record_actions in also_update:
+                    tx.update(record, record_actions)
+        except TransactWriteError as error:
+            if _is_condition_failure(error):
+                return False
+            raise
+        for name, value in values.items():
+            setattr(job, name, value)
+        return True
+
+    def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:
+        index = self.jobs.by_owner  # type: ignore[attr-defined]
+        return list(index.query(owner, scan_index_forward=False, limit=limit))
+
+    def live_jobs(self) -> list[JobModel]:
+        return list(self.jobs.scan(self.jobs.state.is_in(*[s.value for s in LIVE])))
+
+    # -- timeline --------------------------------------------------------------------------
+
+    def note(self, job_id: str, kind: str, message: str, detail: dict[str, Any] | None = None) -> None:
+        """An event with no state change (a node's report, a block, a teardown)."""
+        now = time.time()
+        self._event(job_id, now, uuid.uuid4().hex[:8], kind, message, None, detail).save()
+
+    def timeline(self, job_id: str) -> list[EventModel]:
+        return list(self.events.query(job_id, consistent_read=True))
+
+    def _event(
+        self,
+        job_id: str,
+        now: float,
+        suffix: str,
+        kind: str,
+        message: str,
+        state: str | None,
+        detail: dict[str, Any] | None = None,
+    ) -> EventModel:
+        return self.events(
+            job_id=job_id,
+            at=_event_key(now, suffix),
+            kind=kind,
+            message=message[:2000],
+            state=state,
+            detail=detail or None,
+        )
+
+    # -- clusters and nodes ----------------------------------------------------------------
+
+    def new_cluster(self, **fields: Any) -> ClusterModel:
+        return self.clusters(**fields)
+
+    def new_node_ref(self, instance_id: str, job_id: str, cluster_id: str, rank: int) -> NodeRefModel:
+        key = f"node#{instance_id}"
+        return self.node_refs(cluster_id=key, job_id=job_id, node_cluster=cluster_id, rank=rank)
+
+    def cluster(self, cluster_id: str | None) -> ClusterModel | None:
+        if not cluster_id:
+            return None
+        try:
+            return self.clusters.get(cluster_id, consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def node_ref(self, instance_id: str) -> NodeRefModel | None:
+        try:
+            return self.node_refs.get(f"node#{instance_id}", consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def node_actions(self, instance_id: str, **fields: Any) -> list[Action]:
+        node = self.clusters.nodes[instance_id]  # type: ignore[index]
+        return [node[name].set(value) for name, value in fields.items()]
+
+    def update_node(self, cluster: ClusterModel, instance_id: str, **fields: Any) -> bool:
+        """Set fields of one node of a cluster; False if the cluster has no such node."""
+        condition = self.clusters.nodes[instance_id].exists()  # type: ignore[index]
+        try:
+            cluster.update(actions=self.node_actions(instance_id, **fields), condition=condition)
+        except UpdateError as error:
+            if _is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def mark_cluster_terminated(self, cluster: ClusterModel) -> bool:
+        try:
+            cluster.update(
+                actions=[self.clusters.state.set("TERMINATED"), self.clusters.terminated_at.set(time.time())],
+                condition=self.clusters.state == "UP",
+            )
+        except UpdateError as error:
+            if _is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def live_clusters(self) -> list[ClusterModel]:
+        return list(self.clusters.scan(self.clusters.state == "UP"))  # node refs have no state

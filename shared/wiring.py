@@ -1,0 +1,44 @@
+"""The one place that builds the adapters from Settings. Built once per Settings, reused while warm."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import Any
+
+from shared.clouds.registry import ProviderRegistry
+from shared.config import Settings
+from shared.object_store import ObjectStore, S3ObjectStore
+from shared.queues import Queues
+from shared.store.jobs import JobStore
+
+
+@dataclass
+class Wiring:
+    settings: Settings
+    store: JobStore
+    queues: Queues
+    objects: ObjectStore
+    providers: ProviderRegistry
+
+    @cached_property
+    def catalog(self) -> Any:
+        from shared.catalog import load_default_catalog
+
+        return load_default_catalog()
+
+
+@cache
+def wiring_for(settings: Settings) -> Wiring:
+    return Wiring(
+        settings=settings,
+        store=JobStore(settings),
+        queues=Queues(settings),
+        objects=S3ObjectStore(settings),
+        providers=ProviderRegistry(settings),
+    )
+
+
+def current_wiring() -> Wiring:
+    """The adapters for the settings in this process's environment (what handlers use)."""
+    return wiring_for(Settings.from_env())
