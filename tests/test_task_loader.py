@@ -289,3 +289,19 @@ def test_load_pipeline_file_applies_env_overrides(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text("envs:\n  X: null\nrun: echo $X\n")
     assert load_pipeline_file(path, env_overrides={"X": "1"}).tasks[0].envs == {"X": "1"}
+
+
+def test_pipeline_round_trips_in_the_job_store_form_by_alias_without_nones() -> None:
+    pipeline = load(
+        """\
+        resources:
+          accelerators: {A100: 8, V100: null}
+          _docker_login_config: {username: u, password: p, server: s}
+          any_of: [{infra: aws}, {infra: gcp}]
+        file_mounts: {/m: {name: b, mode: copy}}
+        """
+    )
+    data = pipeline.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert data["tasks"][0]["resources"]["accelerators"] == {"A100": 8, "V100": None}
+    assert "_docker_login_config" in data["tasks"][0]["resources"]
+    assert Pipeline.model_validate(data) == pipeline
