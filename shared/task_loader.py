@@ -80,7 +80,7 @@ def load_pipeline(
     ]
     fields: dict[str, Any] = {"name": name, "execution": execution, "tasks": tasks}
     if header is not None and execution == "parallel":
-        _check_job_group(header, tasks, filename)
+        _check_job_group(header, tasks, task_documents, filename)
         for key in ("primary_tasks", "termination_delay", "inter_connection"):
             if key in header.value:
                 fields[key] = header.value[key]
@@ -131,21 +131,16 @@ def _check_header_keys(header: Document, allowed: Sequence[str], what: str, file
             )
 
 
-def _check_job_group(header: Document, tasks: list[Task], filename: str) -> None:
+def _check_job_group(header: Document, tasks: list[Task], documents: list[Document], filename: str) -> None:
     names: list[str] = []
-    for index, task in enumerate(tasks):
+    for index, (task, document) in enumerate(zip(tasks, documents, strict=True)):
+        where = {"file": filename, "line": document.line_of(("name",)), "field": "name"}
         if not task.name:
-            raise TaskFileError(
-                f"job {index + 1} of the job group needs a 'name'", file=filename, field="name"
-            )
+            raise TaskFileError(f"job {index + 1} of the job group needs a 'name'", **where)
         if not all(c.isalnum() or c in "-_" for c in task.name):
-            raise TaskFileError(
-                f"job name {task.name!r} may hold only letters, digits, '-' and '_'",
-                file=filename,
-                field="name",
-            )
+            raise TaskFileError(f"job name {task.name!r} may hold only letters, digits, '-' and '_'", **where)
         if task.name in names:
-            raise TaskFileError(f"two jobs of the group are named {task.name!r}", file=filename, field="name")
+            raise TaskFileError(f"two jobs of the group are named {task.name!r}", **where)
         names.append(task.name)
     group_name = header.value["name"]
     if (
@@ -201,7 +196,7 @@ def _load_task(
         ("secrets", secret_overrides, "Secret"),
     ):
         given = raw.get(section)
-        if isinstance(given, list) and all(isinstance(item, str) for item in given):
+        if section == "secrets" and isinstance(given, list) and all(isinstance(i, str) for i in given):
             given = {item: None for item in given}
         if given is None and not (section == "envs" and overrides):
             continue

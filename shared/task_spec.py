@@ -12,8 +12,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from shared.accelerators import canonical_name
 from shared.resources import ResourceChoice, ResourceRequest
 from shared.resources_spec import ResourceFields, Resources
 from shared.spec_model import SpecModel
@@ -156,10 +165,14 @@ class Task(SpecModel):
 
     @field_validator("envs", "secrets", mode="before")
     @classmethod
-    def _values_as_strings(cls, value: Any) -> Any:
+    def _values_as_strings(cls, value: Any, info: ValidationInfo) -> Any:
         # SkyPilot turns `PORT: 8080` into "8080"; nulls are the loader's business (it knows the overrides).
-        if isinstance(value, list):
-            value = {item: None for item in value} if all(isinstance(i, str) for i in value) else value
+        if (
+            info.field_name == "secrets"
+            and isinstance(value, list)
+            and all(isinstance(i, str) for i in value)
+        ):
+            value = dict.fromkeys(value)
         if not isinstance(value, dict):
             return value
         for key in value:
@@ -218,8 +231,6 @@ def _env_text(value: Any) -> Any:
 
 
 def _requests_for(fields: ResourceFields) -> list[ResourceRequest]:
-    from shared.accelerators import canonical_name  # another part's module; only the optimizer path needs it
-
     cloud, region, zone = fields.location()
     cpus, cpus_at_least = parse_cpus(fields.cpus)
     amount, memory_at_least, relative = parse_memory(fields.memory)

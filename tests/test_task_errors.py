@@ -259,7 +259,7 @@ def test_job_group_primary_task_must_name_a_job() -> None:
 
 def test_job_group_jobs_need_unique_names() -> None:
     error = error_for("name: g\nexecution: parallel\n---\nname: a\n---\nname: a\n")
-    assert "'a'" in error.message and error.field == "name"
+    assert "'a'" in error.message and (error.line, error.field) == (6, "name")
     error = error_for("name: g\nexecution: parallel\n---\nrun: echo\n")
     assert "needs a 'name'" in error.message
 
@@ -298,3 +298,8 @@ def test_error_renders_as_one_line_with_file_and_line() -> None:
     error = error_for("resources:\n  spot_recovery: FAILOVER\n")
     assert str(error).startswith("task.yaml:2: resources.spot_recovery: unknown field 'spot_recovery'")
     assert error.to_dict()["line"] == 2
+
+
+def test_envs_as_a_list_is_a_type_error_not_a_missing_value() -> None:
+    error = error_for("envs: [A, B]\n")
+    assert error.field == "envs" and "mapping" in error.message
