@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from shared.errors import NoOfferingError, TaskFileError, UserError
+from shared.errors import NoOfferingError, UserError
 from shared.plan import Candidate, Plan
 
 JSON_CANDIDATES = 20  # candidates per task in --json; the failover list itself holds up to 100
@@ -34,6 +34,9 @@ def register(app: typer.Typer) -> None:
 def plan(
     file: Annotated[Path, typer.Argument(help="The task file (SkyPilot YAML, one task or a pipeline).")],
     env: Annotated[list[str] | None, typer.Option("--env", help="Override an env: K=V (repeatable).")] = None,
+    secret: Annotated[
+        list[str] | None, typer.Option("--secret", help="Give a secret a value: K=V (repeatable).")
+    ] = None,
     minimize: Annotated[str, typer.Option("--minimize", help="cost or time.")] = "cost",
     catalog_dir: Annotated[
         Path | None, typer.Option("--catalog", help="Plan against this SkyPilot catalog folder.")
@@ -45,12 +48,14 @@ def plan(
 ) -> None:
     """Plan a task file: the chosen place per task and the best of every cloud, with prices."""
     try:
-        pipeline, catalog, enabled = _inputs(file, env or [], minimize, catalog_dir, clouds)
+        overrides = _pairs(env or [], "--env")
+        secrets = _pairs(secret or [], "--secret")
+        pipeline, catalog, enabled = _inputs(file, overrides, secrets, minimize, catalog_dir, clouds)
         from shared.optimizer import plan_pipeline
 
         result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize)
     except UserError as error:
-        if error.file is None and not isinstance(error, TaskFileError):
+        if error.file is None and isinstance(error, NoOfferingError):
             error.file = str(file)
         if as_json:
             typer.echo(json.dumps(error.to_dict(), indent=2))
@@ -70,21 +75,30 @@ def plan(
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
 
 
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"expected K=V, found {item!r}", field=flag)
+        pairs[key] = value
+    return pairs
+
+
 def _inputs(
-    file: Path, env: list[str], minimize: str, catalog_dir: Path | None, clouds: str | None
+    file: Path,
+    overrides: dict[str, str],
+    secrets: dict[str, str],
+    minimize: str,
+    catalog_dir: Path | None,
+    clouds: str | None,
 ) -> tuple[Any, Any, set[str] | None]:
     if minimize not in ("cost", "time"):
         raise UserError(f"must be cost or time, not {minimize!r}", field="--minimize")
-    overrides: dict[str, str] = {}
-    for item in env:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UserError(f"expected K=V, found {item!r}", field="--env")
-        overrides[key] = value
     from shared.catalog import Catalog, load_default_catalog
     from shared.task_loader import load_pipeline_file
 
-    pipeline = load_pipeline_file(file, env_overrides=overrides)
+    pipeline = load_pipeline_file(file, env_overrides=overrides, secret_overrides=secrets)
     if catalog_dir is not None:
         from shared.catalog_import import import_skypilot_catalog
 
