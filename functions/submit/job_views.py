@@ -8,21 +8,39 @@ from typing import Any
 
 import yaml
 
+from functions.submit.route_table import NotReadyError
 from shared.api_models import (
+    AgentConfigResponse,
+    AgentStatusRequest,
+    AgentStatusResponse,
+    JobDetail,
+    JobList,
+    JobSummary,
+    LogsResponse,
     PlanRequest,
+    SubmitJobRequest,
+    SubmitJobResponse,
     UploadRequest,
     UploadResponse,
 )
 from shared.catalog import load_default_catalog
 from shared.config import Settings
-from shared.errors import TaskFileError, UserError
+from shared.errors import NotFoundError, TaskFileError, UserError
+from shared.jobs.agent_reports import agent_config as node_config
+from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.cancellation import cancel_job
+from shared.jobs.submission import submit_job
+from shared.jobs.views import get_job, list_jobs, read_logs
 from shared.object_store import S3ObjectStore
+from shared.optimizer import plan_pipeline
+from shared.plan import Plan
 from shared.store.users import User
 from shared.task_loader import load_pipeline
 from shared.task_spec import Pipeline
 
 MAX_UPLOAD_BYTES = 2 * 1024**3
 UPLOAD_PREFIX = "uploads"
+MAX_ID_CHARS = 128
 
 
 def read_task(body: PlanRequest) -> Pipeline:
@@ -35,19 +53,87 @@ def read_task(body: PlanRequest) -> Pipeline:
         raise TaskFileError(f"not readable as YAML: {exc}", file=body.filename, line=line) from None
 
 
-def dry_run(body: PlanRequest) -> dict[str, Any]:
-    from shared.optimizer import plan_pipeline
-
+def plan_task_file(body: PlanRequest) -> Plan:
+    """The plan for the task the body carries; errors name the body's filename."""
     pipeline = read_task(body)
     clouds = {c.lower() for c in body.clouds} if body.clouds else None
-    plan = plan_pipeline(pipeline, load_default_catalog(), enabled_clouds=clouds, minimize=body.minimize)
-    return plan.model_dump(mode="json")
+    try:
+        return plan_pipeline(pipeline, load_default_catalog(), enabled_clouds=clouds, minimize=body.minimize)
+    except UserError as exc:
+        exc.file = exc.file or body.filename
+        raise
+
+
+def dry_run(body: PlanRequest) -> dict[str, Any]:
+    return plan_task_file(body).model_dump(mode="json")
+
+
+def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
+    check_workdir_key(caller, body.workdir_key)
+    plan_task_file(body)  # a task nothing can run is refused before anything is recorded
+    job = submit_job(
+        settings,
+        owner=caller.user_id,
+        task_text=body.task_text(),
+        filename=body.filename,
+        env=body.env,
+        minimize=body.minimize,
+        clouds=body.clouds,
+        workdir_key=body.workdir_key,
+    )
+    return SubmitJobResponse(job_id=job.job_id, state=job.state)
+
+
+def list_for(settings: Settings, caller: User) -> JobList:
+    jobs = list_jobs(settings, owner=caller.user_id)
+    return JobList(jobs=[JobSummary.model_validate(job.as_dict()) for job in jobs])
+
+
+def detail(settings: Settings, caller: User, job_id: str) -> JobDetail:
+    check_id(job_id)
+    return JobDetail.model_validate(get_job(settings, job_id, owner=caller.user_id).as_dict())
+
+
+def cancel(settings: Settings, caller: User, job_id: str) -> JobDetail:
+    check_id(job_id)
+    cancel_job(settings, job_id, owner=caller.user_id)
+    return detail(settings, caller, job_id)
+
+
+def logs(settings: Settings, caller: User, job_id: str, *, rank: int, after: str | None) -> LogsResponse:
+    check_id(job_id)
+    page = read_logs(settings, job_id, owner=caller.user_id, rank=rank, after=after)
+    return LogsResponse(job_id=page.job_id, rank=page.rank, text=page.text, cursor=page.cursor,
+                        finished=page.finished)  # fmt: skip
+
+
+def agent_config(settings: Settings, job_id: str, instance_id: str) -> dict[str, Any]:
+    if not instance_id or len(instance_id) > 256:
+        raise UserError("the asking node's instance id is required", field="instance_id")
+    config = node_config(settings, job_id, instance_id)
+    if config is None:
+        raise NotReadyError("not every node of the cluster is known yet", hint="retry in a second")
+    answer = config.as_dict()
+    AgentConfigResponse.model_validate(answer)  # the contract holds, extra fields allowed
+    return answer
+
+
+def agent_status(settings: Settings, job_id: str, body: AgentStatusRequest) -> AgentStatusResponse:
+    status = report_agent_status(
+        settings,
+        job_id,
+        instance_id=body.instance_id,
+        phase=body.phase,
+        exit_code=body.exit_code,
+        message=body.message,
+    )
+    return AgentStatusResponse(job_id=status.job_id, state=status.state, cancel=status.cancel)
 
 
 def upload(settings: Settings, caller: User, body: UploadRequest) -> UploadResponse:
     if body.size_bytes is not None and body.size_bytes > MAX_UPLOAD_BYTES:
         raise UserError(f"a workdir tarball may be at most {MAX_UPLOAD_BYTES} bytes", field="size_bytes")
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", body.filename) or "workdir.tar.gz"
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", body.filename).lstrip(".") or "workdir.tar.gz"
     key = f"{upload_prefix(caller)}{uuid.uuid4().hex}/{name}"
     return UploadResponse(key=key, url=S3ObjectStore(settings).presigned_put(key))
 
@@ -62,3 +148,8 @@ def check_workdir_key(caller: User, workdir_key: str | None) -> None:
         not workdir_key.startswith(upload_prefix(caller)) or ".." in workdir_key.split("/")
     ):
         raise UserError("not a key that POST /uploads gave you", field="workdir_key")
+
+
+def check_id(job_id: str) -> None:
+    if len(job_id) > MAX_ID_CHARS:
+        raise NotFoundError(f"no job {job_id[:40]}…", field="job_id")
