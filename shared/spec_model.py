@@ -41,7 +41,8 @@ class SpecModel(BaseModel):
             allowed = set(known) | set(cls.model_fields)
             for key in data:
                 if key not in allowed:
-                    hint = did_you_mean(str(key), known) or f"expected one of: {', '.join(known)}"
+                    public = ", ".join(k for k in known if not k.startswith("_"))
+                    hint = did_you_mean(str(key), known) or f"expected one of: {public}"
                     raise PydanticCustomError(
                         "unknown_field",
                         "unknown {what} '{field}'",
