@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from shared.accelerators import canonical_name  # noqa: E402
-from shared.catalog import offerings_csv_text  # noqa: E402
+from shared.catalog_files import offerings_csv_text  # noqa: E402
 from shared.offering import Offering  # noqa: E402
 
 SOURCES = Path(__file__).resolve().parent

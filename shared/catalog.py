@@ -6,17 +6,18 @@ the result for the life of the process: a warm Lambda invocation reuses it. A cl
 later source replaces that cloud's rows from the earlier ones, so an imported GCP catalog is the
 whole truth about GCP rather than a mix of two price dates.
 
-On disk a catalog is CSV with one column per `Offering` field (see `OFFERING_COLUMNS`).
+On disk a catalog is CSV with one column per `Offering` field (shared.catalog_files), with a
+compact snapshot cached beside each imported file.
 """
 
 from __future__ import annotations
 
-import csv
-import io
+import gc
 import json
 import os
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -26,22 +27,9 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from shared.accelerators import canonical_name
+from shared.catalog_files import parse_offerings_csv, read_offerings, write_compact_cache, write_offerings_csv
 from shared.errors import CatalogError
 from shared.offering import Offering
-
-OFFERING_COLUMNS: tuple[str, ...] = (
-    "cloud",
-    "region",
-    "zone",
-    "instance_type",
-    "accelerator",
-    "accelerator_count",
-    "accelerator_memory_gib",
-    "vcpus",
-    "memory_gib",
-    "price",
-    "spot_price",
-)
 
 _EMPTY: tuple[Offering, ...] = ()
 _K = TypeVar("_K")
@@ -228,7 +216,7 @@ class CsvFolderSource:
             return []
         offerings: list[Offering] = []
         for path in sorted(self.folder.glob("*.csv")):
-            offerings.extend(read_offerings_csv(path))
+            offerings.extend(read_offerings(path))
         return offerings
 
 
@@ -277,6 +265,7 @@ def save_imported_catalog(
     now = datetime.now(UTC).isoformat(timespec="seconds")
     for cloud, rows in sorted(by_cloud.items()):
         write_offerings_csv(folder / f"{cloud}.csv", rows)
+        write_compact_cache(folder / f"{cloud}.csv", rows)
         manifest[cloud] = {"source": source, "imported_at": now, "rows": len(rows)}
     partial = folder / (IMPORT_MANIFEST + ".partial")
     partial.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -304,19 +293,29 @@ def default_sources() -> list[CatalogSource]:
 
 def build_catalog(sources: Sequence[CatalogSource]) -> Catalog:
     """Layer sources: each cloud's rows come from the last source that has that cloud."""
-    by_cloud: dict[str, list[Offering]] = {}
+    by_cloud: dict[str, tuple[Offering, ...]] = {}
     origin: dict[str, str] = {}
-    for source in sources:
-        rows = source.load()
-        fresh: dict[str, list[Offering]] = {}
-        for o in rows:
-            fresh.setdefault(o.cloud, []).append(o)
-        for cloud, offerings in fresh.items():
-            by_cloud[cloud] = offerings
-            origin[cloud] = source.name
-    used = [source.name for source in sources if source.name in origin.values()]
-    offerings = (o for cloud in sorted(by_cloud) for o in by_cloud[cloud])
-    return Catalog(offerings, sources=used, origins=origin)
+    with _gc_paused():
+        for source in sources:
+            for cloud, offerings in _group(source.load(), attrgetter("cloud")).items():
+                by_cloud[cloud] = offerings
+                origin[cloud] = source.name
+        used = [source.name for source in sources if source.name in origin.values()]
+        return Catalog(
+            (o for cloud in sorted(by_cloud) for o in by_cloud[cloud]), sources=used, origins=origin
+        )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Loading makes ~10 objects per row and no cycles: collecting while it runs is wasted time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _default: Catalog | None = None
@@ -334,86 +333,3 @@ def reset_default_catalog() -> None:
     """Forget the cached catalog (after `skyless catalog import`, and in tests)."""
     global _default
     _default = None
-
-
-def _optional_float(text: str) -> float | None:
-    return float(text) if text else None
-
-
-def parse_offerings_csv(lines: Iterable[str], filename: str) -> list[Offering]:
-    """Rows in skyless's catalog format → offerings; a bad row is a CatalogError naming file and line."""
-    reader = csv.reader(lines)
-    header = next(reader, None)
-    if header is None:
-        return []
-    if tuple(header) != OFFERING_COLUMNS:
-        expected = ",".join(OFFERING_COLUMNS)
-        raise CatalogError(f"unexpected header {header!r}", file=filename, line=1, hint=f"want {expected}")
-    offerings: list[Offering] = []
-    for row in reader:
-        if not row:
-            continue
-        try:
-            cloud, region, zone, itype, acc, count, acc_mem, vcpus, mem, price, spot = row
-            offerings.append(
-                Offering(
-                    cloud,
-                    region,
-                    zone or None,
-                    itype,
-                    acc or None,
-                    float(count) if count else 0.0,
-                    _optional_float(acc_mem),
-                    float(vcpus),
-                    float(mem),
-                    float(price),
-                    _optional_float(spot),
-                )
-            )
-        except ValueError as exc:
-            raise CatalogError(f"bad row: {exc}", file=filename, line=reader.line_num) from None
-    return offerings
-
-
-def read_offerings_csv(path: Path) -> list[Offering]:
-    """One catalog CSV file → offerings."""
-    with path.open(newline="") as handle:
-        return parse_offerings_csv(handle, str(path))
-
-
-def _format_number(value: float | None) -> str:
-    if value is None:
-        return ""
-    return repr(int(value)) if float(value).is_integer() else repr(value)
-
-
-def offerings_csv_text(offerings: Iterable[Offering]) -> str:
-    """Offerings in skyless's catalog format, header included."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(OFFERING_COLUMNS)
-    for o in offerings:
-        writer.writerow(
-            (
-                o.cloud,
-                o.region,
-                o.zone or "",
-                o.instance_type,
-                o.accelerator or "",
-                _format_number(o.accelerator_count),
-                _format_number(o.accelerator_memory_gib),
-                _format_number(o.vcpus),
-                _format_number(o.memory_gib),
-                _format_number(o.price),
-                _format_number(o.spot_price),
-            )
-        )
-    return buffer.getvalue()
-
-
-def write_offerings_csv(path: Path, offerings: Iterable[Offering]) -> None:
-    """Write offerings in skyless's catalog format (atomically: a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(offerings_csv_text(offerings))
-    partial.replace(path)

@@ -17,10 +17,16 @@ from shared.catalog import (
     CsvFolderSource,
     build_catalog,
     load_default_catalog,
-    parse_offerings_csv,
-    read_offerings_csv,
     reset_default_catalog,
     save_imported_catalog,
+)
+from shared.catalog_files import (
+    compact_path,
+    offerings_from_compact,
+    offerings_to_compact,
+    parse_offerings_csv,
+    read_offerings,
+    read_offerings_csv,
     write_offerings_csv,
 )
 from shared.errors import CatalogError
@@ -219,6 +225,25 @@ def test_offerings_survive_a_write_and_read(
     assert read_offerings_csv(path) == rows
 
 
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(offerings(), max_size=20))
+def test_offerings_survive_a_compact_snapshot(rows: list[Offering]) -> None:
+    assert offerings_from_compact(offerings_to_compact(rows, (1, 2)), (1, 2)) == rows
+    assert offerings_from_compact(offerings_to_compact(rows, (1, 2)), (1, 3)) is None  # stale
+    assert offerings_from_compact(b"not a snapshot") is None
+
+
+def test_an_edited_csv_is_read_again_not_served_from_a_stale_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "gcp.csv"
+    write_offerings_csv(path, [_offer("gcp", "first", 1.0)])
+    assert [o.instance_type for o in read_offerings(path)] == ["first"]
+    assert compact_path(path).is_file()
+    write_offerings_csv(path, [_offer("gcp", "second-and-longer", 2.0)])
+    assert [o.instance_type for o in read_offerings(path)] == ["second-and-longer"]
+    compact_path(path).write_bytes(b"garbage")
+    assert [o.instance_type for o in read_offerings(path)] == ["second-and-longer"]
+
+
 def test_a_bad_header_names_the_file_and_line_one() -> None:
     with pytest.raises(CatalogError) as caught:
         parse_offerings_csv(["cloud,region\n", "aws,us-east-1\n"], "mine.csv")
@@ -234,6 +259,10 @@ def test_a_bad_number_names_the_file_and_its_line() -> None:
         parse_offerings_csv([header, good, bad], "mine.csv")
     assert (caught.value.file, caught.value.line) == ("mine.csv", 3)
     assert "mine.csv:3" in str(caught.value)
+    free = "aws,us-east-1,us-east-1a,m6i.large,,0,,2,8,0,\n"
+    with pytest.raises(CatalogError) as caught:
+        parse_offerings_csv([header, free], "mine.csv")
+    assert (caught.value.line, caught.value.field) == (2, "price")
 
 
 def _offer(cloud: str, itype: str, price: float) -> Offering:
