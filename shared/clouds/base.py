@@ -27,6 +27,11 @@ class LaunchSpec:
     use_spot: bool
     num_nodes: int
     agent_env: dict[str, str] = field(default_factory=dict)  # user-data / process environment
+    # From the task's resources; providers that cannot honour one ignore it.
+    image_id: str | dict[str, str] | None = None  # one image, or SkyPilot's {region: image} form
+    disk_size_gb: int | None = None
+    ports: tuple[str, ...] = ()  # "8080" or "10000-10010", as the task lists them
+    labels: dict[str, str] = field(default_factory=dict)  # extra tags/labels on every resource
 
     def tags(self) -> dict[str, str]:
         return {

@@ -43,4 +43,8 @@ class ProviderRegistry:
             from shared.clouds.local import LocalCloud
 
             return LocalCloud(self.settings.home, api_url=self.settings.api_url)
+        if name == "aws":
+            from shared.clouds.aws import AwsCloud
+
+            return AwsCloud.from_settings(self.settings)
         raise CloudAuthError(f"provider {name!r} is not built into this skyless (SKYLESS_PROVIDERS)")
