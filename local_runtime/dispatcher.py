@@ -33,6 +33,7 @@ QUEUE_HANDLERS = {
 SCHEDULED_HANDLERS = {"reconcile": ("functions.reconcile.handler", 60.0)}
 BATCH_SIZE = 10
 LONG_POLL_SECONDS = 2  # short enough that `local down` stops promptly
+POLLERS_PER_QUEUE = 2  # Lambda runs batches of one queue concurrently; so do we, a little
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -131,6 +132,7 @@ class QueueWorker:
         self.arn = attributes["Attributes"]["QueueArn"]
         self.delivered = 0
         self.failed = 0
+        self._count_lock = threading.Lock()
 
     def handler(self) -> Handler:
         if self._handler is None:
@@ -162,8 +164,9 @@ class QueueWorker:
         if failed is None:
             failed = {m["MessageId"] for m in messages}
         done = [m for m in messages if m["MessageId"] not in failed]
-        self.failed += len(messages) - len(done)
-        self.delivered += len(done)
+        with self._count_lock:
+            self.failed += len(messages) - len(done)
+            self.delivered += len(done)
         for start in range(0, len(done), 10):
             batch = done[start : start + 10]
             entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)]
@@ -179,6 +182,7 @@ class Dispatcher:
         *,
         schedules: dict[str, tuple[str, float]] | None = None,
         handlers: dict[str, Handler] | None = None,
+        pollers_per_queue: int = POLLERS_PER_QUEUE,
     ) -> None:
         self.settings = settings
         self.workers = [QueueWorker(settings, kind, (handlers or {}).get(kind)) for kind in QUEUE_HANDLERS]
@@ -186,11 +190,13 @@ class Dispatcher:
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
         self.schedule_runs: dict[str, int] = dict.fromkeys(self.schedules, 0)
+        self.pollers_per_queue = pollers_per_queue
 
     def start(self) -> None:
         for worker in self.workers:
-            name = f"queue-{worker.kind}"
-            self.threads.append(threading.Thread(target=self._poll, args=(worker,), name=name))
+            for n in range(self.pollers_per_queue):
+                name = f"queue-{worker.kind}-{n}"
+                self.threads.append(threading.Thread(target=self._poll, args=(worker,), name=name))
         for name, (module, every) in self.schedules.items():
             self.threads.append(
                 threading.Thread(target=self._schedule, args=(name, module, every), name=f"schedule-{name}")

@@ -1,0 +1,452 @@
+"""Control-plane benchmark: latency from event to action, AWS calls per job, and what they cost.
+
+Runs the local runtime in this process (moto server, the Chalice API over HTTP, the dispatcher with the
+real handlers) so that every botocore call the control plane makes can be counted, by service and
+operation, through botocore's `before-call` events. The `local` cloud launches a `sleep` process per node
+instead of the node agent, and this script plays the agents' part over HTTP (config, setting_up,
+running, one heartbeat, succeeded): the figures are the control plane's, not the task's.
+
+    .venv/bin/python benchmarks/control_plane.py                 # 200 jobs, 50 preemptions
+    .venv/bin/python benchmarks/control_plane.py --jobs 50 --preemptions 10
+
+Prints: submit -> launch-request latency (p50, p99), preemption event -> replacement launch-request
+latency (p50, p99), DynamoDB/SQS/S3 calls per simple job lifecycle, and dollars per 1,000 jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import botocore.session
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# Public AWS prices, us-east-1, on-demand (Nov 2025 list prices).
+PRICES = {
+    "dynamodb_write_per_million": 0.625,  # on-demand write request units (1 KB each)
+    "dynamodb_read_per_million": 0.125,  # on-demand read request units (4 KB, strongly consistent)
+    "sqs_request_per_million": 0.40,  # standard queue, per 64 KB request
+    "s3_put_per_thousand": 0.005,  # PUT, COPY, POST, LIST
+    "s3_get_per_thousand": 0.0004,  # GET and others
+    "lambda_request_per_million": 0.20,
+    "lambda_gb_second_arm64": 0.0000133334,
+    "http_api_request_per_million": 1.00,  # API Gateway HTTP API, first 300 M
+}
+LAMBDA_MEMORY_GB = 0.5  # infra/template.yaml: MemorySize 512
+
+DYNAMODB_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+DYNAMODB_READS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
+S3_PUTS = {"PutObject", "CopyObject", "ListObjectsV2", "ListObjects", "CreateMultipartUpload", "UploadPart"}
+DISPATCHER_OPERATIONS = {("sqs", "ReceiveMessage"), ("sqs", "DeleteMessageBatch"), ("sqs", "DeleteMessage")}
+
+SIMPLE_TASK = "name: bench\nresources:\n  cpus: 1+\nrun: echo hello\n"
+SPOT_TASK = "name: bench-spot\nresources:\n  cpus: 2\n  use_spot: true\nrun: echo hello\n"
+
+
+class CallCounter:
+    """Counts AWS API calls per (service, operation), and request units where one call carries many."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: Counter[tuple[str, str]] = Counter()
+        self.units: Counter[tuple[str, str]] = Counter()
+        self.local = threading.local()
+
+    @contextmanager
+    def ignored(self) -> Iterator[None]:
+        """The benchmark's own calls (watching queue depths, emitting events) are not the control plane's."""
+        self.local.ignored = True
+        try:
+            yield
+        finally:
+            self.local.ignored = False
+
+    def install(self) -> None:
+        """Register on every botocore client created from now on (boto3 and pynamodb both go through here)."""
+        original = botocore.session.Session.create_client
+        counter = self
+
+        def create_client(session: Any, *args: Any, **kwargs: Any) -> Any:
+            client = original(session, *args, **kwargs)
+            client.meta.events.register("before-call", counter.on_call)
+            client.meta.events.register("before-parameter-build", counter.on_parameters)
+            return client
+
+        botocore.session.Session.create_client = create_client  # type: ignore[method-assign]
+
+    def on_call(self, model: Any, **_: Any) -> None:
+        if getattr(self.local, "ignored", False):
+            return
+        with self.lock:
+            self.calls[(model.service_model.service_name, model.name)] += 1
+
+    def on_parameters(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        """Items per call, from the API parameters (before-call only sees the serialized request)."""
+        if getattr(self.local, "ignored", False):
+            return
+        key = (model.service_model.service_name, model.name)
+        items = 1
+        if key == ("dynamodb", "BatchWriteItem"):
+            items = sum(len(v) for v in params.get("RequestItems", {}).values())
+        elif key == ("dynamodb", "TransactWriteItems"):
+            items = len(params.get("TransactItems", []))
+        elif key == ("sqs", "SendMessageBatch"):
+            items = len(params.get("Entries", []))
+        with self.lock:
+            self.units[key] += items
+
+    def snapshot(self) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]]]:
+        with self.lock:
+            return Counter(self.calls), Counter(self.units)
+
+
+@dataclass
+class LaunchLog:
+    """Every launch request the provision handler makes, in order, with the time it was made."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    launches: dict[str, list[tuple[float, Any, list[Any]]]] = field(default_factory=dict)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def record(self, when: float, spec: Any, nodes: list[Any]) -> None:
+        with self.arrived:
+            runs = self.launches.setdefault(spec.job_id, [])
+            if all(s.attempt_id != spec.attempt_id for _, s, _ in runs):
+                runs.append((when, spec, nodes))
+            self.arrived.notify_all()
+
+    def wait_for(self, job_id: str, count: int, timeout: float = 120) -> tuple[float, Any, list[Any]]:
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while len(self.launches.get(job_id, [])) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"job {job_id}: launch #{count} never came")
+                self.arrived.wait(left)
+            return self.launches[job_id][count - 1]
+
+
+def patch_local_cloud(log: LaunchLog) -> None:
+    """Nodes become `sleep` processes, and each launch request is timed as provision makes it."""
+    from shared.clouds import local
+
+    local.AGENT_COMMAND = ["sleep", "3600"]
+    original: Callable[..., list[Any]] = local.LocalCloud.launch
+
+    def launch(self: Any, spec: Any) -> list[Any]:
+        asked = time.perf_counter()
+        nodes = original(self, spec)
+        log.record(asked, spec, nodes)
+        return nodes
+
+    local.LocalCloud.launch = launch  # type: ignore[method-assign]
+
+
+class AgentPlayer:
+    """Plays a node agent's part of the protocol over HTTP."""
+
+    def __init__(self, api_url: str) -> None:
+        self.http = httpx.Client(base_url=api_url, timeout=60)
+        self.requests = 0
+
+    def _call(self, method: str, path: str, token: str, **kwargs: Any) -> httpx.Response:
+        self.requests += 1
+        return self.http.request(method, path, headers={"Authorization": f"Bearer {token}"}, **kwargs)
+
+    def config(self, job_id: str, instance_id: str, token: str) -> dict[str, Any]:
+        for _ in range(600):
+            answer = self._call("GET", f"/agent/{job_id}/config", token, params={"instance_id": instance_id})
+            if answer.status_code == 200:
+                return answer.json()
+            if answer.status_code != 425:
+                raise RuntimeError(f"config: {answer.status_code} {answer.text}")
+            time.sleep(0.05)
+        raise TimeoutError("config never ready")
+
+    def report(
+        self, job_id: str, instance_id: str, token: str, phase: str, exit_code: int | None = None
+    ) -> None:
+        body: dict[str, Any] = {"instance_id": instance_id, "phase": phase}
+        if exit_code is not None:
+            body["exit_code"] = exit_code
+        answer = self._call("POST", f"/agent/{job_id}/status", token, json=body)
+        if answer.status_code >= 300:
+            raise RuntimeError(f"status {phase}: {answer.status_code} {answer.text}")
+
+    def run_until_running(self, spec: Any, nodes: list[Any]) -> None:
+        token = spec.agent_env["SKYLESS_AGENT_TOKEN"]
+        for node in nodes:
+            self.config(spec.job_id, node.instance_id, token)
+        for node in nodes:
+            self.report(spec.job_id, node.instance_id, token, "setting_up")
+        for node in nodes:
+            self.report(spec.job_id, node.instance_id, token, "running")
+
+    def finish(self, spec: Any, nodes: list[Any]) -> None:
+        token = spec.agent_env["SKYLESS_AGENT_TOKEN"]
+        for node in nodes:
+            self.report(spec.job_id, node.instance_id, token, "heartbeat")
+        for node in nodes:
+            self.report(spec.job_id, node.instance_id, token, "succeeded", 0)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def wait_until_quiet(runtime: Any, counter: CallCounter, timeout: float = 120) -> None:
+    """Until every queue is empty and nothing is in flight (teardowns and the last writes are done)."""
+    from local_runtime.node_control import queue_depths
+
+    deadline = time.monotonic() + timeout
+    quiet_since = None
+    while time.monotonic() < deadline:
+        with counter.ignored():
+            depths = queue_depths(runtime.settings)
+        busy = any(d.visible or d.in_flight or d.delayed for d in depths)
+        if busy:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 1.0:
+            return
+        time.sleep(0.2)
+    raise TimeoutError("queues never drained")
+
+
+def job_states(api: httpx.Client, job_ids: list[str]) -> Counter[str]:
+    return Counter(api.get(f"/jobs/{job_id}").json()["state"] for job_id in job_ids)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from local_runtime.daemon import LocalRuntime
+    from local_runtime.local_settings import local_client
+    from local_runtime.moto_endpoint import free_port
+    from shared.clouds.local import LocalCloud, preemption_event
+
+    counter = CallCounter()
+    counter.install()
+    launches = LaunchLog()
+    patch_local_cloud(launches)
+    handler_seconds: Counter[str] = Counter()
+    handler_calls: Counter[str] = Counter()
+
+    home = Path(tempfile.mkdtemp(prefix="skyless-bench-"))
+    runtime = LocalRuntime(home, free_port(), free_port(), schedules={})
+    info = runtime.start()
+    for worker in runtime.dispatcher.workers if runtime.dispatcher else []:
+        worker._handler = timed(worker.handler(), worker.kind, handler_seconds, handler_calls)
+    api = httpx.Client(base_url=info.api_url, timeout=60, headers={"Authorization": f"Bearer {info.api_key}"})
+    player = AgentPlayer(info.api_url)
+    try:
+        # -- simple jobs: submit -> launch request, and the calls of a whole lifecycle -----------------
+        before_calls, before_units = counter.snapshot()
+        api_requests_before = player.requests
+        submitted: dict[str, float] = {}
+        job_ids: list[str] = []
+
+        def submit(task: str) -> str:
+            started = time.perf_counter()
+            answer = api.post("/jobs", json={"task": task, "filename": "bench.yaml"})
+            answer.raise_for_status()
+            job_id = answer.json()["job_id"]
+            submitted[job_id] = started
+            return job_id
+
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            futures = []
+            for _ in range(args.jobs):
+                job_id = submit(SIMPLE_TASK)
+                job_ids.append(job_id)
+                futures.append(pool.submit(play_simple, launches, player, job_id))
+                time.sleep(1 / args.rate)
+            for future in futures:
+                future.result()
+        wait_until_quiet(runtime, counter)
+        after_calls, after_units = counter.snapshot()
+        simple_states = job_states(api, job_ids)
+        submit_latency = [launches.wait_for(j, 1)[0] - submitted[j] for j in job_ids]
+        lifecycle_calls = after_calls - before_calls
+        lifecycle_units = after_units - before_units
+        api_requests = args.jobs + (player.requests - api_requests_before)  # submits + agent requests
+        simple_handler_seconds = dict(handler_seconds)
+        simple_handler_calls = dict(handler_calls)
+
+        # -- preemptions: event -> replacement launch request ---------------------------------------
+        events = local_client("events", runtime.settings)
+        cloud = LocalCloud(home)
+        preempt_latency: list[float] = []
+        spot_ids: list[str] = []
+
+        def preempt_one() -> float:
+            job_id = submit(SPOT_TASK)
+            spot_ids.append(job_id)
+            _, spec, nodes = launches.wait_for(job_id, 1)
+            player.run_until_running(spec, nodes)
+            record = json.loads((home / "local" / "nodes" / spec.cluster_id / "0" / "node.json").read_text())
+            event = cloud.preempt(spec.cluster_id, 0) or preemption_event(record)
+            entry = {"Source": event["source"], "DetailType": event["detail-type"],
+                     "Detail": json.dumps(event["detail"]), "Resources": event["resources"]}  # fmt: skip
+            sent = time.perf_counter()
+            with counter.ignored():
+                events.put_events(Entries=[entry])
+            asked, new_spec, new_nodes = launches.wait_for(job_id, 2)
+            player.run_until_running(new_spec, new_nodes)
+            player.finish(new_spec, new_nodes)
+            return asked - sent
+
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            futures = []
+            for _ in range(args.preemptions):
+                futures.append(pool.submit(preempt_one))
+                time.sleep(1 / args.rate)
+            preempt_latency = [f.result() for f in futures]
+        wait_until_quiet(runtime, counter)
+        spot_states = job_states(api, spot_ids)
+    finally:
+        api.close()
+        runtime.stop()
+
+    return {
+        "jobs": args.jobs,
+        "preemptions": args.preemptions,
+        "simple_states": dict(simple_states),
+        "spot_states": dict(spot_states),
+        "submit_latency": submit_latency,
+        "preempt_latency": preempt_latency,
+        "calls": lifecycle_calls,
+        "units": lifecycle_units,
+        "api_requests": api_requests,
+        "handler_seconds": simple_handler_seconds,
+        "handler_calls": simple_handler_calls,
+    }
+
+
+def timed(
+    handler: Callable[..., Any], name: str, seconds: Counter[str], calls: Counter[str]
+) -> Callable[..., Any]:
+    def wrapper(event: dict[str, Any], context: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return handler(event, context)
+        finally:
+            seconds[name] += time.perf_counter() - started
+            calls[name] += 1
+
+    return wrapper
+
+
+def play_simple(launches: LaunchLog, player: AgentPlayer, job_id: str) -> None:
+    _, spec, nodes = launches.wait_for(job_id, 1)
+    player.run_until_running(spec, nodes)
+    player.finish(spec, nodes)
+
+
+def report(result: dict[str, Any]) -> None:
+    jobs = result["jobs"]
+    calls: Counter[tuple[str, str]] = result["calls"]
+    units: Counter[tuple[str, str]] = result["units"]
+
+    def per_job(selector: Callable[[tuple[str, str]], bool], source: Counter[tuple[str, str]]) -> float:
+        return sum(n for key, n in source.items() if selector(key)) / jobs
+
+    def ms(values: list[float], q: float) -> str:
+        return f"{percentile(values, q) * 1000:7.1f} ms"
+
+    print(f"jobs: {jobs} simple (1 node) -> {result['simple_states']}; "
+          f"{result['preemptions']} spot jobs preempted once -> {result['spot_states']}")
+    print()
+    print("latency (local runtime, this machine)")
+    print(f"  submit -> launch request          p50 {ms(result['submit_latency'], 50)}   "
+          f"p99 {ms(result['submit_latency'], 99)}")
+    if result["preempt_latency"]:
+        print(f"  preemption -> replacement launch  p50 {ms(result['preempt_latency'], 50)}   "
+              f"p99 {ms(result['preempt_latency'], 99)}")
+    print()
+    print("AWS calls per simple job lifecycle (submit .. teardown), control plane only")
+    by_service: dict[str, list[tuple[str, float]]] = {}
+    for (service, operation), count in sorted(calls.items()):
+        by_service.setdefault(service, []).append((operation, count / jobs))
+    for service, operations in by_service.items():
+        listed = ", ".join(f"{op} {n:.2f}" for op, n in operations)
+        print(f"  {service:9s} {sum(n for _, n in operations):6.2f}  ({listed})")
+
+    ddb_writes = per_job(lambda k: k[0] == "dynamodb" and k[1] in DYNAMODB_WRITES, units)
+    # On-demand bills a transactional write as two write request units.
+    ddb_write_units = ddb_writes + per_job(lambda k: k == ("dynamodb", "TransactWriteItems"), units)
+    ddb_reads = per_job(lambda k: k[0] == "dynamodb" and k[1] in DYNAMODB_READS, units)
+    messages = per_job(lambda k: k[0] == "sqs" and k[1] in ("SendMessage", "SendMessageBatch"), units)
+    sqs_handler = per_job(lambda k: k[0] == "sqs" and k not in DISPATCHER_OPERATIONS, calls)
+    sqs_poller = per_job(lambda k: k in DISPATCHER_OPERATIONS, calls)
+    s3_puts = per_job(lambda k: k[0] == "s3" and k[1] in S3_PUTS, calls)
+    s3_gets = per_job(lambda k: k[0] == "s3" and k[1] not in S3_PUTS, calls)
+    invocations = sum(result["handler_calls"].values()) / jobs
+    api_invocations = result["api_requests"] / jobs
+    handler_gb_s = sum(result["handler_seconds"].values()) / jobs * LAMBDA_MEMORY_GB
+    print()
+    print(f"  DynamoDB item writes {ddb_writes:.2f}  (target <= 12); "
+          f"billed write units {ddb_write_units:.2f} (items written in transactions count twice)")
+    print(f"  DynamoDB read units  {ddb_reads:.2f}")
+    print(f"  queue messages sent  {messages:.2f}  (target <= 6)")
+    print(f"  SQS requests         {sqs_handler:.2f} by handlers/API + {sqs_poller:.2f} by the poller "
+          "(Receive/Delete; Lambda's event source mapping bills these too, and its empty polls)")
+    print(f"  S3 requests          {s3_puts:.2f} PUT/LIST + {s3_gets:.2f} GET (+ 1 log chunk POST per node "
+          "by the agent, not counted above)")
+    print(f"  Lambda invocations   {invocations:.2f} queue/schedule + {api_invocations:.2f} API requests")
+    for kind, total in sorted(result["handler_seconds"].items()):
+        count = result["handler_calls"][kind]
+        mean_ms = total / count * 1000
+        print(f"    {kind:10s} {count / jobs:.2f} invocations/job, {mean_ms:.1f} ms mean per batch")
+
+    p = PRICES
+    cost = {
+        "DynamoDB": ddb_write_units * p["dynamodb_write_per_million"] / 1e6
+        + ddb_reads * p["dynamodb_read_per_million"] / 1e6,
+        "SQS": (sqs_handler + sqs_poller) * p["sqs_request_per_million"] / 1e6,
+        "S3": (s3_puts + 1) * p["s3_put_per_thousand"] / 1e3 + s3_gets * p["s3_get_per_thousand"] / 1e3,
+        "Lambda": (invocations + api_invocations) * p["lambda_request_per_million"] / 1e6
+        + handler_gb_s * p["lambda_gb_second_arm64"],
+        "API Gateway": api_invocations * p["http_api_request_per_million"] / 1e6,
+    }
+    print()
+    print("control-plane dollars per 1,000 simple jobs (us-east-1 list prices, free tiers ignored)")
+    for name, dollars in cost.items():
+        print(f"  {name:12s} ${dollars * 1000:.5f}")
+    print(f"  {'total':12s} ${sum(cost.values()) * 1000:.5f}")
+    print("  (handler GB-s measured here at 512 MB; API function GB-s not included; heartbeats of long jobs")
+    print("   add one API request + its writes every heartbeat_seconds per node; reconcile is a fixed")
+    print("   1,440 invocations/day, independent of the number of jobs)")
+    print("  prices: " + ", ".join(f"{k}={v}" for k, v in p.items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=200, help="simple jobs to run (default 200)")
+    parser.add_argument("--preemptions", type=int, default=50, help="spot jobs to preempt once (default 50)")
+    parser.add_argument("--rate", type=float, default=10.0, help="submissions per second (default 10)")
+    parser.add_argument("--concurrency", type=int, default=8, help="agent players at once (default 8)")
+    args = parser.parse_args()
+    report(run(args))
+
+
+if __name__ == "__main__":
+    main()
