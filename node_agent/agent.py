@@ -93,6 +93,7 @@ class ApiClient:
         self.job_id = job_id
         self.instance_id = instance_id
         self.headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+        self.on_cancel: Callable[[], None] | None = None  # the API says the job is over
 
     def fetch_config(self, poll_seconds: float = 1.0, give_up_after: float = 3600.0) -> dict[str, Any]:
         """GET the node's config, waiting while the API answers 425 (not every node is known yet)."""
@@ -130,6 +131,12 @@ class ApiClient:
         if status >= 300:
             log(f"status {phase} answered HTTP {status}: {body[:200]!r}")
             return False
+        try:
+            answer = json.loads(body.decode("utf-8") or "{}")
+        except ValueError:
+            answer = {}
+        if isinstance(answer, dict) and answer.get("cancel") and self.on_cancel is not None:
+            self.on_cancel()
         return True
 
 
@@ -417,11 +424,13 @@ class Agent:
         self.finished = threading.Event()
         self.runner: TaskRunner | None = None
         self.preempting_report: threading.Thread | None = None
+        self.cancelled = threading.Event()
+        self.api.on_cancel = self.on_cancel
 
     def on_preemption_notice(self, reason: str) -> None:
         """Report `preempting` once and pass SIGTERM to the task so it can checkpoint."""
-        if self.preempted.is_set():
-            return
+        if self.preempted.is_set() or self.cancelled.is_set():
+            return  # includes the SIGTERM the agent sent its own process group
         self.preempted.set()
         log(f"preemption notice: {reason}")
         if self.runner is not None:
@@ -431,8 +440,17 @@ class Agent:
         )
         self.preempting_report.start()
 
+    def on_cancel(self) -> None:
+        """The job ended elsewhere (cancelled, failed on another node): stop the task, report nothing more."""
+        if self.cancelled.is_set():
+            return
+        self.cancelled.set()
+        log("the API says this job is over; stopping the task")
+        if self.runner is not None:
+            self.runner.terminate()
+
     def heartbeat(self, every: float) -> None:
-        while not self.finished.wait(every):
+        while not self.finished.wait(every) and not self.cancelled.is_set():
             self.api.report("heartbeat")
 
     def watch_metadata(self, check: Callable[[], str | None]) -> None:
@@ -455,7 +473,7 @@ class Agent:
 
         shipper = LogShipper(config.get("log_upload"), local_copy=self.home / "skyless_task.log")
         self.runner = TaskRunner(shipper)
-        if self.preempted.is_set():
+        if self.preempted.is_set() or self.cancelled.is_set():
             self.runner.terminate()
         workdir = self.home / "sky_workdir"
         env = dict(os.environ)
@@ -474,7 +492,7 @@ class Agent:
                 code = self.runner.run(config["setup"], workdir, env)
                 if code != 0:
                     return self.finish("failed", code, f"setup exited with {code}", shipper)
-            if not self.preempted.is_set():
+            if not self.preempted.is_set() and not self.cancelled.is_set():
                 self.api.report("running")
             code = self.runner.run(config["run"], workdir, env) if config.get("run") else 0
             return self.finish("succeeded" if code == 0 else "failed", code, None, shipper)
@@ -488,6 +506,9 @@ class Agent:
             log(f"task stopped after the preemption notice (exit {code})")
             if self.preempting_report is not None:
                 self.preempting_report.join(30)
+            return code
+        if self.cancelled.is_set():
+            log(f"task stopped because the job is over (exit {code})")
             return code
         self.api.report(phase, code, message)
         return code

@@ -36,6 +36,7 @@ class AgentProtocolServer:
         self.unauthorized = 0
         self.fail_next_status = 1  # the first status post gets a 503: the agent must retry it
         self.metadata_notice: str | None = None
+        self.cancel_after: str | None = None  # answer {"cancel": true} to statuses after this phase
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -81,8 +82,10 @@ class AgentProtocolServer:
                     outer.fail_next_status -= 1
                     self._send(503)
                     return
-                outer.statuses.append(json.loads(body))
-                self._send(200)
+                status = json.loads(body)
+                cancel = outer.cancel_after is not None and outer.cancel_after in outer.phases()
+                outer.statuses.append(status)
+                self._send(200, json.dumps({"job_id": "j", "state": "RUNNING", "cancel": cancel}).encode())
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -263,3 +266,20 @@ def test_aws_spot_notice_in_instance_metadata_reports_preempting(bucket: tuple[A
     preempting = [s for s in api.statuses if s["phase"] == "preempting"]
     assert len(preempting) == 1 and "terminate" in preempting[0]["message"]
     assert "succeeded" not in api.phases() and "failed" not in api.phases()
+
+
+def test_cancel_in_a_status_answer_stops_the_task_without_reporting_a_result(
+    bucket: tuple[Any, str], tmp_path: Path
+):
+    s3, name = bucket
+    job = "j-" + uuid.uuid4().hex[:6]
+    home = tmp_path / "node"
+    run = "trap 'echo stopped > ../stopped; exit 0' TERM; while :; do sleep 0.1; done"
+    with AgentProtocolServer(_config(s3, name, job, run=run, setup=None), not_ready_times=0) as api:
+        api.fail_next_status = 0
+        api.cancel_after = "running"  # the next heartbeat learns the job was cancelled
+        agent = _start_agent(api.url, job, home)
+        agent.communicate(timeout=30)
+
+    assert (home / "stopped").read_text().strip() == "stopped"
+    assert api.phases() == ["setting_up", "running"]
