@@ -2,12 +2,14 @@
 
 `plan_task` (shared.task_optimizer) turns a task's resource alternatives into its ordered failover
 list; `plan_pipeline` (shared.pipeline_optimizer) places every task of a pipeline, counting egress
-between them. Both read the catalog through a per-process index (shared.offering_index).
+between them (shared.placement_solver). Both read the catalog through a per-process index
+(shared.offering_index).
 """
 
 from __future__ import annotations
 
-from shared.pipeline_optimizer import EGRESS_PER_GB, Edge, plan_pipeline
+from shared.pipeline_optimizer import plan_pipeline
+from shared.placement_solver import EGRESS_PER_GB, Edge, Source
 from shared.task_optimizer import DEFAULT_MAX_CANDIDATES, RELATIVE_THROUGHPUT, plan_task
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "EGRESS_PER_GB",
     "RELATIVE_THROUGHPUT",
     "Edge",
+    "Source",
     "plan_pipeline",
     "plan_task",
 ]

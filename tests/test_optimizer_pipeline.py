@@ -22,8 +22,12 @@ class FakeTask:
     choice: ResourceChoice
     num_nodes: int = 1
     name: str | None = None
-    inputs_gb: float = 0.0
+    inputs: dict[str, float] | None = None
     outputs_gb: float = 0.0
+
+    @property
+    def inputs_gb(self) -> float:
+        return next(iter(self.inputs.values())) if self.inputs else 0.0
 
     def resource_choice(self) -> ResourceChoice:
         return self.choice
@@ -43,17 +47,37 @@ def egress(source: str, target: str, gigabytes: float) -> float:
     return 0.0 if source == target else gigabytes * EGRESS_PER_GB[source]
 
 
-def objective(chosen: list[Candidate], edges: list[Edge], minimize: str) -> tuple[float, ...]:
+def hours_to_move(source: str, target: str, gigabytes: float) -> float:
+    return 0.0 if source == target else gigabytes * 8 / 10 / 3600
+
+
+SCHEMES = {"s3": "aws", "gs": "gcp"}
+
+
+def stored_inputs(pipeline: FakePipeline, edges: list[Edge]) -> dict[int, tuple[str, float]]:
+    """Tasks without a parent read their `inputs` from the bucket's cloud."""
+    found = {}
+    for i, t in enumerate(pipeline.tasks):
+        if t.inputs and all(e.target != i for e in edges):
+            uri, gigabytes = next(iter(t.inputs.items()))
+            found[i] = (SCHEMES[uri.split("://")[0]], gigabytes)
+    return found
+
+
+def objective(
+    chosen: list[Candidate], edges: list[Edge], minimize: str, stored: dict[int, tuple[str, float]]
+) -> tuple[float, ...]:
     cost = sum(c.estimated_cost for c in chosen)
     cost += sum(egress(chosen[e.source].cloud, chosen[e.target].cloud, e.gigabytes) for e in edges)
+    cost += sum(egress(cloud, chosen[i].cloud, gb) for i, (cloud, gb) in stored.items())
     if minimize == "cost":
         return (cost,)
     finish: dict[int, float] = {}
     for v in range(len(chosen)):  # tasks are numbered in a topological order in these tests
-        start = 0.0
+        start = hours_to_move(stored[v][0], chosen[v].cloud, stored[v][1]) if v in stored else 0.0
         for e in edges:
             if e.target == v:
-                moved = 0.0 if chosen[e.source].cloud == chosen[v].cloud else e.gigabytes * 8 / 10 / 3600
+                moved = hours_to_move(chosen[e.source].cloud, chosen[v].cloud, e.gigabytes)
                 start = max(start, finish[e.source] + moved)
         finish[v] = start + chosen[v].estimated_hours
     return (max(finish.values()), cost)
@@ -66,7 +90,8 @@ def brute_force(
         plan_task(t.choice, t.num_nodes, catalog, minimize=minimize, max_candidates=None)
         for t in pipeline.tasks
     ]
-    return min(objective(list(chosen), edges, minimize) for chosen in itertools.product(*options))
+    stored = stored_inputs(pipeline, edges)
+    return min(objective(list(c), edges, minimize, stored) for c in itertools.product(*options))
 
 
 def chain_edges(pipeline: FakePipeline) -> list[Edge]:
@@ -128,7 +153,7 @@ def pipelines(draw: st.DrawFn, size: st.SearchStrategy[int]) -> FakePipeline:
             draw(st.sampled_from(CHOICES)),
             num_nodes=draw(st.integers(1, 2)),
             outputs_gb=draw(st.sampled_from([0.0, 5.0, 30.0, 400.0])),
-            inputs_gb=draw(st.sampled_from([0.0, 20.0])),
+            inputs=draw(st.sampled_from([None, {"s3://b/x": 20.0}, {"gs://b/y": 300.0}])),
         )
         for _ in range(draw(size))
     ]
@@ -144,50 +169,59 @@ def _plannable(pipeline: FakePipeline, catalog: Catalog) -> bool:
     return True
 
 
-@settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
-)
-@given(small_catalogs(), pipelines(st.integers(2, 4)), st.sampled_from(["cost", "time"]))
-def test_chain_plan_is_as_good_as_every_assignment(
-    catalog: Catalog, pipeline: FakePipeline, minimize: str
+def check_plan_is_optimal(
+    catalog: Catalog, pipeline: FakePipeline, edges: list[Edge], minimize: str, explicit: bool
 ) -> None:
     if not _plannable(pipeline, catalog):
         with pytest.raises(NoOfferingError):
             plan_pipeline(pipeline, catalog, minimize=minimize)
         return
-    plan = plan_pipeline(pipeline, catalog, minimize=minimize)
-    edges = chain_edges(pipeline)
+    plan = plan_pipeline(pipeline, catalog, minimize=minimize, edges=edges if explicit else None)
     chosen = [t.chosen for t in plan.tasks]
-    assert objective(chosen, edges, minimize) == pytest.approx(
-        brute_force(pipeline, catalog, edges, minimize)
-    )
-    assert plan.total_cost == pytest.approx(objective(chosen, edges, "cost")[0])
+    stored = stored_inputs(pipeline, edges)
+    best = brute_force(pipeline, catalog, edges, minimize)
+    assert objective(chosen, edges, minimize, stored) == pytest.approx(best)
+    assert plan.total_cost == pytest.approx(objective(chosen, edges, "cost", stored)[0])
+    moved = plan.total_cost - sum(c.estimated_cost for c in chosen)
+    assert plan.egress_cost == pytest.approx(moved)
+
+
+SLOW = [HealthCheck.too_slow, HealthCheck.filter_too_much]
+OBJECTIVES = st.sampled_from(["cost", "time"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=SLOW)
+@given(small_catalogs(), pipelines(st.integers(2, 4)), OBJECTIVES)
+def test_chain_plan_is_as_good_as_every_assignment(
+    catalog: Catalog, pipeline: FakePipeline, minimize: str
+) -> None:
+    check_plan_is_optimal(catalog, pipeline, chain_edges(pipeline), minimize, explicit=False)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=SLOW)
+@given(small_catalogs(), pipelines(st.integers(1, 3)), OBJECTIVES)
+def test_job_group_plan_is_as_good_as_every_assignment(
+    catalog: Catalog, pipeline: FakePipeline, minimize: str
+) -> None:
+    pipeline.execution = "parallel"
+    check_plan_is_optimal(catalog, pipeline, [], minimize, explicit=False)
 
 
 DIAMOND = [(0, 1), (0, 2), (1, 3), (2, 3)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
 @given(
     small_catalogs(),
     pipelines(st.just(4)),
     st.lists(st.sampled_from([0.0, 10.0, 300.0]), min_size=4, max_size=4),
-    st.sampled_from(["cost", "time"]),
+    OBJECTIVES,
 )
 def test_diamond_dag_plan_is_as_good_as_every_assignment(
     catalog: Catalog, pipeline: FakePipeline, sizes: list[float], minimize: str
 ) -> None:
-    if not _plannable(pipeline, catalog):
-        return
     edges = [Edge(a, b, gb) for (a, b), gb in zip(DIAMOND, sizes, strict=True)]
-    plan = plan_pipeline(pipeline, catalog, minimize=minimize, edges=edges)
-    chosen = [t.chosen for t in plan.tasks]
-    assert objective(chosen, edges, minimize) == pytest.approx(
-        brute_force(pipeline, catalog, edges, minimize)
-    )
-    assert plan.egress_cost == pytest.approx(
-        sum(egress(chosen[e.source].cloud, chosen[e.target].cloud, e.gigabytes) for e in edges)
-    )
+    check_plan_is_optimal(catalog, pipeline, edges, minimize, explicit=True)
 
 
 CATALOG = Catalog(
@@ -235,6 +269,23 @@ def test_parallel_job_group_plans_each_task_on_its_own() -> None:
         plan_task(SERVE, 1, CATALOG)[0],
     ]
     assert plan.egress_cost == 0.0
+
+
+def test_time_objective_lets_a_task_off_the_critical_path_take_a_cheaper_slower_option() -> None:
+    catalog = Catalog(
+        [
+            Offering("gcp", "us-central1", None, "t4-vm", "T4", 1, None, 8, 32, 0.4, None),
+            Offering("gcp", "us-central1", None, "a100-vm", "A100", 1, None, 12, 85, 3.0, None),
+            Offering("gcp", "us-central1", None, "h100-vm", "H100", 1, None, 26, 200, 9.0, None),
+        ]
+    )
+    slow = FakeTask(request(accelerator="T4", accelerator_count=1))
+    either = FakeTask(
+        ResourceChoice(tuple(ResourceRequest(accelerator=a, accelerator_count=1) for a in ("A100", "H100")))
+    )
+    group = plan_pipeline(FakePipeline([slow, either], execution="parallel"), catalog, minimize="time")
+    assert plan_task(either.choice, 1, catalog, minimize="time")[0].accelerator == "H100"
+    assert group.tasks[1].chosen.accelerator == "A100"  # the T4 task takes 1 h anyway
 
 
 def test_a_task_nothing_fits_is_named_in_the_error() -> None:
