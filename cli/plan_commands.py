@@ -219,6 +219,6 @@ def _print_plan(result: Plan, pipeline: Any, catalog: Any, enabled: set[str] | N
                 continue
             per_cloud.add_row(*_row(best, chosen=best == task_plan.chosen))
         console.print(per_cloud)
-    if len(result.tasks) > 1:
-        console.print(f"Egress between tasks: ${result.egress_cost:.2f}")
+    if len(result.tasks) > 1 or result.egress_cost:
+        console.print(f"Egress (data moved between clouds): ${result.egress_cost:.2f}")
     console.print(f"[bold]Estimated total: ${result.total_cost:.2f}[/bold]")

@@ -167,4 +167,4 @@ def test_pipeline_prints_one_row_per_task_and_the_egress(tmp_path: Path) -> None
     assert [t["chosen"]["cloud"] for t in body["tasks"]] == ["gcp", "lambda"]
     assert body["egress_cost"] == pytest.approx(2 * 0.12)
     code, table, _ = run(str(path), "--clouds", "gcp,lambda")
-    assert "Egress between tasks: $0.24" in table
+    assert "Egress (data moved between clouds): $0.24" in table
