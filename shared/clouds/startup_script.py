@@ -1,0 +1,29 @@
+"""The boot script a REST-cloud VM runs: node_agent's user-data, with the node's name pinned as its
+instance id where the cloud has no metadata service that would tell the agent (Lambda Cloud, RunPod)."""
+
+from __future__ import annotations
+
+import shlex
+
+from node_agent.user_data import render_user_data
+from shared.clouds.base import LaunchSpec
+
+
+def startup_script(spec: LaunchSpec, *, pinned_id: str | None = None, run_as: str | None = None) -> str:
+    script = render_user_data(
+        api_url=spec.agent_env.get("SKYLESS_API_URL", ""),
+        job_id=spec.job_id,
+        cluster_id=spec.cluster_id,
+        agent_token=spec.agent_env.get("SKYLESS_AGENT_TOKEN", ""),
+        cloud=spec.cloud,
+        run_as=run_as,
+    )
+    if pinned_id is None:
+        return script
+    # The fallback identity asks `hostname`; a shell function answers with the name we gave the node.
+    pin = (
+        f'hostname() {{ if [ "$#" -eq 0 ]; then echo {shlex.quote(pinned_id)}; '
+        'else command hostname "$@"; fi; }\n'
+    )
+    shebang, _, rest = script.partition("\n")
+    return f"{shebang}\n{pin}{rest}"
