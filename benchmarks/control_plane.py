@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -323,6 +325,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         api.close()
         runtime.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
     return {
         "jobs": args.jobs,
@@ -445,6 +448,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=10.0, help="submissions per second (default 10)")
     parser.add_argument("--concurrency", type=int, default=8, help="agent players at once (default 8)")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the runtime and its nodes on the way out
     report(run(args))
 
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.server import ThreadedMotoServer
+from werkzeug.serving import make_server
 
 
 class PortInUseError(OSError):
@@ -28,11 +33,36 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class SerializedDynamoDBMotoServer(ThreadedMotoServer):
+    """moto's threaded server, with DynamoDB requests handled one at a time.
+
+    moto's TransactWriteItems deep-copies the tables it touches while other threads may write them
+    ("dictionary changed size during iteration", answered as a 500). The API and the dispatcher write
+    concurrently, so DynamoDB calls are serialized; SQS long polls and S3 still run in parallel.
+    """
+
+    def _server_entry(self) -> None:
+        inner = DomainDispatcherApplication(create_backend_app)
+        dynamodb_lock = threading.Lock()
+
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
+                with dynamodb_lock:
+                    return list(inner(environ, start_response))
+            return inner(environ, start_response)
+
+        self._server = make_server(
+            self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+        )
+        self._server_ready_event.set()
+        self._server.serve_forever()
+
+
 def start_moto(port: int, host: str = "127.0.0.1") -> ThreadedMotoServer:
     """Start moto on host:port and wait until it accepts connections."""
     if not port_is_free(port, host):
         raise PortInUseError(f"port {port} on {host} is already in use")
-    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server = SerializedDynamoDBMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
