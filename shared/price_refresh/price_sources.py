@@ -1,0 +1,63 @@
+"""Which pricing sources a refresh asks, from the environment, and the scheduled entry point.
+
+`SKYLESS_PRICE_CLOUDS` (comma list) names them; by default AWS and Azure (their price APIs need no
+extra secret) plus Lambda Cloud and RunPod when `LAMBDA_API_KEY` / `RUNPOD_API_KEY` are set. Endpoints
+can be pointed elsewhere (tests, proxies): `SKYLESS_AWS_PRICING_URL`, `SKYLESS_AZURE_PRICES_URL`,
+`SKYLESS_LAMBDA_API_URL`, `SKYLESS_RUNPOD_API_URL`; EC2 follows `AWS_ENDPOINT_URL` like every client.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from shared.config import Settings
+from shared.errors import UserError
+from shared.price_refresh.quotes import PriceFetcher
+from shared.price_refresh.refresh import refresh_catalog
+
+KNOWN = ("aws", "azure", "lambda", "runpod")
+
+
+def price_fetchers(settings: Settings, env: Mapping[str, str] | None = None) -> list[PriceFetcher]:
+    env = os.environ if env is None else env
+    named = env.get("SKYLESS_PRICE_CLOUDS")
+    if named:
+        clouds = [c.strip().lower() for c in named.split(",") if c.strip()]
+    else:
+        keyed = (("lambda", "LAMBDA_API_KEY"), ("runpod", "RUNPOD_API_KEY"))
+        clouds = ["aws", "azure"] + [cloud for cloud, key in keyed if env.get(key)]
+    unknown = [c for c in clouds if c not in KNOWN]
+    if unknown:
+        raise UserError(f"no price source for {', '.join(unknown)}", field="SKYLESS_PRICE_CLOUDS",
+                        hint=f"known: {', '.join(KNOWN)}")  # fmt: skip
+    return [_fetcher(cloud, settings, env) for cloud in clouds]
+
+
+def _fetcher(cloud: str, settings: Settings, env: Mapping[str, str]) -> PriceFetcher:
+    if cloud == "aws":
+        from shared.price_refresh.aws_prices import AwsPriceFetcher
+
+        return AwsPriceFetcher(settings.endpoint_url, env.get("SKYLESS_AWS_PRICING_URL") or None)
+    if cloud == "azure":
+        from shared.price_refresh.azure_prices import DEFAULT_URL, AzurePriceFetcher
+
+        return AzurePriceFetcher(env.get("SKYLESS_AZURE_PRICES_URL") or DEFAULT_URL)
+    if cloud == "lambda":
+        from shared.price_refresh.lambda_prices import DEFAULT_URL, LambdaPriceFetcher
+
+        return LambdaPriceFetcher(
+            env.get("LAMBDA_API_KEY", ""), env.get("SKYLESS_LAMBDA_API_URL") or DEFAULT_URL
+        )
+    from shared.price_refresh.runpod_prices import DEFAULT_URL, RunPodPriceFetcher
+
+    return RunPodPriceFetcher(env.get("RUNPOD_API_KEY", ""), env.get("SKYLESS_RUNPOD_API_URL") or DEFAULT_URL)
+
+
+def refresh_catalog_event(event: dict[str, Any]) -> dict[str, Any]:
+    """The scheduled refresh. The event's content does not matter: each run asks every source."""
+    from shared.wiring import current_wiring
+
+    wiring = current_wiring()
+    return refresh_catalog(wiring.objects, price_fetchers(wiring.settings)).as_dict()
