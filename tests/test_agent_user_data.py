@@ -34,3 +34,17 @@ def test_user_data_reads_identity_from_each_clouds_metadata_service():
     assert "metadata.google.internal" in _render("gcp")
     assert "Metadata: true" in _render("azure")
     assert "sudo -E -H -u ubuntu" in _render("aws", run_as="ubuntu")
+
+
+def test_agent_source_is_python_3_8_syntax_and_stdlib_only():
+    import ast
+    import sys
+
+    tree = ast.parse(AGENT_SOURCE.read_text(), feature_version=(3, 8))
+    imported = {
+        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported - set(sys.stdlib_module_names)
