@@ -117,3 +117,14 @@ def test_scheduled_event_has_eventbridge_schedule_shape():
     assert event["detail-type"] == "Scheduled Event" and event["source"] == "aws.events"
     assert event["time"] == "2026-01-02T03:04:05Z"
     assert event["resources"] == ["arn:aws:events:us-east-1:123456789012:rule/skyless-reconcile"]
+
+
+def test_schedule_tick_runs_the_real_reconcile_handler_with_a_scheduled_event(stack: Settings):
+    from local_runtime.dispatcher import SCHEDULED_HANDLERS, Dispatcher
+
+    dispatcher = Dispatcher(stack, schedules={})
+    module, every = SCHEDULED_HANDLERS["reconcile"]
+    assert every == 60.0
+    dispatcher.schedule_runs["reconcile"] = 0
+    dispatcher.fire("reconcile", module)
+    assert dispatcher.schedule_runs["reconcile"] == 1  # the handler accepted the event and did not raise
