@@ -22,10 +22,15 @@ class Wiring:
     providers: ProviderRegistry
 
     @cached_property
-    def catalog(self) -> Any:
-        from shared.catalog import load_default_catalog
+    def catalog_loader(self) -> Any:
+        from shared.price_refresh.versioned_catalog import StoredCatalogLoader
 
-        return load_default_catalog()
+        return StoredCatalogLoader(self.objects)
+
+    @property
+    def catalog(self) -> Any:
+        """Built-in + imported + the refreshed version in the bucket; re-read when LATEST moves (TTL)."""
+        return self.catalog_loader.catalog()
 
 
 @cache
