@@ -11,15 +11,23 @@ import boto3
 import httpx
 import pytest
 from chalice.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from functions.submit.app import app
 from shared.config import Settings
+from shared.jobs.agent_reports import PHASES
 from shared.jobs.planning import plan_job
 from shared.jobs.tokens import agent_token, token_hash
 from shared.states import JobState
 from shared.store.users import create_user
 from shared.wiring import wiring_for
 
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
 TASK = "name: hello\nresources:\n  cpus: 2+\nrun: echo hello from $SKYPILOT_NODE_RANK\n"
 
 
@@ -310,3 +318,53 @@ def test_agent_reports_move_the_job_to_running_then_succeeded(
     bad_phase = report({"instance_id": "i-a", "phase": "exploded"})
     assert bad_phase.status_code == 422
     assert bad_phase.json_body["field"] == "phase"
+
+
+def test_agent_config_is_425_until_the_cluster_is_recorded(
+    stack: Settings, client: Client, alice: Api
+) -> None:
+    job_id = alice.submit()
+    wiring = wiring_for(stack)
+    plan_job({"job_id": job_id, "attempt": 0}, wiring)
+    job = wiring.store.get(job_id)
+    assert job is not None
+    token = agent_token(stack, job_id, 0)
+    assert wiring.store.move(
+        job, JobState.PROVISIONING, "provisioning", changes={"token_hash": token_hash(token)}
+    )
+
+    early = client.http.get(f"/agent/{job_id}/config?instance_id=i-a", headers=_agent(client, token))
+
+    assert early.status_code == 425
+    assert early.json_body["error"] == "NotReadyError"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    bodies=st.lists(
+        st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "instance_id": st.sampled_from(["i-a", "i-b", "i-stranger"]),
+                    "phase": st.sampled_from(PHASES),
+                },
+                optional={"exit_code": st.integers(-300, 300), "message": st.text(max_size=50)},
+            ),
+            st.dictionaries(st.sampled_from(["instance_id", "phase", "exit_code", "message"]), JSON_VALUES),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_no_sequence_of_status_reports_is_a_500(
+    stack: Settings, client: Client, alice: Api, bodies: list
+) -> None:
+    job_id = alice.submit()
+    token = _launched(stack, job_id, ["i-a", "i-b"])
+
+    for body in bodies:
+        answer = client.http.post(
+            f"/agent/{job_id}/status", headers=_agent(client, token), body=json.dumps(body)
+        )
+        assert answer.status_code < 500, (body, answer.json_body)
+    assert alice.get(f"/jobs/{job_id}").status_code == 200

@@ -176,8 +176,8 @@ BODIES = st.one_of(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(path=st.sampled_from(["/plan", "/uploads"]), body=BODIES)
-def test_no_body_sent_to_plan_or_uploads_is_a_500(
+@given(path=st.sampled_from(["/jobs", "/plan", "/uploads"]), body=BODIES)
+def test_no_body_sent_to_jobs_plan_or_uploads_is_a_500(
     client: Client, headers: dict[str, str], path: str, body: object
 ) -> None:
     status, answer = _post(client, path, headers, body)
