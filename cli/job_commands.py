@@ -105,7 +105,13 @@ def launch(
         if detach:
             console.print(f"Follow it with: skyless logs {job.job_id} --follow")
             return
-        final = follow_job(client, job.job_id)
+        try:
+            final = follow_job(client, job.job_id)
+        except KeyboardInterrupt:
+            errors.print(
+                f"Stopped following; the job keeps running. Cancel it with: skyless cancel {job.job_id}"
+            )
+            raise typer.Exit(130) from None
     raise typer.Exit(0 if final == "SUCCEEDED" else 1)
 
 
