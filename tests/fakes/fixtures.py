@@ -6,10 +6,13 @@ Use from a test module with `pytest_plugins = ["fakes.fixtures"]`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from fakes.gcp import FakeGcp, start_fake_gcp
 from fakes.lambda_cloud import FakeLambdaCloud, start_fake_lambda
 
 
@@ -19,6 +22,24 @@ def fake_lambda(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLambdaCloud]:
     monkeypatch.setenv("LAMBDA_API_KEY", fake.api_key)
     monkeypatch.setenv("SKYLESS_LAMBDA_API_URL", fake.url)
     monkeypatch.delenv("SKYLESS_LAMBDA_SSH_KEY_NAME", raising=False)
+    try:
+        yield fake
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake_gcp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeGcp]:
+    """Credentials are a real service-account key file whose token_uri is the fake's /token."""
+    fake, server = start_fake_gcp()
+    key_file = tmp_path / "gcp-service-account.json"
+    key_file.write_text(json.dumps(fake.service_account_info()))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", fake.project)
+    monkeypatch.setenv("SKYLESS_GCP_COMPUTE_URL", f"{fake.url}/compute/v1")
+    monkeypatch.setenv("SKYLESS_GCP_POLL_SECONDS", "0.01")
+    monkeypatch.delenv("GOOGLE_OAUTH_ACCESS_TOKEN", raising=False)
+    monkeypatch.delenv("CLOUDSDK_CORE_PROJECT", raising=False)
     try:
         yield fake
     finally:

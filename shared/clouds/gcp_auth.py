@@ -1,0 +1,102 @@
+"""GCP access tokens, kept simple: a static `GOOGLE_OAUTH_ACCESS_TOKEN`, or a service-account key file
+(`GOOGLE_APPLICATION_CREDENTIALS`) exchanged at its `token_uri` with a signed JWT (RFC 7523), cached
+until a minute before it expires. The project comes from `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`
+or the key file's `project_id`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from shared.clouds.errors import CloudAuthError, TransientCloudError
+from shared.clouds.rest_client import new_http_client
+
+SCOPE = "https://www.googleapis.com/auth/compute"
+JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+HELP = "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, or GOOGLE_OAUTH_ACCESS_TOKEN"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def signed_jwt(key_info: dict[str, Any], now: float) -> str:
+    header = {"alg": "RS256", "typ": "JWT", "kid": key_info.get("private_key_id", "")}
+    claims = {
+        "iss": key_info["client_email"],
+        "scope": SCOPE,
+        "aud": key_info["token_uri"],
+        "iat": int(now),
+        "exp": int(now) + 3600,
+    }
+    signing_input = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}"
+    key = serialization.load_pem_private_key(key_info["private_key"].encode(), password=None)
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise CloudAuthError("the service-account key is not an RSA key")
+    signature = key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+    return f"{signing_input}.{_b64(signature)}"
+
+
+@dataclass
+class GcpTokenSource:
+    static_token: str | None = None
+    key_info: dict[str, Any] | None = None
+    _token: str | None = None
+    _expires_at: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def from_env(cls) -> GcpTokenSource:
+        if token := os.environ.get("GOOGLE_OAUTH_ACCESS_TOKEN"):
+            return cls(static_token=token)
+        path = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        if not path:
+            return cls()
+        try:
+            info = json.loads(Path(path).expanduser().read_text())
+        except (OSError, ValueError) as error:
+            raise CloudAuthError(f"cannot read GOOGLE_APPLICATION_CREDENTIALS {path}: {error}") from error
+        if info.get("type") != "service_account" or not {"client_email", "private_key"} <= info.keys():
+            raise CloudAuthError(f"{path} is not a service-account key file ({HELP})")
+        info.setdefault("token_uri", "https://oauth2.googleapis.com/token")
+        return cls(key_info=info)
+
+    @property
+    def project_hint(self) -> str | None:
+        return (self.key_info or {}).get("project_id")
+
+    def token(self) -> str:
+        if self.static_token:
+            return self.static_token
+        if self.key_info is None:
+            raise CloudAuthError(f"no GCP credentials: {HELP}")
+        with self._lock:
+            if self._token is None or time.time() > self._expires_at - 60:
+                self._token, self._expires_at = self._exchange()
+            return self._token
+
+    def _exchange(self) -> tuple[str, float]:
+        assert self.key_info is not None
+        now = time.time()
+        form = {"grant_type": JWT_GRANT, "assertion": signed_jwt(self.key_info, now)}
+        try:
+            with new_http_client() as http:
+                response = http.post(self.key_info["token_uri"], data=form)
+        except httpx.TransportError as error:
+            raise TransientCloudError(f"GCP token endpoint: {error}") from error
+        if response.status_code >= 500 or response.status_code == 429:
+            raise TransientCloudError(f"GCP token endpoint answered {response.status_code}")
+        if response.status_code != 200:
+            raise CloudAuthError(f"GCP refused the service-account key: {response.text[:300]}")
+        body = response.json()
+        return str(body["access_token"]), now + float(body.get("expires_in", 3600))

@@ -1,0 +1,259 @@
+"""GCP Compute Engine provider against the fake Compute Engine API over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from fakes.gcp import FakeGcp
+
+from shared.clouds.base import ATTEMPT_TAG, CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node
+from shared.clouds.errors import (
+    CloudAuthError,
+    InvalidLaunchError,
+    NoCapacityError,
+    QuotaError,
+    TransientCloudError,
+)
+from shared.clouds.gcp import GcpCompute, gcp_label, request_id
+
+pytest_plugins = ["fakes.fixtures"]
+CLUSTER = "job-0123456789ab-1"
+
+
+@dataclass(frozen=True)
+class GpuLaunchSpec(LaunchSpec):
+    """The fields a GPU launch carries beyond the base spec (read with getattr by the provider)."""
+
+    accelerator: str | None = None
+    accelerator_count: int = 0
+    image_id: str | None = None
+    disk_size_gb: int | None = None
+
+
+def spec(num_nodes: int = 1, zone: str = "us-central1-a", **changes: object) -> GpuLaunchSpec:
+    values: dict[str, object] = {
+        "job_id": "job-0123456789ab",
+        "cluster_id": CLUSTER,
+        "attempt_id": CLUSTER,
+        "attempt": 1,
+        "cloud": "gcp",
+        "region": zone.rsplit("-", 1)[0],
+        "zone": zone,
+        "instance_type": "n2-standard-8",
+        "use_spot": False,
+        "num_nodes": num_nodes,
+        "agent_env": {"SKYLESS_API_URL": "https://api.example", "SKYLESS_AGENT_TOKEN": "tok-123"},
+        **changes,
+    }
+    return GpuLaunchSpec(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def provider(fake_gcp: FakeGcp) -> GcpCompute:
+    return GcpCompute.from_env()
+
+
+def startup_of(body: dict) -> str:
+    return next(i["value"] for i in body["metadata"]["items"] if i["key"] == "startup-script")
+
+
+def test_on_demand_launch_inserts_labelled_named_vms_with_the_agent_startup_script(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    nodes = provider.launch(spec(num_nodes=2))
+
+    assert [n.instance_id for n in nodes] == [f"skyless-{CLUSTER}-000", f"skyless-{CLUSTER}-001"]
+    assert all(n.state == "running" and n.ip.startswith("10.128.") and not n.use_spot for n in nodes)
+    body = fake_gcp.inserts[1]
+    expected = {MANAGED_TAG: "true", JOB_TAG: "job-0123456789ab", CLUSTER_TAG: CLUSTER, ATTEMPT_TAG: "1"}
+    assert body["labels"] == {**expected, RANK_TAG: "1"}
+    assert "provisioningModel" not in body["scheduling"]
+    assert "tok-123" in startup_of(body) and "metadata.google.internal" in startup_of(body)
+    assert body["disks"][0]["initializeParams"]["sourceImage"].endswith("family/debian-12")
+    assert nodes[0].zone == "us-central1-a" and nodes[0].region == "us-central1"
+    assert nodes[0].instance_type == "n2-standard-8"
+
+
+def test_spot_n1_with_t4_asks_for_spot_scheduling_a_guest_accelerator_and_a_deep_learning_image(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    nodes = provider.launch(
+        spec(instance_type="n1-standard-8", use_spot=True, accelerator="T4", accelerator_count=1)
+    )
+
+    body = fake_gcp.inserts[0]
+    assert body["scheduling"] == {
+        "provisioningModel": "SPOT", "instanceTerminationAction": "DELETE",
+        "automaticRestart": False, "onHostMaintenance": "TERMINATE",
+    }  # fmt: skip
+    assert body["guestAccelerators"] == [
+        {"acceleratorType": "zones/us-central1-a/acceleratorTypes/nvidia-tesla-t4", "acceleratorCount": 1}
+    ]
+    assert "deeplearning-platform-release" in body["disks"][0]["initializeParams"]["sourceImage"]
+    assert nodes[0].use_spot
+
+
+def test_on_demand_gpu_vms_do_not_live_migrate(provider: GcpCompute, fake_gcp: FakeGcp) -> None:
+    provider.launch(spec(instance_type="n1-standard-8", accelerator="V100", accelerator_count=2))
+
+    body = fake_gcp.inserts[0]
+    assert body["scheduling"] == {"onHostMaintenance": "TERMINATE"}
+    assert body["guestAccelerators"][0]["acceleratorType"].endswith("nvidia-tesla-v100")
+
+
+def test_image_id_and_disk_size_override_the_defaults(provider: GcpCompute, fake_gcp: FakeGcp) -> None:
+    provider.launch(spec(image_id="projects/my-proj/global/images/my-image", disk_size_gb=500))
+
+    params = fake_gcp.inserts[0]["disks"][0]["initializeParams"]
+    assert params == {"sourceImage": "projects/my-proj/global/images/my-image", "diskSizeGb": "500"}
+
+
+def test_the_same_attempt_launched_twice_starts_one_set(provider: GcpCompute, fake_gcp: FakeGcp) -> None:
+    first = provider.launch(spec(num_nodes=2))
+    again = provider.launch(spec(num_nodes=2))
+
+    assert [n.instance_id for n in again] == [n.instance_id for n in first]
+    assert len(fake_gcp.inserts) == 2 and len(fake_gcp.live()) == 2
+
+
+def test_concurrent_duplicate_launches_start_one_set(fake_gcp: FakeGcp) -> None:
+    results: list[list[Node]] = []
+
+    def launch() -> None:
+        results.append(GcpCompute.from_env().launch(spec(num_nodes=2)))
+
+    threads = [threading.Thread(target=launch) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(results) == 2 and results[0] == results[1]
+    assert len(fake_gcp.inserts) == 2 and len(fake_gcp.live()) == 2
+
+
+def test_request_ids_are_stable_per_attempt_place_and_rank() -> None:
+    assert request_id(spec(), 0) == request_id(spec(), 0)
+    assert len({request_id(spec(), 0), request_id(spec(), 1), request_id(spec(zone="us-central1-b"), 0)}) == 3
+
+
+def test_list_owned_walks_every_zone_and_page_and_skips_foreign_vms(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    fake_gcp.instances[("us-central1-a", "my-vm")] = {
+        "name": "my-vm", "status": "RUNNING", "zone": "zones/us-central1-a", "labels": {"team": "ml"},
+    }  # fmt: skip
+    fake_gcp.page_size = 1
+    provider.launch(spec(num_nodes=2, zone="us-central1-a"))
+    provider.launch(spec(num_nodes=1, zone="europe-west4-b", cluster_id="job-0123456789ab-2", attempt=2))
+
+    owned = provider.list_owned()
+
+    assert len(owned) == 3
+    assert {n.zone for n in owned} == {"us-central1-a", "europe-west4-b"}
+    assert {n.attempt for n in owned} == {1, 2}
+
+
+def test_terminate_deletes_every_vm_of_the_cluster_and_is_idempotent(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    provider.launch(spec(num_nodes=3))
+
+    provider.terminate(CLUSTER)
+    provider.terminate(CLUSTER)
+
+    assert fake_gcp.live() == []
+    assert all(n.state == "terminated" for n in provider.describe(CLUSTER))
+    provider.list_owned()
+    assert provider.describe(CLUSTER) == []
+
+
+def test_a_zone_without_resources_is_a_capacity_error_and_the_next_zone_works(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    fake_gcp.stockout_zones.add("us-central1-a")
+
+    with pytest.raises(NoCapacityError, match="ZONE_RESOURCE_POOL_EXHAUSTED"):
+        provider.launch(spec())
+    assert len(provider.launch(spec(zone="us-central1-b"))) == 1
+
+
+def test_a_launch_that_runs_out_of_capacity_midway_deletes_what_it_started(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    fake_gcp.capacity_left["us-central1-a"] = 2
+
+    with pytest.raises(NoCapacityError):
+        provider.launch(spec(num_nodes=3))
+
+    assert fake_gcp.live() == []
+
+
+def test_quota_exceeded_is_a_quota_error(provider: GcpCompute, fake_gcp: FakeGcp) -> None:
+    fake_gcp.quota_regions.add("us-central1")
+
+    with pytest.raises(QuotaError, match="NVIDIA_T4_GPUS"):
+        provider.launch(spec())
+
+
+def test_rate_limiting_is_transient(provider: GcpCompute, fake_gcp: FakeGcp) -> None:
+    fake_gcp.throttle_next = 1
+
+    with pytest.raises(TransientCloudError, match="rateLimitExceeded"):
+        provider.launch(spec())
+
+
+def test_an_unknown_machine_type_is_an_invalid_launch_with_gcps_message(provider: GcpCompute) -> None:
+    with pytest.raises(InvalidLaunchError, match=r"resource\.machineType"):
+        provider.launch(spec(instance_type="nope-1"))
+
+
+def test_a_refused_token_is_an_auth_error(fake_gcp: FakeGcp, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.revoked")
+
+    with pytest.raises(CloudAuthError, match="authError"):
+        GcpCompute.from_env().list_owned()
+
+
+def test_a_key_file_signed_by_another_key_is_an_auth_error(
+    fake_gcp: FakeGcp, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    info = fake_gcp.service_account_info()
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    info["private_key"] = other.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    (tmp_path / "other.json").write_text(json.dumps(info))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "other.json"))
+
+    with pytest.raises(CloudAuthError, match="Invalid JWT Signature"):
+        GcpCompute.from_env().list_owned()
+
+
+def test_no_credentials_is_an_auth_error_naming_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_OAUTH_ACCESS_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+
+    with pytest.raises(CloudAuthError, match="GOOGLE_APPLICATION_CREDENTIALS"):
+        GcpCompute.from_env().list_owned()
+
+
+def test_the_service_account_token_is_fetched_once_and_reused(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    provider.launch(spec())
+    provider.terminate(CLUSTER)
+
+    assert fake_gcp.token_grants == 1
+
+
+def test_labels_follow_gcp_rules() -> None:
+    assert gcp_label("Team.Name_X") == "team-name_x"
+    assert len(gcp_label("x" * 80)) == 63
