@@ -43,6 +43,22 @@ class ProviderRegistry:
             from shared.clouds.local import LocalCloud
 
             return LocalCloud(self.settings.home, api_url=self.settings.api_url)
+        if name == "gcp":
+            from shared.clouds.gcp import GcpCompute
+
+            return GcpCompute.from_env()
+        if name == "azure":
+            from shared.clouds.azure import AzureCompute
+
+            return AzureCompute.from_env()
+        if name == "lambda":
+            from shared.clouds.lambda_cloud import LambdaCloud
+
+            return LambdaCloud.from_env()
+        if name == "runpod":
+            from shared.clouds.runpod import RunPod
+
+            return RunPod.from_env()
         if name == "aws":
             from shared.clouds.aws import AwsCloud
 
