@@ -1,0 +1,284 @@
+"""The AWS EC2 provider (boto3): on-demand and one-time spot instances, found and ended by tag.
+
+Configuration (environment, read once per process):
+  SKYLESS_AWS_REGIONS          regions to list and terminate in (comma-separated; default: the account's
+                               enabled regions, from DescribeRegions)
+  SKYLESS_AWS_INSTANCE_PROFILE the instance profile nodes get (name or ARN; the SAM template's
+                               NodeInstanceProfile reaches only the skyless bucket). Unset: none.
+  SKYLESS_AWS_EC2_ENDPOINT     an EC2 endpoint other than AWS_ENDPOINT_URL ("aws" = the real one, for a
+                               local control plane that drives real EC2)
+  SKYLESS_AWS_RUN_AS           the login user of the image the agent runs as (default "ubuntu")
+  SKYLESS_AWS_DISK_GB          root disk size when the task names none (default 256, as SkyPilot)
+
+Idempotency: a launch first looks for live instances tagged with the cluster; then RunInstances carries a
+ClientToken made of the attempt id and the candidate (zone, type, spot), so a redelivered message never
+starts a second cluster, and the next candidate of the same attempt is a different request to EC2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from node_agent.user_data import render_user_data
+from shared.clouds.aws_errors import ec2_errors
+from shared.clouds.aws_images import find_image, requested_image
+from shared.clouds.aws_network import (
+    delete_security_group,
+    ensure_security_group,
+    find_security_groups,
+    parse_ports,
+    tag_list,
+    zone_subnet,
+)
+from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node, ranked
+from shared.clouds.errors import InvalidLaunchError, NoCapacityError
+from shared.config import Settings
+
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+RUNNING_STATES = ("pending", "running")
+DEFAULT_DISK_GB = 256
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
+
+
+@dataclass(frozen=True)
+class AwsConfig:
+    regions: tuple[str, ...] = ()  # empty: ask EC2 which regions are enabled
+    home_region: str = "us-east-1"
+    endpoint_url: str | None = None
+    instance_profile: str | None = None
+    run_as: str = "ubuntu"
+    default_disk_gb: int = DEFAULT_DISK_GB
+
+    @classmethod
+    def from_env(cls, settings: Settings) -> AwsConfig:
+        env = os.environ
+        endpoint = env.get("SKYLESS_AWS_EC2_ENDPOINT", settings.endpoint_url or "") or None
+        regions = tuple(r.strip() for r in env.get("SKYLESS_AWS_REGIONS", "").split(",") if r.strip())
+        return cls(
+            regions=regions,
+            home_region=settings.region,
+            endpoint_url=None if endpoint == "aws" else endpoint,
+            instance_profile=env.get("SKYLESS_AWS_INSTANCE_PROFILE") or None,
+            run_as=env.get("SKYLESS_AWS_RUN_AS", "ubuntu"),
+            default_disk_gb=int(env.get("SKYLESS_AWS_DISK_GB") or DEFAULT_DISK_GB),
+        )
+
+
+def client_token(spec: LaunchSpec) -> str:
+    """The attempt id plus the candidate, within EC2's 64 characters."""
+    market = "spot" if spec.use_spot else "on-demand"
+    place = f"{spec.region}/{spec.zone}/{spec.instance_type}/{market}/{spec.num_nodes}"
+    token = f"{spec.attempt_id}-{hashlib.sha256(place.encode()).hexdigest()[:12]}"
+    return token if len(token) <= 64 else hashlib.sha256(token.encode()).hexdigest()
+
+
+class AwsCloud:
+    name = "aws"
+
+    def __init__(self, config: AwsConfig, session: boto3.session.Session | None = None) -> None:
+        self.config = config
+        self.session = session or boto3.session.Session()
+        self._clients: dict[str, Any] = {}
+        self._regions: tuple[str, ...] = config.regions
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AwsCloud:
+        return cls(AwsConfig.from_env(settings))
+
+    def client(self, region: str) -> Any:
+        """The EC2 client of one region, made on first use and kept while the process is warm."""
+        if region not in self._clients:
+            self._clients[region] = self.session.client(
+                "ec2", region_name=region, endpoint_url=self.config.endpoint_url, config=CLIENT_CONFIG
+            )
+        return self._clients[region]
+
+    def regions(self) -> tuple[str, ...]:
+        if not self._regions:
+            with ec2_errors():
+                answer = self.client(self.config.home_region).describe_regions()
+            self._regions = tuple(sorted(r["RegionName"] for r in answer["Regions"]))
+        return self._regions
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def launch(self, spec: LaunchSpec) -> list[Node]:
+        ec2 = self.client(spec.region)
+        with ec2_errors():
+            live = self._instances(ec2, {CLUSTER_TAG: spec.cluster_id}, LIVE_STATES)
+            mine = [i for i in live if _fits(i, spec)]
+            strays = [i["InstanceId"] for i in live if not _fits(i, spec)]
+            if strays:  # an earlier candidate of this attempt that EC2 started after all
+                ec2.terminate_instances(InstanceIds=strays)
+            if mine:
+                if len(mine) < spec.num_nodes:
+                    left = f"{len(mine)} of {spec.num_nodes}"
+                    raise NoCapacityError(f"cluster {spec.cluster_id} has {left} nodes left (reclaimed)")
+                return self._nodes(mine, spec.region)
+            return self._run(ec2, spec)
+
+    def terminate(self, cluster_id: str) -> None:
+        for region in self.regions():
+            ec2 = self.client(region)
+            with ec2_errors():
+                ids = [i["InstanceId"] for i in self._instances(ec2, {CLUSTER_TAG: cluster_id}, LIVE_STATES)]
+                if ids:
+                    ec2.terminate_instances(InstanceIds=ids)
+                for group in find_security_groups(ec2, cluster_id):
+                    delete_security_group(ec2, group["GroupId"])
+
+    def describe(self, cluster_id: str) -> list[Node]:
+        return self._find({CLUSTER_TAG: cluster_id})
+
+    def list_owned(self) -> list[Node]:
+        return self._find({MANAGED_TAG: "true"})
+
+    def leftover_clusters(self) -> list[tuple[str, str]]:
+        """(job id, cluster id) of skyless security groups whose cluster has no live instance: what a
+        terminate left because EC2 still held the group for a shutting-down instance."""
+        leftovers: list[tuple[str, str]] = []
+        for region in self.regions():
+            ec2 = self.client(region)
+            with ec2_errors():
+                groups = find_security_groups(ec2)
+                if not groups:
+                    continue
+                owned = self._instances(ec2, {MANAGED_TAG: "true"}, LIVE_STATES)
+            live = {_tags(i).get(CLUSTER_TAG) for i in owned}
+            for group in groups:
+                tags = _tags(group)
+                cluster_id = tags.get(CLUSTER_TAG)
+                if cluster_id and cluster_id not in live:
+                    leftovers.append((tags.get(JOB_TAG, ""), cluster_id))
+        return leftovers
+
+    # -- EC2 calls -------------------------------------------------------------------------
+
+    def _run(self, ec2: Any, spec: LaunchSpec) -> list[Node]:
+        api_url = spec.agent_env.get("SKYLESS_API_URL")
+        if not api_url:
+            raise InvalidLaunchError("aws: no API URL for the node agents (SKYLESS_API_URL)")
+        image = find_image(ec2, spec.region, spec.instance_type, requested_image(spec.image_id, spec.region))
+        tags = {**spec.labels, **spec.tags(), "Name": spec.cluster_id}
+        subnet_id, vpc_id = zone_subnet(ec2, spec.zone)
+        group_id = ensure_security_group(ec2, spec.cluster_id, vpc_id, parse_ports(spec.ports), tags)
+        request: dict[str, Any] = {
+            "ImageId": image.image_id,
+            "InstanceType": spec.instance_type,
+            "MinCount": spec.num_nodes,  # all or nothing, in one zone
+            "MaxCount": spec.num_nodes,
+            "ClientToken": client_token(spec),
+            "SecurityGroupIds": [group_id],
+            "UserData": render_user_data(
+                api_url=api_url,
+                job_id=spec.job_id,
+                cluster_id=spec.cluster_id,
+                agent_token=spec.agent_env.get("SKYLESS_AGENT_TOKEN", ""),
+                cloud="aws",
+                run_as=self.config.run_as,
+            ),
+            "BlockDeviceMappings": [
+                {
+                    "DeviceName": image.root_device,
+                    "Ebs": {
+                        "VolumeSize": spec.disk_size_gb or self.config.default_disk_gb,
+                        "VolumeType": "gp3",
+                        "DeleteOnTermination": True,
+                    },
+                }
+            ],
+            "TagSpecifications": [
+                {"ResourceType": "instance", "Tags": tag_list(tags)},
+                {"ResourceType": "volume", "Tags": tag_list(tags)},
+            ],
+            "InstanceInitiatedShutdownBehavior": "terminate",
+            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
+        }
+        if subnet_id:
+            request["SubnetId"] = subnet_id
+        elif spec.zone:
+            request["Placement"] = {"AvailabilityZone": spec.zone}
+        if spec.use_spot:
+            request["InstanceMarketOptions"] = {
+                "MarketType": "spot",
+                "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
+            }
+        profile = self.config.instance_profile
+        if profile:
+            key = "Arn" if profile.startswith("arn:") else "Name"
+            request["IamInstanceProfile"] = {key: profile}
+        try:
+            instances = ec2.run_instances(**request)["Instances"]
+        except Exception:
+            # Nothing started: drop the group now rather than leave it to the reaper (best effort).
+            with contextlib.suppress(Exception):
+                if not self._instances(ec2, {CLUSTER_TAG: spec.cluster_id}, LIVE_STATES):
+                    delete_security_group(ec2, group_id)
+            raise
+        alive = [i for i in instances if i["State"]["Name"] in LIVE_STATES]
+        if not alive:
+            raise NoCapacityError(f"the instances of launch {client_token(spec)} were already reclaimed")
+        for rank, instance in enumerate(sorted(alive, key=lambda i: i["InstanceId"])):
+            ec2.create_tags(Resources=[instance["InstanceId"]], Tags=[{"Key": RANK_TAG, "Value": str(rank)}])
+            instance["Tags"] = [*instance.get("Tags", []), {"Key": RANK_TAG, "Value": str(rank)}]
+        return self._nodes(alive, spec.region)
+
+    def _instances(self, ec2: Any, tags: dict[str, str], states: tuple[str, ...]) -> list[dict[str, Any]]:
+        filters = [{"Name": f"tag:{key}", "Values": [value]} for key, value in tags.items()]
+        filters.append({"Name": "instance-state-name", "Values": list(states)})
+        found: list[dict[str, Any]] = []
+        for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
+            for reservation in page["Reservations"]:
+                found += reservation["Instances"]
+        return found
+
+    def _find(self, tags: dict[str, str]) -> list[Node]:
+        nodes: list[Node] = []
+        for region in self.regions():
+            with ec2_errors():
+                nodes += self._nodes(self._instances(self.client(region), tags, LIVE_STATES), region)
+        return ranked(nodes)
+
+    def _nodes(self, instances: list[dict[str, Any]], region: str) -> list[Node]:
+        return ranked([_node(i, region) for i in instances])
+
+
+def _tags(resource: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in resource.get("Tags", [])}
+
+
+def _fits(instance: dict[str, Any], spec: LaunchSpec) -> bool:
+    zone = instance.get("Placement", {}).get("AvailabilityZone")
+    spot = instance.get("InstanceLifecycle") == "spot"
+    return (
+        instance["InstanceType"] == spec.instance_type
+        and spot == spec.use_spot
+        and (spec.zone is None or zone == spec.zone)
+    )
+
+
+def _node(instance: dict[str, Any], region: str) -> Node:
+    tags = _tags(instance)
+    zone = instance.get("Placement", {}).get("AvailabilityZone")
+    state = instance["State"]["Name"]
+    return Node(
+        instance_id=instance["InstanceId"],
+        cluster_id=tags.get(CLUSTER_TAG, ""),
+        job_id=tags.get(JOB_TAG, ""),
+        ip=instance.get("PrivateIpAddress", ""),
+        state="running" if state in RUNNING_STATES else "stopped" if state in LIVE_STATES else "terminated",
+        cloud="aws",
+        region=region,
+        zone=zone,
+        instance_type=instance["InstanceType"],
+        use_spot=instance.get("InstanceLifecycle") == "spot",
+        tags=tags,
+    )
+
