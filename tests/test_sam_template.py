@@ -56,6 +56,7 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
         "functions.provision.handler.handler",
         "functions.spot_watch.handler.handler",
         "functions.reconcile.handler.handler",
+        "functions.catalog_refresh.handler.handler",
     }
     for handler in sorted(handlers):
         module, _, attribute = handler.rpartition(".")
@@ -141,3 +142,15 @@ def test_reconcile_runs_every_minute_and_iam_is_scoped_per_function(template: di
         assert "ec2:RunInstances" not in json.dumps(functions[logical]["Properties"]["Policies"]), logical
     reconcile_policies = json.dumps(functions["ReconcileFunction"]["Properties"]["Policies"])
     assert "aws:ResourceTag/skyless-managed" in reconcile_policies
+
+
+def test_catalog_refresh_runs_hourly_reads_prices_and_writes_only_the_bucket(template: dict[str, Any]):
+    functions = _of_type(template, "AWS::Serverless::Function")
+    refresh = functions["CatalogRefreshFunction"]["Properties"]
+    assert refresh["Events"]["Hourly"]["Properties"]["Schedule"] == "rate(1 hour)"
+    policies = json.dumps(refresh["Policies"])
+    assert "pricing:GetProducts" in policies and "ec2:DescribeSpotPriceHistory" in policies
+    assert "ec2:RunInstances" not in policies and "ec2:TerminateInstances" not in policies
+    assert "dynamodb" not in policies.lower() and "SQS" not in policies
+    # optimize reads the catalog versions the refresh writes
+    assert "S3ReadPolicy" in json.dumps(functions["OptimizeFunction"]["Properties"]["Policies"])
