@@ -95,8 +95,15 @@ class ApiClient:
         self.headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
         self.on_cancel: Callable[[], None] | None = None  # the API says the job is over
 
-    def fetch_config(self, poll_seconds: float = 1.0, give_up_after: float = 3600.0) -> dict[str, Any]:
-        """GET the node's config, waiting while the API answers 425 (not every node is known yet)."""
+    def fetch_config(
+        self,
+        poll_seconds: float = 1.0,
+        give_up_after: float = 3600.0,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> dict[str, Any] | None:
+        """GET the node's config, waiting while the API answers 425 (not every node is known yet).
+
+        None when `stop()` turns true while waiting (the node is going away)."""
         url = "{}/agent/{}/config?{}".format(
             self.api_url,
             urllib.parse.quote(self.job_id),
@@ -109,6 +116,8 @@ class ApiClient:
                 return json.loads(body.decode("utf-8"))
             if status != NOT_READY_STATUS or time.monotonic() > deadline:
                 raise AgentHttpError(status, body.decode("utf-8", "replace"))
+            if stop():
+                return None
             time.sleep(poll_seconds)
             poll_seconds = min(poll_seconds * 1.5, 5.0)
 
@@ -462,7 +471,10 @@ class Agent:
             self.finished.wait(METADATA_POLL_SECONDS)
 
     def run(self) -> int:
-        config = self.api.fetch_config()
+        config = self.api.fetch_config(stop=lambda: self.preempted.is_set() or self.cancelled.is_set())
+        if config is None:
+            log("stopped before the task started")
+            return 143
         heartbeat_seconds = float(config.get("heartbeat_seconds") or 30)
         threading.Thread(
             target=self.heartbeat, args=(heartbeat_seconds,), name="heartbeat", daemon=True
@@ -474,7 +486,7 @@ class Agent:
         shipper = LogShipper(config.get("log_upload"), local_copy=self.home / "skyless_task.log")
         self.runner = TaskRunner(shipper)
         if self.preempted.is_set() or self.cancelled.is_set():
-            self.runner.terminate()
+            return self.finish("failed", 143, None, shipper)
         workdir = self.home / "sky_workdir"
         env = dict(os.environ)
         for name in ("SKYLESS_AGENT_TOKEN",):
@@ -535,6 +547,8 @@ def main() -> int:
     except AgentHttpError as error:
         log(f"the API refused this node: {error}")
         return 3
+    if agent.preempting_report is not None:
+        agent.preempting_report.join(30)
     if agent.preempted.is_set() and agent.runner is not None:
         agent.runner.wait(PREEMPT_GRACE_SECONDS)
         agent.runner.kill()

@@ -283,3 +283,19 @@ def test_cancel_in_a_status_answer_stops_the_task_without_reporting_a_result(
 
     assert (home / "stopped").read_text().strip() == "stopped"
     assert api.phases() == ["setting_up", "running"]
+
+
+def test_sigterm_while_waiting_for_the_config_reports_preempting_and_exits(
+    bucket: tuple[Any, str], tmp_path: Path
+):
+    s3, name = bucket
+    job = "j-" + uuid.uuid4().hex[:6]
+    config = _config(s3, name, job, run="echo never", setup=None)
+    with AgentProtocolServer(config, not_ready_times=10**6) as api:
+        api.fail_next_status = 0
+        agent = _start_agent(api.url, job, tmp_path / "node")
+        _wait_for(lambda: len(api.config_requests) >= 2)
+        os.kill(agent.pid, signal.SIGTERM)
+        agent.communicate(timeout=30)
+    assert api.phases() == ["preempting"]
+    assert not (tmp_path / "node" / "sky_workdir").exists()
