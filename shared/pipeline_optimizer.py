@@ -20,17 +20,16 @@ from typing import Protocol
 
 from shared.errors import NoOfferingError
 from shared.offering import Offering
-from shared.offering_index import OfferingIndex, hardware_keys, index_for
+from shared.offering_index import OfferingIndex, index_for
 from shared.placement_solver import Edge, Source, solve, total_egress_cost
 from shared.plan import Block, Candidate, Plan, TaskPlan
 from shared.resources import ResourceChoice
 from shared.task_optimizer import (
     DEFAULT_MAX_CANDIDATES,
     candidate_from,
+    cheapest_per_shape_and_cloud,
     check_objective,
     plan_task,
-    ranked_offerings,
-    requests_of,
 )
 
 BUCKET_CLOUDS: dict[str, str] = {"s3": "aws", "gs": "gcp", "az": "azure", "r2": "cloudflare"}
@@ -162,23 +161,12 @@ def dominant_options(
 ) -> list[Candidate]:
     """Per cloud, the candidates no other candidate of that cloud beats on both hours and cost.
 
-    Under the cost objective that is the cheapest per cloud. Order: the task's failover order.
+    Under the cost objective that is the cheapest per cloud. Order: the objective's order.
     """
-    choice = task.resource_choice()
-    requests = requests_of(choice)
-    ranked = ranked_offerings(requests, choice.ordered, index, enabled_clouds, blocklist, minimize)
-    clouds = {
-        cloud
-        for r in requests
-        for key in hardware_keys(r, index)
-        for cloud in ((r.cloud,) if r.cloud else index.clouds)
-        if (enabled_clouds is None or cloud in enabled_clouds) and index.run(key, r.use_spot, cloud)
-    }
+    heads = cheapest_per_shape_and_cloud(task.resource_choice(), index, enabled_clouds, blocklist, minimize)
     cheapest: dict[str, float] = {}
     kept: list[Candidate] = []
-    for entry, spot, factor in ranked:
-        if minimize == "cost" and len(cheapest) == len(clouds):
-            break
+    for entry, spot, factor in heads:
         cloud, cost = entry[1], entry[0] * factor
         best = cheapest.get(cloud)
         if best is not None and (minimize == "cost" or cost >= best):

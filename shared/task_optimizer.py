@@ -216,6 +216,32 @@ def _key_speed(key: HardwareKey) -> float:
     return hardware_speed(key[2], key[3], key[4])
 
 
+def _places(
+    request: ResourceRequest, index: OfferingIndex, enabled_clouds: Collection[str] | None, per_cloud: bool
+) -> list[tuple[str | None, str | None]]:
+    if request.cloud is not None:
+        if enabled_clouds is not None and request.cloud not in enabled_clouds:
+            return []
+        return [(request.cloud, request.region)]
+    if enabled_clouds is not None or per_cloud:
+        return [(c, None) for c in sorted(index.clouds) if enabled_clouds is None or c in enabled_clouds]
+    return [(None, None)]
+
+
+def _runs(
+    request: ResourceRequest, index: OfferingIndex, enabled_clouds: Collection[str] | None, per_cloud: bool
+) -> Iterator[tuple[HardwareKey, tuple[Entry, ...]]]:
+    """The sorted runs holding this alternative's candidates, cut at its max_hourly_cost."""
+    places = _places(request, index, enabled_clouds, per_cloud)
+    for key in hardware_keys(request, index):
+        for cloud, region in places:
+            run = index.run(key, request.use_spot, cloud, region)
+            if request.max_hourly_cost is not None:
+                run = run[: bisect_right(run, request.max_hourly_cost + 1e-12, key=_price)]
+            if run:
+                yield key, run
+
+
 def _request_stream(
     request: ResourceRequest,
     index: OfferingIndex,
@@ -225,29 +251,47 @@ def _request_stream(
     reference: float,
 ) -> Iterator[tuple[tuple, bool]]:
     """Feasible entries for one alternative, in objective order, as (sort key, spot)."""
-    spot = request.use_spot
-    if request.cloud is not None:
-        if enabled_clouds is not None and request.cloud not in enabled_clouds:
-            return
-        places: list[tuple[str | None, str | None]] = [(request.cloud, request.region)]
-    elif enabled_clouds is not None:
-        places = [(c, None) for c in sorted(index.clouds) if c in enabled_clouds]
-    else:
-        places = [(None, None)]
     runs: list[Iterator[tuple]] = []
-    for key in hardware_keys(request, index):
-        est = reference / _key_speed(key) if minimize == "time" else 1.0
-        for cloud, region in places:
-            run = index.run(key, spot, cloud, region)
-            if request.max_hourly_cost is not None:
-                run = run[: bisect_right(run, request.max_hourly_cost + 1e-12, key=_price)]
-            if run:
-                runs.append(iter(run) if minimize == "cost" else _with_hours(est, run))
+    for key, run in _runs(request, index, enabled_clouds, per_cloud=False):
+        runs.append(iter(run) if minimize == "cost" else _with_hours(reference / _key_speed(key), run))
     check = _row_check(request, blocks, narrowed_region=request.cloud is not None)
+    spot = request.use_spot
     for key in heapq.merge(*runs):
         o = key[6] if minimize == "cost" else key[1][6]
         if check is None or check(o):
             yield key, spot
+
+
+def cheapest_per_shape_and_cloud(
+    choice: ResourceChoice,
+    index: OfferingIndex,
+    enabled_clouds: Collection[str] | None,
+    blocklist: Sequence[Block],
+    minimize: str,
+) -> list[tuple[Entry, bool, float]]:
+    """For every alternative, hardware shape and cloud, its cheapest feasible entry, best first.
+
+    These are the only candidates that can win when what else matters depends on the cloud alone
+    (egress). For an `ordered` choice, only the first alternative that has any candidate counts.
+    """
+    requests = requests_of(choice)
+    blocks = _blocks_by_cloud(blocklist)
+    reference = _reference_speed(requests[0], index)
+    groups = [[r] for r in requests] if choice.ordered else [requests]
+    for group in groups:
+        found: list[tuple[tuple, Entry, bool, float]] = []
+        for request in group:
+            check = _row_check(request, blocks, narrowed_region=request.cloud is not None)
+            for key, run in _runs(request, index, enabled_clouds, per_cloud=True):
+                entry = next((e for e in run if check is None or check(e[6])), None)
+                if entry is not None:
+                    factor = reference / _key_speed(key) if minimize == "time" else 1.0
+                    rank = (factor, entry) if minimize == "time" else (entry,)
+                    found.append((rank, entry, request.use_spot, factor))
+        if found:
+            found.sort(key=lambda item: (item[0], item[2]))
+            return [(entry, spot, factor) for _, entry, spot, factor in found]
+    return []
 
 
 def _with_hours(est: float, run: tuple[Entry, ...]) -> Iterator[tuple[float, Entry]]:

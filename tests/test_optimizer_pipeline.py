@@ -288,6 +288,23 @@ def test_time_objective_lets_a_task_off_the_critical_path_take_a_cheaper_slower_
     assert group.tasks[1].chosen.accelerator == "A100"  # the T4 task takes 1 h anyway
 
 
+def test_ordered_task_keeps_its_first_alternative_and_its_neighbour_follows_it() -> None:
+    serve_ordered = ResourceChoice(
+        (
+            ResourceRequest(accelerator="L4", accelerator_count=1, cloud="lambda"),
+            ResourceRequest(accelerator="L4", accelerator_count=1, cloud="gcp"),
+        ),
+        ordered=True,
+    )
+    pipeline = FakePipeline([FakeTask(TRAIN, outputs_gb=100), FakeTask(serve_ordered)])
+    plan = plan_pipeline(pipeline, CATALOG)
+    # serving on gcp (the second choice) would be cheaper overall; the first choice wins, and training
+    # moves to lambda rather than pay $12 of egress
+    assert [t.chosen.cloud for t in plan.tasks] == ["lambda", "lambda"]
+    assert plan.total_cost == pytest.approx(4.0 + 0.5) and plan.egress_cost == 0.0
+    assert [c.cloud for c in plan.tasks[1].candidates] == ["lambda", "gcp"]
+
+
 def test_a_task_nothing_fits_is_named_in_the_error() -> None:
     pipeline = FakePipeline(
         [FakeTask(TRAIN, name="train"), FakeTask(request(accelerator="H100"), name="serve")]
