@@ -10,10 +10,13 @@ from fakes_pricing.lambda_cloud import InstanceTypesApi, instance_type
 from fakes_pricing.runpod_graphql import GraphqlApi, gpu_type
 from fakes_pricing.server import FakeServer
 
+from shared.config import Settings
+from shared.errors import UserError
 from shared.offering import Offering
 from shared.price_refresh.aws_prices import AwsPriceFetcher
 from shared.price_refresh.azure_prices import AzurePriceFetcher
 from shared.price_refresh.lambda_prices import LambdaPriceFetcher
+from shared.price_refresh.price_sources import price_fetchers
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError
 from shared.price_refresh.runpod_prices import RunPodPriceFetcher
 
@@ -157,3 +160,17 @@ def test_runpod_rows_cost_their_gpu_count_times_the_tiers_per_gpu_price():
 def test_runpod_graphql_errors_are_price_source_errors():
     with FakeServer(GraphqlApi([], "rp")) as server, pytest.raises(PriceSourceError, match="Unauthorized"):
         RunPodPriceFetcher("nope", f"{server.url}/graphql").fetch(RUNPOD_BASE)
+
+
+def test_sources_default_to_aws_and_azure_plus_the_clouds_whose_keys_are_set():
+    settings = Settings(prefix="p")
+    chosen = price_fetchers(settings, {"RUNPOD_API_KEY": "rp", "LAMBDA_API_KEY": ""})
+    assert [f.cloud for f in chosen][:2] == ["aws", "azure"] and "runpod" in [f.cloud for f in chosen]
+    named = price_fetchers(settings, {"SKYLESS_PRICE_CLOUDS": "azure, lambda", "LAMBDA_API_KEY": "k"})
+    assert [f.cloud for f in named] == ["azure", "lambda"]
+
+
+def test_an_unknown_price_cloud_is_a_user_error_naming_the_setting():
+    with pytest.raises(UserError) as caught:
+        price_fetchers(Settings(prefix="p"), {"SKYLESS_PRICE_CLOUDS": "aws,vast"})
+    assert caught.value.field == "SKYLESS_PRICE_CLOUDS" and "vast" in str(caught.value)

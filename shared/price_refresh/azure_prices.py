@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from shared.clouds.rest_client import new_http_client
 from shared.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
 
@@ -26,7 +27,7 @@ class AzurePriceFetcher:
 
     def __init__(self, url: str = DEFAULT_URL, client: httpx.Client | None = None) -> None:
         self.url = url
-        self.client = client or httpx.Client(timeout=30.0)
+        self.client = client or new_http_client(30.0)
 
     def fetch(self, base: Sequence[Offering]) -> ProviderPrices:
         sizes_by_region: dict[str, set[str]] = {}

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from shared.accelerators import canonical_name
+from shared.clouds.rest_client import new_http_client
 from shared.offering import Offering
 from shared.price_refresh.quotes import PriceSourceError, ProviderPrices
 
@@ -29,7 +30,7 @@ class LambdaPriceFetcher:
     def __init__(self, api_key: str, url: str = DEFAULT_URL, client: httpx.Client | None = None) -> None:
         self.api_key = api_key
         self.url = url.rstrip("/")
-        self.client = client or httpx.Client(timeout=30.0)
+        self.client = client or new_http_client(30.0)
 
     def fetch(self, base: Sequence[Offering]) -> ProviderPrices:
         answer = self.client.get(

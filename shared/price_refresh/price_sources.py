@@ -1,8 +1,8 @@
 """Which pricing sources a refresh asks, from the environment, and the scheduled entry point.
 
 `SKYLESS_PRICE_CLOUDS` (comma list) names them; by default AWS and Azure (their price APIs need no
-extra secret) plus Lambda Cloud and RunPod when `LAMBDA_API_KEY` / `RUNPOD_API_KEY` are set. Endpoints
-can be pointed elsewhere (tests, proxies): `SKYLESS_AWS_PRICING_URL`, `SKYLESS_AZURE_PRICES_URL`,
+extra secret) plus Lambda Cloud and RunPod when their keys are there (`LAMBDA_API_KEY` or
+~/.lambda_cloud/lambda_keys, `RUNPOD_API_KEY`). Endpoints can be pointed elsewhere (tests, proxies): `SKYLESS_AWS_PRICING_URL`, `SKYLESS_AZURE_PRICES_URL`,
 `SKYLESS_LAMBDA_API_URL`, `SKYLESS_RUNPOD_API_URL`; EC2 follows `AWS_ENDPOINT_URL` like every client.
 """
 
@@ -26,8 +26,8 @@ def price_fetchers(settings: Settings, env: Mapping[str, str] | None = None) -> 
     if named:
         clouds = [c.strip().lower() for c in named.split(",") if c.strip()]
     else:
-        keyed = (("lambda", "LAMBDA_API_KEY"), ("runpod", "RUNPOD_API_KEY"))
-        clouds = ["aws", "azure"] + [cloud for cloud, key in keyed if env.get(key)]
+        keyed = (("lambda", _lambda_key(env)), ("runpod", env.get("RUNPOD_API_KEY")))
+        clouds = ["aws", "azure"] + [cloud for cloud, key in keyed if key]
     unknown = [c for c in clouds if c not in KNOWN]
     if unknown:
         raise UserError(f"no price source for {', '.join(unknown)}", field="SKYLESS_PRICE_CLOUDS",
@@ -53,6 +53,15 @@ def _fetcher(cloud: str, settings: Settings, env: Mapping[str, str]) -> PriceFet
     from shared.price_refresh.runpod_prices import DEFAULT_URL, RunPodPriceFetcher
 
     return RunPodPriceFetcher(env.get("RUNPOD_API_KEY", ""), env.get("SKYLESS_RUNPOD_API_URL") or DEFAULT_URL)
+
+
+def _lambda_key(env: Mapping[str, str]) -> str | None:
+    """`LAMBDA_API_KEY`, else the key file the Lambda Cloud provider reads (SkyPilot's)."""
+    if env.get("LAMBDA_API_KEY"):
+        return env["LAMBDA_API_KEY"]
+    from shared.clouds.lambda_cloud import api_key_from_env
+
+    return api_key_from_env()
 
 
 def refresh_catalog_event(event: dict[str, Any]) -> dict[str, Any]:

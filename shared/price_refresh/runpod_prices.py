@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from shared.clouds.rest_client import new_http_client
 from shared.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
 
@@ -58,7 +59,7 @@ class RunPodPriceFetcher:
     def __init__(self, api_key: str, url: str = DEFAULT_URL, client: httpx.Client | None = None) -> None:
         self.api_key = api_key
         self.url = url
-        self.client = client or httpx.Client(timeout=30.0)
+        self.client = client or new_http_client(30.0)
 
     def fetch(self, base: Sequence[Offering]) -> ProviderPrices:
         answer = self.client.post(
