@@ -7,6 +7,7 @@ local runtime; driven in tests through `chalice.test.Client`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from chalice import Chalice, Response
@@ -108,6 +109,11 @@ def agent_status(job_id: str, caller: None, body: AgentStatusRequest) -> AgentSt
     return job_views.agent_status(Settings.from_env(), job_id, body)
 
 
+@functools.cache
+def _openapi_document() -> dict[str, Any]:
+    return build_openapi(ROUTES)
+
+
 @_route("/openapi.json", "GET", "This description", auth="none")
 def openapi() -> Response:
-    return Response(body=build_openapi(ROUTES), status_code=200)
+    return Response(body=_openapi_document(), status_code=200)
