@@ -63,7 +63,9 @@ class RestClient:
         self.http = new_http_client(timeout)
 
     def url(self, path: str) -> str:
-        return path if path.startswith(("http://", "https://")) else f"{self.base_url}/{path.lstrip('/')}"
+        if path.startswith(("http://", "https://")):
+            return path
+        return f"{self.base_url}/{path.lstrip('/')}" if path else self.base_url
 
     def request(
         self,

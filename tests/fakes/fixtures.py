@@ -14,6 +14,7 @@ import pytest
 
 from fakes.gcp import FakeGcp, start_fake_gcp
 from fakes.lambda_cloud import FakeLambdaCloud, start_fake_lambda
+from fakes.runpod import FakeRunPod, start_fake_runpod
 
 
 @pytest.fixture
@@ -40,6 +41,17 @@ def fake_gcp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeGc
     monkeypatch.setenv("SKYLESS_GCP_POLL_SECONDS", "0.01")
     monkeypatch.delenv("GOOGLE_OAUTH_ACCESS_TOKEN", raising=False)
     monkeypatch.delenv("CLOUDSDK_CORE_PROJECT", raising=False)
+    try:
+        yield fake
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake_runpod(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRunPod]:
+    fake, server = start_fake_runpod()
+    monkeypatch.setenv("RUNPOD_API_KEY", fake.api_key)
+    monkeypatch.setenv("SKYLESS_RUNPOD_API_URL", fake.url)
     try:
         yield fake
     finally:
