@@ -83,13 +83,34 @@ def objective(
     return (max(finish.values()), cost)
 
 
+def every_place(task: FakeTask, catalog: Catalog, minimize: str) -> list[Candidate]:
+    """Every feasible candidate; for an `ordered` choice, those of its first feasible alternative."""
+    everything = plan_task(task.choice, task.num_nodes, catalog, minimize=minimize, max_candidates=None)
+    if not task.choice.ordered:
+        return everything
+    for alternative in task.choice.requests:
+        places = {_place(c) for c in _feasible(alternative, task, catalog)}
+        own = [c for c in everything if _place(c) in places]
+        if own:
+            return own
+    return []
+
+
+def _place(c: Candidate) -> tuple:
+    return (c.cloud, c.region, c.zone, c.instance_type, c.use_spot)
+
+
+def _feasible(alternative: ResourceRequest, task: FakeTask, catalog: Catalog) -> list[Candidate]:
+    try:
+        return plan_task(ResourceChoice((alternative,)), task.num_nodes, catalog, max_candidates=None)
+    except NoOfferingError:
+        return []
+
+
 def brute_force(
     pipeline: FakePipeline, catalog: Catalog, edges: list[Edge], minimize: str
 ) -> tuple[float, ...]:
-    options = [
-        plan_task(t.choice, t.num_nodes, catalog, minimize=minimize, max_candidates=None)
-        for t in pipeline.tasks
-    ]
+    options = [every_place(t, catalog, minimize) for t in pipeline.tasks]
     stored = stored_inputs(pipeline, edges)
     return min(objective(list(c), edges, minimize, stored) for c in itertools.product(*options))
 
@@ -143,6 +164,14 @@ CHOICES = [
     ResourceChoice(tuple(ResourceRequest(accelerator=a, accelerator_count=1) for a in ("A100", "H100"))),
     request(cpus=4),
     request(accelerator="T4", accelerator_count=1, use_spot=True),
+    ResourceChoice(
+        (
+            ResourceRequest(accelerator="T4", accelerator_count=1, cloud="azure"),
+            ResourceRequest(accelerator="H100", accelerator_count=1),
+            ResourceRequest(accelerator="T4", accelerator_count=1),
+        ),
+        ordered=True,
+    ),
 ]
 
 
