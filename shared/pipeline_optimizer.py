@@ -15,12 +15,11 @@ failover list.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from shared.errors import NoOfferingError
-from shared.offering import Offering
-from shared.offering_index import OfferingIndex, index_for
+from shared.offering_index import HasOfferings, OfferingIndex, index_for
 from shared.placement_solver import Edge, Source, solve, total_egress_cost
 from shared.plan import Block, Candidate, Plan, TaskPlan
 from shared.resources import ResourceChoice
@@ -44,17 +43,9 @@ class PlannableTask(Protocol):
     def resource_choice(self) -> ResourceChoice: ...
 
 
-class WithInputs(Protocol):
-    inputs: Mapping[str, float] | None
-
-
 class PlannablePipeline(Protocol):
     execution: str
     tasks: Sequence[PlannableTask]
-
-
-class HasOfferings(Protocol):
-    offerings: tuple[Offering, ...]
 
 
 def pipeline_edges(pipeline: PlannablePipeline) -> list[Edge]:

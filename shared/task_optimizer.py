@@ -31,11 +31,19 @@ import heapq
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
-from typing import Protocol
+from itertools import chain
 
 from shared.errors import UserError
 from shared.offering import Offering
-from shared.offering_index import Entry, HardwareKey, OfferingIndex, fits, hardware_keys, index_for
+from shared.offering_index import (
+    Entry,
+    HardwareKey,
+    HasOfferings,
+    OfferingIndex,
+    fits,
+    hardware_keys,
+    index_for,
+)
 from shared.offering_misses import explain_no_offering
 from shared.plan import Block, Candidate
 from shared.resources import ResourceChoice, ResourceRequest
@@ -84,10 +92,6 @@ RELATIVE_THROUGHPUT: dict[str, float] = {
     "K80": 0.2,
 }
 CPU_THROUGHPUT_PER_VCPU = 0.02  # a 50-vCPU VM ≈ one V100: only matters when alternatives mix CPU and GPU
-
-
-class HasOfferings(Protocol):
-    offerings: tuple[Offering, ...]
 
 
 def hardware_speed(accelerator: str | None, accelerator_count: float, vcpus: float) -> float:
@@ -155,7 +159,7 @@ def ranked_offerings(
     blocks = _blocks_by_cloud(blocklist)
     reference = _reference_speed(requests[0], index)
     streams = [_request_stream(r, index, enabled_clouds, blocks, minimize, reference) for r in requests]
-    ranked = _chain(streams) if ordered else heapq.merge(*streams)
+    ranked = chain.from_iterable(streams) if ordered else heapq.merge(*streams)
     seen: set[tuple[int, bool]] = set()
     timed = minimize == "time"
     for key, spot in ranked:
@@ -164,11 +168,6 @@ def ranked_offerings(
             continue
         seen.add((entry[5], spot))
         yield entry, spot, (key[0] if timed else 1.0)
-
-
-def _chain(streams: list[Iterator[tuple]]) -> Iterator[tuple]:
-    for stream in streams:
-        yield from stream
 
 
 def candidate_from(entry: Entry, spot: bool, num_nodes: int, hours: float) -> Candidate:
