@@ -69,9 +69,10 @@ def _some(names: Sequence[str]) -> str:
     return shown + (f" and {len(names) - _LIST_AT_MOST} more" if len(names) > _LIST_AT_MOST else "")
 
 
-def _close(word: str, choices: Sequence[str]) -> list[str]:
+def _close(word: str, choices: Sequence[str], cutoff: float = 0.6) -> list[str]:
     lowered = {c.casefold(): c for c in choices}
-    return [lowered[m] for m in difflib.get_close_matches(word.casefold(), list(lowered), n=3, cutoff=0.6)]
+    matches = difflib.get_close_matches(word.casefold(), list(lowered), n=3, cutoff=cutoff)
+    return [lowered[m] for m in matches]
 
 
 def _nearest_miss(
@@ -116,7 +117,7 @@ def _nearest_miss(
     for name, keep in steps:
         kept = [o for o in rows if keep(o)]
         if not kept:
-            return _why_empty(name, request, rows, enabled_clouds), None
+            return _why_empty(name, request, rows, enabled_clouds), _place_hint(name, request, rows)
         rows = kept
     if request.max_hourly_cost is not None:
         limit = request.max_hourly_cost
@@ -137,6 +138,16 @@ def _describe_block(block: Block) -> str:
     place = "/".join(p for p in (block.cloud, block.region, block.zone) if p)
     family = f" ({block.instance_family} family)" if block.instance_family else ""
     return f"{place}{family}" + (f": {block.reason}" if block.reason else "")
+
+
+def _place_hint(step: str, request: ResourceRequest, rows: list[Offering]) -> str | None:
+    if step == "region" and request.region:
+        near = _close(request.region, sorted({o.region for o in rows}), cutoff=0.8)
+    elif step == "zone" and request.zone:
+        near = _close(request.zone, sorted({o.zone for o in rows if o.zone}), cutoff=0.8)
+    else:
+        return None
+    return f"did you mean {' or '.join(near)}?" if near else None
 
 
 def _why_empty(

@@ -124,6 +124,12 @@ def test_region_pin_error_lists_the_regions_that_have_it() -> None:
     assert "not offered in eu-west-1; regions that have it: us-east-1, us-west-2" in raised.value.message
 
 
+def test_a_misspelled_region_gets_a_did_you_mean_hint() -> None:
+    with pytest.raises(NoOfferingError) as raised:
+        plan_task(choice(a100(cloud="aws", region="us-east1")), 1, CATALOG)
+    assert raised.value.hint == "did you mean us-east-1?"
+
+
 def test_spot_needs_a_spot_market_and_is_priced_at_the_spot_price() -> None:
     plan = plan_task(choice(a100(use_spot=True)), 1, CATALOG)
     assert all(c.use_spot for c in plan)
