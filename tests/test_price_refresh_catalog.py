@@ -15,12 +15,13 @@ from fakes_pricing.server import FakeServer
 
 from functions.catalog_refresh.handler import handler as refresh_handler
 from functions.optimize.handler import handler as optimize_handler
-from shared.catalog import Catalog
+from shared.catalog import Catalog, build_catalog, default_sources
 from shared.config import Settings
 from shared.jobs.planning import plan_of
 from shared.jobs.submission import submit_job
 from shared.object_store import S3ObjectStore
 from shared.offering import Offering
+from shared.price_refresh.merge import offering_key
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
 from shared.price_refresh.refresh import refresh_catalog
 from shared.price_refresh.versioned_catalog import (
@@ -122,6 +123,32 @@ def test_prices_of_rows_a_provider_did_not_quote_this_time_are_carried_forward(s
     )
     stored = read_version(objects, report.version or "")
     assert {o.region: o.price for o in stored["azure"]} == {"eastus": 0.05, "westus2": 0.06}
+
+
+class Scaling:
+    """Quotes every row it is asked about at `factor` times its base price, naming its accelerator."""
+
+    def __init__(self, cloud: str, factor: float) -> None:
+        self.cloud = cloud
+        self.factor = factor
+
+    def fetch(self, base: Sequence[Offering]) -> ProviderPrices:
+        quotes = tuple(PriceQuote(o.region, o.zone, o.instance_type, round(o.price * self.factor, 6),
+                                  gpus=(o.accelerator, o.accelerator_count)) for o in base)  # fmt: skip
+        return ProviderPrices(self.cloud, "scaled", quotes)
+
+
+def test_refreshing_the_whole_built_in_catalog_twice_with_the_same_prices_makes_one_version(stack: Settings):
+    objects = S3ObjectStore(stack)
+    fetchers = [Scaling(cloud, 0.9) for cloud in ("aws", "azure", "gcp", "lambda", "runpod")]
+    first = refresh_catalog(objects, fetchers)
+    second = refresh_catalog(objects, fetchers)
+    assert first.new_version and not second.new_version and len(versions(objects)) == 1
+    stored = read_version(objects, first.version or "")
+    # GCP sells one N1 host with several GPUs: each row keeps its own price
+    base = {offering_key(o): o.price for o in build_catalog(default_sources()).by_cloud("gcp")}
+    assert len(base) == len(stored["gcp"])
+    assert all(o.price == round(base[offering_key(o)] * 0.9, 6) for o in stored["gcp"])
 
 
 class Clock:

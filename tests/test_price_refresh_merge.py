@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -74,3 +76,18 @@ def test_merge_never_changes_which_rows_exist_or_their_hardware(row_places, quot
     assert [offering_key(o) for o in merged] == [offering_key(o) for o in rows]
     assert all((m.vcpus, m.memory_gib) == (4, 16) and m.price > 0 for m in merged)
     assert stats.rows == len(rows)
+
+
+N1 = Offering("gcp", "us-central1", "us-central1-a", "n1-standard-8", None, 0, None, 8, 30, 0.38, 0.08)
+N1_T4 = Offering("gcp", "us-central1", "us-central1-a", "n1-standard-8", "T4", 1, 16, 8, 30, 0.73, 0.22)
+
+
+def test_a_host_sold_with_several_accelerators_keeps_one_price_per_accelerator():
+    previous = [replace(N1_T4, price=0.7), replace(N1, price=0.3)]
+    assert [o.price for o in carry_previous_prices([N1, N1_T4], previous)] == [0.3, 0.7]
+    quotes = (
+        PriceQuote("us-central1", None, "n1-standard-8", 0.75, gpus=("T4", 1)),
+        PriceQuote("us-central1", None, "n1-standard-8", 0.37, gpus=(None, 0)),
+    )
+    rows, stats = apply_prices([N1, N1_T4], ProviderPrices("gcp", "test", quotes))
+    assert [o.price for o in rows] == [0.37, 0.75] and stats.repriced == 2

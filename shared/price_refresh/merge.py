@@ -1,9 +1,10 @@
 """Apply a provider's prices to the catalog's rows of that cloud. Pure: no I/O.
 
 A row's price is the newest one known: a quote from this refresh, else the previous version's price for
-the same (cloud, region, zone, instance type), else the base (built-in/imported) price. Quotes for rows the
-catalog does not describe are counted and dropped: a price never invents hardware. Offerings an API
-describes itself (Lambda Cloud) replace the row with the same key, or are added.
+the same row, else the base (built-in/imported) price. A row is (cloud, region, zone, instance type)
+and, where a host type is sold with several accelerators (GCP's N1 hosts), the accelerator and count.
+Quotes for rows the catalog does not describe are counted and dropped: a price never invents hardware.
+Offerings an API describes itself (Lambda Cloud) replace the row with the same key, or are added.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from dataclasses import dataclass, replace
 from shared.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, ProviderPrices
 
-Key = tuple[str, str, str | None, str]
+Key = tuple[str, str, str | None, str, str | None, float]
 
 
 def offering_key(o: Offering) -> Key:
-    return (o.cloud, o.region, o.zone, o.instance_type)
+    return (o.cloud, o.region, o.zone, o.instance_type, o.accelerator, float(o.accelerator_count))
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class MergeStats:
     repriced: int  # rows whose price or spot price this refresh set
     unmatched: int  # quotes naming a place/type the catalog does not describe
     added: int  # rows added from an API that describes hardware
+
+
+def _gpus(o: Offering) -> tuple[str | None, float]:
+    return (o.accelerator, float(o.accelerator_count))
 
 
 def _valid(price: float | None) -> bool:
@@ -66,6 +71,9 @@ def apply_prices(rows: Sequence[Offering], prices: ProviderPrices) -> tuple[list
         targets = by_type.get((q.region, q.instance_type), [])
         if q.zone is not None:
             targets = [i for i in targets if rows[i].zone == q.zone]
+        if q.gpus is not None:
+            wanted = (q.gpus[0], float(q.gpus[1]))
+            targets = [i for i in targets if _gpus(rows[i]) == wanted]
         if not targets:
             unmatched += 1
             continue

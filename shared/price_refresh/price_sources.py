@@ -2,8 +2,9 @@
 
 `SKYLESS_PRICE_CLOUDS` (comma list) names them; by default AWS and Azure (their price APIs need no
 extra secret) plus Lambda Cloud and RunPod when their keys are there (`LAMBDA_API_KEY` or
-~/.lambda_cloud/lambda_keys, `RUNPOD_API_KEY`). Endpoints can be pointed elsewhere (tests, proxies): `SKYLESS_AWS_PRICING_URL`, `SKYLESS_AZURE_PRICES_URL`,
-`SKYLESS_LAMBDA_API_URL`, `SKYLESS_RUNPOD_API_URL`; EC2 follows `AWS_ENDPOINT_URL` like every client.
+~/.lambda_cloud/lambda_keys, `RUNPOD_API_KEY`). Endpoints can be pointed elsewhere (tests, proxies):
+`SKYLESS_AWS_PRICING_URL`, `SKYLESS_AZURE_PRICES_URL`, `SKYLESS_LAMBDA_API_URL`, `SKYLESS_RUNPOD_API_URL`;
+EC2 follows `AWS_ENDPOINT_URL` like every client.
 """
 
 from __future__ import annotations

@@ -13,13 +13,16 @@ from shared.offering import Offering
 @dataclass(frozen=True, slots=True)
 class PriceQuote:
     """A $/h price of one instance type in one place. `zone=None` quotes every zone of the region;
-    a None price leaves that market's price as it was."""
+    a None price leaves that market's price as it was. `gpus` narrows the quote to the rows with that
+    (accelerator, count) attached, where one host type is sold with several (GCP's N1 hosts); None
+    quotes every row of the type, `(None, 0)` only the one without accelerators."""
 
     region: str
     zone: str | None
     instance_type: str
     price: float | None = None
     spot_price: float | None = None
+    gpus: tuple[str | None, float] | None = None
 
 
 @dataclass(frozen=True)

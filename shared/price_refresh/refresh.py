@@ -74,6 +74,7 @@ def refresh_catalog(
                              "attempted_at": fetched_at, "prices_from": kept_from}  # fmt: skip
             if cloud in previous:
                 rows_by_cloud[cloud] = previous[cloud]
+            status[cloud]["rows"] = len(previous.get(cloud, ()))
             continue
         carried = carry_previous_prices(base_rows, previous.get(cloud, ()))
         rows, stats = apply_prices(carried, prices)
@@ -85,6 +86,7 @@ def refresh_catalog(
             "repriced": stats.repriced,
             "unmatched": stats.unmatched,
             "added": stats.added,
+            "rows": stats.rows,
             "problems": list(prices.problems)[:20],
         }
         rows_by_cloud[cloud] = rows
