@@ -10,7 +10,8 @@ Each task's options are the candidates no other candidate of the same cloud beat
 cost (under the cost objective: the cheapest per cloud). Egress depends only on the two clouds, so
 this reduction loses no optimum. Under the cost objective, without data to move, each task takes
 the head of its own failover list. A TaskPlan's candidates are the chosen one, then the rest of its
-failover list.
+failover list, re-ranked by what each place would cost with the data it must move given where the
+other tasks were placed (stable, so ties keep the task's own order; `ordered` tasks keep theirs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Protocol
 
 from shared.errors import NoOfferingError
 from shared.offering_index import HasOfferings, OfferingIndex, index_for
-from shared.placement_solver import Edge, Source, solve, total_egress_cost
+from shared.placement_solver import Edge, Source, egress_cost, solve, total_egress_cost
 from shared.plan import Block, Candidate, Plan, TaskPlan
 from shared.resources import ResourceChoice
 from shared.task_optimizer import (
@@ -99,6 +100,10 @@ def plan_pipeline(
         index = index_for(catalog)
         options = [dominant_options(t, index, enabled_clouds, blocklist, minimize) for t in tasks]
         chosen = [options[i][k] for i, k in enumerate(solve(options, dag, sources, minimize))]
+        failovers = [
+            f if t.resource_choice().ordered else _in_context(i, f, chosen, dag, sources, minimize)
+            for i, (t, f) in enumerate(zip(tasks, failovers, strict=True))
+        ]
     else:
         chosen = [f[0] for f in failovers]
     plans = [
@@ -108,6 +113,30 @@ def plan_pipeline(
     egress = total_egress_cost(chosen, dag, sources)
     total = sum(c.estimated_cost for c in chosen) + egress
     return Plan(objective=minimize, tasks=plans, egress_cost=egress, total_cost=total)
+
+
+def _in_context(
+    task: int,
+    failover: list[Candidate],
+    chosen: list[Candidate],
+    dag: Sequence[Edge],
+    sources: Sequence[Source],
+    minimize: str,
+) -> list[Candidate]:
+    """A task's failover list re-ranked with the data it must move given where its neighbours run."""
+
+    def moved(c: Candidate) -> float:
+        cost = sum(egress_cost(s.cloud, c.cloud, s.gigabytes) for s in sources if s.target == task)
+        for e in dag:
+            if e.target == task:
+                cost += egress_cost(chosen[e.source].cloud, c.cloud, e.gigabytes)
+            elif e.source == task:
+                cost += egress_cost(c.cloud, chosen[e.target].cloud, e.gigabytes)
+        return cost
+
+    if minimize == "cost":
+        return sorted(failover, key=lambda c: c.estimated_cost + moved(c))
+    return sorted(failover, key=lambda c: (c.estimated_hours, c.estimated_cost + moved(c)))
 
 
 def _label(position: int, task: PlannableTask, count: int) -> str | None:

@@ -282,12 +282,19 @@ def test_chain_moves_clouds_when_the_saving_beats_the_egress() -> None:
     assert plan.total_cost == pytest.approx(3.0 + 4 * 0.5 + 2 * 0.12)
 
 
-def test_each_task_plan_starts_with_the_chosen_candidate_then_its_failover_list() -> None:
+def test_failover_after_the_chosen_place_counts_the_data_it_would_have_to_move() -> None:
     pipeline = FakePipeline([FakeTask(TRAIN, outputs_gb=100), FakeTask(SERVE)])
     serve = plan_pipeline(pipeline, CATALOG).tasks[1]
-    failover = plan_task(SERVE, 1, CATALOG)
-    assert serve.chosen.cloud == "gcp" and failover[0].cloud == "lambda"
-    assert serve.candidates == [serve.chosen, *(c for c in failover if c != serve.chosen)]
+    alone = plan_task(SERVE, 1, CATALOG)
+    assert [c.cloud for c in alone] == ["lambda", "aws", "gcp"]
+    assert [c.cloud for c in serve.candidates] == ["gcp", "lambda", "aws"]  # both others pay $12 egress
+    assert serve.chosen == alone[2]
+
+
+def test_without_data_to_move_each_task_keeps_its_own_failover_order() -> None:
+    pipeline = FakePipeline([FakeTask(TRAIN), FakeTask(SERVE)])
+    plan = plan_pipeline(pipeline, CATALOG)
+    assert [t.candidates for t in plan.tasks] == [plan_task(TRAIN, 1, CATALOG), plan_task(SERVE, 1, CATALOG)]
 
 
 def test_parallel_job_group_plans_each_task_on_its_own() -> None:
