@@ -1,0 +1,147 @@
+"""Failover decisions on cloud errors, restarts on exit codes, preemption notices and pipelines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+from conftest import QueueDriver
+
+from functions.optimize.handler import handler as optimize_handler
+from functions.provision.handler import handler as provision_handler
+from shared.clouds.local import LocalCloud
+from shared.config import Settings
+from shared.jobs.agent_reports import agent_config, report_agent_status
+from shared.jobs.submission import submit_job
+from shared.jobs.views import JobView, get_job
+from shared.states import JobState
+from shared.wiring import wiring_for
+
+SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
+TASK = """
+name: train
+resources:
+  cloud: aws
+  cpus: 2+
+  use_spot: true
+  job_recovery:
+    recover_on_exit_codes: [42]
+run: python train.py
+"""
+PIPELINE = """
+name: chain
+---
+name: prep
+resources:
+  cloud: aws
+  cpus: 2+
+run: echo prep
+---
+name: train
+resources:
+  cloud: aws
+  cpus: 4+
+run: echo train
+"""
+
+
+@pytest.fixture(autouse=True)
+def sleeping_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKYLESS_LOCAL_AGENT_COMMAND", SLEEPER)
+
+
+def deliver(queues: QueueDriver, kind: str, records: list[dict[str, Any]] | None = None) -> None:
+    handler = {"optimize": optimize_handler, "provision": provision_handler}[kind]
+    batch = queues.receive(kind) if records is None else records
+    assert handler(queues.event(batch), None) == {"batchItemFailures": []}
+
+
+def launch_record(job_id: str, attempt: int) -> dict[str, Any]:
+    body = json.dumps({"job_id": job_id, "attempt": attempt, "action": "launch"})
+    return {"messageId": f"delayed-{job_id}-{attempt}", "body": body}
+
+
+def view(settings: Settings, job_id: str) -> JobView:
+    return get_job(settings, job_id, owner=None)
+
+
+def report_all(settings: Settings, job_id: str, phase: str, exit_code: int | None = None) -> None:
+    cluster = view(settings, job_id).cluster
+    assert cluster is not None
+    for node in cluster["nodes"]:
+        instance_id = node["instance_id"]
+        report_agent_status(settings, job_id, instance_id=instance_id, phase=phase, exit_code=exit_code)
+
+
+def test_transient_errors_retry_the_same_candidate_later_then_move_on(stack: Settings, queues: QueueDriver):
+    LocalCloud(stack.home).set_capacity_rules({"transient": ["aws/us-east-1/us-east-1a"]})
+    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    assert view(stack, job_id).state == JobState.PROVISIONING
+    assert queues.delayed_count("provision") == 1
+    for _ in range(stack.max_transient_retries):
+        deliver(queues, "provision", [launch_record(job_id, 0)])
+    landed = view(stack, job_id)
+    assert landed.state == JobState.SETTING_UP and landed.zone == "us-east-1b"
+    job = wiring_for(stack).store.get(job_id)
+    assert job is not None and int(job.transient_retries) == stack.max_transient_retries
+
+
+def test_an_invalid_launch_fails_the_job_with_the_clouds_message(stack: Settings, queues: QueueDriver):
+    LocalCloud(stack.home).set_capacity_rules({"invalid": ["aws"]})
+    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    failed = view(stack, job_id)
+    assert failed.state == JobState.FAILED
+    assert failed.reason is not None and "local cloud: invalid in aws/us-east-1/us-east-1a" in failed.reason
+
+
+def test_an_exit_code_listed_in_recover_on_exit_codes_relaunches(stack: Settings, queues: QueueDriver):
+    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    report_all(stack, job_id, "running")
+    report_all(stack, job_id, "failed", exit_code=42)
+    assert view(stack, job_id).state == JobState.RECOVERING
+    deliver(queues, "provision")
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    assert view(stack, job_id).state == JobState.SETTING_UP
+    report_all(stack, job_id, "failed", exit_code=1)  # not listed, no restarts allowed
+    assert view(stack, job_id).state == JobState.FAILED
+
+
+def test_a_preemption_notice_from_the_agent_starts_recovery_once(stack: Settings, queues: QueueDriver):
+    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    report_all(stack, job_id, "running")
+    node = view(stack, job_id).cluster["nodes"][0]  # type: ignore[index]
+    for _ in range(2):
+        report_agent_status(stack, job_id, instance_id=node["instance_id"], phase="preempting")
+    recovering = view(stack, job_id)
+    assert recovering.state == JobState.RECOVERING and recovering.recoveries == 1 and recovering.attempt == 1
+
+
+def test_a_serial_pipeline_runs_its_tasks_one_after_another(stack: Settings, queues: QueueDriver):
+    job_id = submit_job(stack, owner="alice", task_text=PIPELINE).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    first = view(stack, job_id)
+    config = agent_config(stack, job_id, first.cluster["nodes"][0]["instance_id"])  # type: ignore[index]
+    assert config is not None and config.run == "echo prep"
+    report_all(stack, job_id, "succeeded", exit_code=0)
+    assert view(stack, job_id).state == JobState.PLANNED
+    deliver(queues, "provision")  # teardown of the first task's cluster, and the second launch
+    second = view(stack, job_id)
+    assert second.state == JobState.SETTING_UP and second.attempt == 1
+    config = agent_config(stack, job_id, second.cluster["nodes"][0]["instance_id"])  # type: ignore[index]
+    assert config is not None and config.run == "echo train"
+    report_all(stack, job_id, "succeeded", exit_code=0)
+    assert view(stack, job_id).state == JobState.SUCCEEDED
+    deliver(queues, "provision")
+    assert [n for n in LocalCloud(stack.home).list_owned() if n.state == "running"] == []
