@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.azure import CLIENT_ID, CLIENT_SECRET, TENANT, FakeAzure, start_fake_azure
 from fakes.gcp import FakeGcp, start_fake_gcp
 from fakes.lambda_cloud import FakeLambdaCloud, start_fake_lambda
 from fakes.runpod import FakeRunPod, start_fake_runpod
@@ -52,6 +53,24 @@ def fake_runpod(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRunPod]:
     fake, server = start_fake_runpod()
     monkeypatch.setenv("RUNPOD_API_KEY", fake.api_key)
     monkeypatch.setenv("SKYLESS_RUNPOD_API_URL", fake.url)
+    try:
+        yield fake
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake_azure(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAzure]:
+    fake, server = start_fake_azure()
+    monkeypatch.setenv("AZURE_TENANT_ID", TENANT)
+    monkeypatch.setenv("AZURE_CLIENT_ID", CLIENT_ID)
+    monkeypatch.setenv("AZURE_CLIENT_SECRET", CLIENT_SECRET)
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", fake.subscription)
+    monkeypatch.setenv("AZURE_AUTHORITY_HOST", fake.url)
+    monkeypatch.setenv("SKYLESS_AZURE_ARM_URL", fake.url)
+    monkeypatch.setenv("SKYLESS_AZURE_POLL_SECONDS", "0.01")
+    monkeypatch.setenv("SKYLESS_AZURE_SSH_PUBLIC_KEY", "ssh-ed25519 AAAAFake skyless-test")
+    monkeypatch.delenv("SKYLESS_AZURE_RESOURCE_GROUP", raising=False)
     try:
         yield fake
     finally:

@@ -1,0 +1,218 @@
+"""Azure provider against the fake Azure login and Resource Manager endpoints over real HTTP."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from fakes.azure import FakeAzure
+
+from shared.clouds.azure import AzureCompute, image_reference
+from shared.clouds.base import ATTEMPT_TAG, CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec
+from shared.clouds.errors import (
+    CloudAuthError,
+    InvalidLaunchError,
+    NoCapacityError,
+    QuotaError,
+    TransientCloudError,
+)
+
+pytest_plugins = ["fakes.fixtures"]
+CLUSTER = "job-0123456789ab-1"
+
+
+def spec(num_nodes: int = 1, region: str = "eastus", **changes: object) -> LaunchSpec:
+    values: dict[str, object] = {
+        "job_id": "job-0123456789ab",
+        "cluster_id": CLUSTER,
+        "attempt_id": CLUSTER,
+        "attempt": 1,
+        "cloud": "azure",
+        "region": region,
+        "zone": None,
+        "instance_type": "Standard_NC4as_T4_v3",
+        "use_spot": False,
+        "num_nodes": num_nodes,
+        "agent_env": {"SKYLESS_API_URL": "https://api.example", "SKYLESS_AGENT_TOKEN": "tok-123"},
+        **changes,
+    }
+    return LaunchSpec(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def provider(fake_azure: FakeAzure) -> AzureCompute:
+    return AzureCompute.from_env()
+
+
+def test_launch_creates_a_tagged_vm_with_nic_and_ip_running_the_agent_custom_data(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    nodes = provider.launch(spec(num_nodes=2))
+
+    assert len(nodes) == 2 and all(n.instance_id.startswith(f"skyless-{CLUSTER}-00") for n in nodes)
+    assert [n.tags[RANK_TAG] for n in nodes] == ["0", "1"]
+    assert all(n.state == "running" and n.ip.startswith("10.0.") and not n.use_spot for n in nodes)
+    body = fake_azure.vm_creates[0]
+    properties = body["properties"]
+    expected = {MANAGED_TAG: "true", JOB_TAG: "job-0123456789ab", CLUSTER_TAG: CLUSTER, ATTEMPT_TAG: "1"}
+    assert body["tags"] == {**expected, RANK_TAG: "0"}
+    assert properties["priority"] == "Regular" and "evictionPolicy" not in properties
+    assert properties["hardwareProfile"] == {"vmSize": "Standard_NC4as_T4_v3"}
+    assert properties["storageProfile"]["imageReference"]["publisher"] == "microsoft-dsvm"
+    custom = base64.b64decode(properties["osProfile"]["customData"]).decode()
+    assert "tok-123" in custom and "169.254.169.254/metadata/instance" in custom
+    assert set(fake_azure.groups) == {"skyless-eastus"}
+    assert len(fake_azure.live()["Microsoft.Network/networkInterfaces"]) == 2
+
+
+def test_spot_vms_ask_for_spot_priority_eviction_delete_and_no_price_cap(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    nodes = provider.launch(spec(use_spot=True))
+
+    properties = fake_azure.vm_creates[0]["properties"]
+    assert (properties["priority"], properties["evictionPolicy"]) == ("Spot", "Delete")
+    assert properties["billingProfile"] == {"maxPrice": -1}
+    assert nodes[0].use_spot
+
+
+def test_the_same_attempt_launched_twice_creates_one_set(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    first = provider.launch(spec(num_nodes=2))
+    again = AzureCompute.from_env().launch(spec(num_nodes=2))
+
+    assert [n.instance_id for n in again] == [n.instance_id for n in first]
+    assert len(fake_azure.vm_creates) == 2
+
+
+def test_list_owned_pages_through_vms_and_skips_foreign_ones(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    provider.launch(spec(num_nodes=2))
+    provider.launch(spec(num_nodes=1, region="westus2", cluster_id="job-0123456789ab-2", attempt=2))
+    fake_azure.resources["/x/mine"] = {
+        "id": "/x/mine", "name": "mine", "type": "Microsoft.Compute/virtualMachines", "location": "eastus",
+        "tags": {"team": "ml"}, "properties": {"provisioningState": "Succeeded"},
+    }  # fmt: skip
+    fake_azure.page_size = 1
+
+    owned = provider.list_owned()
+
+    assert len(owned) == 3 and {n.region for n in owned} == {"eastus", "westus2"}
+    assert {n.attempt for n in owned} == {1, 2}
+
+
+def test_terminate_deletes_vms_with_their_nics_ips_and_disks(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    provider.launch(spec(num_nodes=2, use_spot=True))
+
+    provider.terminate(CLUSTER)
+    provider.terminate(CLUSTER)
+
+    assert fake_azure.live() == {}
+    assert provider.describe(CLUSTER) == []
+
+
+def test_terminate_also_deletes_a_nic_and_ip_left_by_a_launch_that_died_half_way(
+    provider: AzureCompute, fake_azure: FakeAzure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(*args: object) -> dict:
+        raise RuntimeError("the function was killed before the VM PUT")
+
+    monkeypatch.setattr(provider, "vm_body", crash)
+    with pytest.raises(RuntimeError):
+        provider.launch(spec())
+    assert fake_azure.live() != {}
+
+    provider.terminate(CLUSTER)
+
+    assert fake_azure.live() == {}
+
+
+def test_allocation_failure_is_a_capacity_error_and_leaves_nothing(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    fake_azure.allocation_failed_regions.add("eastus")
+
+    with pytest.raises(NoCapacityError, match="AllocationFailed"):
+        provider.launch(spec(num_nodes=2))
+
+    assert fake_azure.live() == {}
+    assert len(provider.launch(spec(region="westus2"))) == 1
+
+
+def test_running_out_of_capacity_midway_deletes_what_the_launch_started(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    fake_azure.capacity_left["eastus"] = 1
+
+    with pytest.raises(NoCapacityError):
+        provider.launch(spec(num_nodes=2))
+    assert fake_azure.live() == {}
+
+
+def test_a_size_not_available_is_a_capacity_error(provider: AzureCompute, fake_azure: FakeAzure) -> None:
+    fake_azure.sku_not_available.add("eastus/Standard_NC4as_T4_v3")
+
+    with pytest.raises(NoCapacityError, match="SkuNotAvailable"):
+        provider.launch(spec())
+    assert fake_azure.live() == {}
+
+
+def test_exceeding_cores_quota_is_a_quota_error(provider: AzureCompute, fake_azure: FakeAzure) -> None:
+    fake_azure.quota_exceeded_sizes.add("Standard_NC4as_T4_v3")
+
+    with pytest.raises(QuotaError, match="OperationNotAllowed"):
+        provider.launch(spec())
+
+
+def test_a_principal_without_a_role_is_an_auth_error(provider: AzureCompute, fake_azure: FakeAzure) -> None:
+    fake_azure.forbidden = True
+
+    with pytest.raises(CloudAuthError, match="AuthorizationFailed"):
+        provider.launch(spec())
+
+
+def test_a_wrong_client_secret_is_an_auth_error(
+    fake_azure: FakeAzure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AZURE_CLIENT_SECRET", "wrong")
+
+    with pytest.raises(CloudAuthError, match="AADSTS7000215"):
+        AzureCompute.from_env().list_owned()
+
+
+def test_missing_credentials_are_an_auth_error_naming_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "s")
+
+    with pytest.raises(CloudAuthError, match="AZURE_CLIENT_SECRET"):
+        AzureCompute.from_env().list_owned()
+
+
+def test_throttling_is_transient(provider: AzureCompute, fake_azure: FakeAzure) -> None:
+    fake_azure.throttle_next = 1
+
+    with pytest.raises(TransientCloudError, match="TooManyRequests"):
+        provider.launch(spec())
+
+
+def test_an_invalid_vm_size_is_an_invalid_launch(provider: AzureCompute, fake_azure: FakeAzure) -> None:
+    with pytest.raises(InvalidLaunchError, match="InvalidParameter"):
+        provider.launch(spec(instance_type="nc4"))
+    assert fake_azure.live() == {}
+
+
+def test_image_ids_are_urns_or_resource_ids() -> None:
+    assert image_reference("Canonical:ubuntu-24_04-lts:server:latest", "Standard_D2s_v5") == {
+        "publisher": "Canonical", "offer": "ubuntu-24_04-lts", "sku": "server", "version": "latest",
+    }  # fmt: skip
+    assert image_reference("/subscriptions/s/images/x", "Standard_D2s_v5") == {
+        "id": "/subscriptions/s/images/x"
+    }
+    assert image_reference(None, "Standard_D2s_v5")["publisher"] == "Canonical"
+    with pytest.raises(InvalidLaunchError):
+        image_reference("ubuntu", "Standard_D2s_v5")
