@@ -251,7 +251,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     handler_calls: Counter[str] = Counter()
 
     home = Path(tempfile.mkdtemp(prefix="skyless-bench-"))
-    runtime = LocalRuntime(home, free_port(), free_port(), schedules={})
+    # No reconcile ticks and no periodic snapshots: their calls are per minute, not per job.
+    runtime = LocalRuntime(home, free_port(), free_port(), schedules={}, snapshot_every=None)
     info = runtime.start()
     for worker in runtime.dispatcher.workers if runtime.dispatcher else []:
         worker._handler = timed(worker.handler(), worker.kind, handler_seconds, handler_calls)

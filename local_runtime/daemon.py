@@ -71,11 +71,13 @@ class LocalRuntime:
         api_port: int = DEFAULT_API_PORT,
         *,
         schedules: dict[str, tuple[str, float]] | None = None,
+        snapshot_every: float | None = SNAPSHOT_EVERY_SECONDS,
     ) -> None:
         self.home = home
         self.moto_port = moto_port
         self.api_port = api_port
         self.schedules = schedules
+        self.snapshot_every = snapshot_every  # None: only at shutdown
         self.settings = local_settings(home, moto_port, api_port)
         self.snapshot_path = local_dir(home) / "state.json"
         self.moto = None
@@ -103,8 +105,11 @@ class LocalRuntime:
         self.api.start()
         self.dispatcher = Dispatcher(self.settings, schedules=self.schedules)
         self.dispatcher.start()
-        self._snapshotter = threading.Thread(target=self._snapshot_periodically, name="snapshot", daemon=True)
-        self._snapshotter.start()
+        if self.snapshot_every:
+            self._snapshotter = threading.Thread(
+                target=self._snapshot_periodically, args=(self.snapshot_every,), name="snapshot", daemon=True
+            )
+            self._snapshotter.start()
         return RuntimeInfo(
             api_url=self.api.url,
             api_key=self.api_key,
@@ -119,8 +124,8 @@ class LocalRuntime:
         with self._snapshot_lock:
             save_snapshot(self.settings, self.snapshot_path)
 
-    def _snapshot_periodically(self) -> None:
-        while not self._stopping.wait(SNAPSHOT_EVERY_SECONDS):
+    def _snapshot_periodically(self, every: float) -> None:
+        while not self._stopping.wait(every):
             try:
                 self.snapshot()
             except Exception:
