@@ -57,6 +57,7 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
         "functions.spot_watch.handler.handler",
         "functions.reconcile.handler.handler",
         "functions.catalog_refresh.handler.handler",
+        "functions.reaper.handler.handler",
     }
     for handler in sorted(handlers):
         module, _, attribute = handler.rpartition(".")
