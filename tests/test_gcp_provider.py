@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import QueueDriver
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fakes.gcp import FakeGcp
 
+from functions.optimize.handler import handler as optimize_handler
+from functions.provision.handler import handler as provision_handler
 from shared.clouds.base import ATTEMPT_TAG, CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node
 from shared.clouds.errors import (
     CloudAuthError,
@@ -21,6 +24,11 @@ from shared.clouds.errors import (
     TransientCloudError,
 )
 from shared.clouds.gcp import GcpCompute, gcp_label, request_id
+from shared.config import Settings
+from shared.jobs.cancellation import cancel_job
+from shared.jobs.submission import submit_job
+from shared.jobs.views import get_job
+from shared.states import JobState
 
 pytest_plugins = ["fakes.fixtures"]
 CLUSTER = "job-0123456789ab-1"
@@ -257,3 +265,36 @@ def test_the_service_account_token_is_fetched_once_and_reused(
 def test_labels_follow_gcp_rules() -> None:
     assert gcp_label("Team.Name_X") == "team-name_x"
     assert len(gcp_label("x" * 80)) == 63
+
+
+CPU_TASK = """
+name: prep
+resources:
+  cloud: gcp
+  cpus: 2+
+run: python prep.py
+"""
+
+
+def test_a_job_whose_first_zone_is_out_of_resources_lands_in_the_next_zone_and_cancel_leaves_nothing(
+    fake_gcp: FakeGcp, stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKYLESS_PROVIDERS", "gcp=gcp")
+    settings = stack.with_(providers="gcp=gcp")
+    job_id = submit_job(settings, owner="alice", task_text=CPU_TASK).job_id
+    assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
+    candidates = get_job(settings, job_id, owner=None).plan["tasks"][0]["candidates"]  # type: ignore[index]
+    first, landing = candidates[0], next(c for c in candidates[1:] if c["zone"] != candidates[0]["zone"])
+    fake_gcp.stockout_zones.add(first["zone"])
+
+    assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+
+    view = get_job(settings, job_id, owner=None)
+    assert view.state == JobState.SETTING_UP
+    assert view.cluster is not None and view.cluster["zone"] == landing["zone"]
+    [vm] = fake_gcp.live()
+    assert vm["zone"].endswith(landing["zone"]) and vm["labels"][JOB_TAG] == job_id
+    assert [n["instance_id"] for n in view.cluster["nodes"]] == [vm["name"]]
+    cancel_job(settings, job_id, owner=None)
+    assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+    assert fake_gcp.live() == []
