@@ -75,6 +75,7 @@ def test_launch_starts_one_process_per_node_with_the_agent_environment(cloud: Lo
     assert len({n.ip for n in nodes}) == 2
     assert all(e["SKYLESS_AGENT_TOKEN"] == "secret-token" and e["SKYLESS_JOB_ID"] == "job-1" for e in envs)
     assert [e["SKYLESS_INSTANCE_ID"] for e in envs] == [n.instance_id for n in nodes]
+    assert [e["HOME"] for e in envs] == [str(cloud.nodes_dir / "job-1-0" / str(rank)) for rank in (0, 1)]
     record = json.loads((cloud.nodes_dir / "job-1-0" / "0" / "node.json").read_text())
     assert os.getsid(record["pid"]) == record["pid"]  # its own session: it outlives whoever launched it
 

@@ -162,6 +162,7 @@ class LocalCloud:
             "SKYLESS_INSTANCE_ID": instance_id,
             "SKYLESS_NODE_IP": ip,
             "SKYLESS_NODE_HOME": str(sandbox),
+            "HOME": str(sandbox),  # a VM of its own: `~` is the node's, not this machine's user's
             "SKYLESS_CLOUD": "local",
             "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p),
         }
