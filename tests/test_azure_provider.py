@@ -5,8 +5,13 @@ from __future__ import annotations
 import base64
 
 import pytest
+from conftest import QueueDriver
 from fakes.azure import FakeAzure
+from fakes.lambda_cloud import FakeLambdaCloud
+from fakes.runpod import FakeRunPod
 
+from functions.optimize.handler import handler as optimize_handler
+from functions.provision.handler import handler as provision_handler
 from shared.clouds.azure import AzureCompute, image_reference
 from shared.clouds.base import ATTEMPT_TAG, CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec
 from shared.clouds.errors import (
@@ -16,6 +21,11 @@ from shared.clouds.errors import (
     QuotaError,
     TransientCloudError,
 )
+from shared.config import Settings
+from shared.jobs.cancellation import cancel_job
+from shared.jobs.submission import submit_job
+from shared.jobs.views import get_job
+from shared.states import JobState
 
 pytest_plugins = ["fakes.fixtures"]
 CLUSTER = "job-0123456789ab-1"
@@ -216,3 +226,50 @@ def test_image_ids_are_urns_or_resource_ids() -> None:
     assert image_reference(None, "Standard_D2s_v5")["publisher"] == "Canonical"
     with pytest.raises(InvalidLaunchError):
         image_reference("ubuntu", "Standard_D2s_v5")
+
+
+A100_TASK = """
+name: finetune
+resources:
+  accelerators: {A100: 1, A100-80GB: 1}
+  any_of:
+    - cloud: lambda
+      region: us-east-1
+    - cloud: runpod
+      region: US-TX-3
+    - cloud: azure
+run: python finetune.py
+"""
+
+
+def test_a_job_with_no_capacity_on_lambda_and_runpod_lands_on_azure_and_cancel_leaves_nothing_anywhere(
+    fake_lambda: FakeLambdaCloud,
+    fake_runpod: FakeRunPod,
+    fake_azure: FakeAzure,
+    stack: Settings,
+    queues: QueueDriver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    providers = "lambda=lambda,runpod=runpod,azure=azure"
+    monkeypatch.setenv("SKYLESS_PROVIDERS", providers)
+    settings = stack.with_(providers=providers)
+    fake_lambda.no_capacity.add("*")
+    fake_runpod.no_capacity.update({"NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM4-80GB"})
+    job_id = submit_job(
+        settings, owner="alice", task_text=A100_TASK, clouds=["lambda", "runpod", "azure"]
+    ).job_id
+    assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
+    plan = get_job(settings, job_id, owner=None).plan or {}
+    order = [c["cloud"] for c in plan["tasks"][0]["candidates"]]
+    assert order.index("lambda") < order.index("runpod") < order.index("azure")
+
+    assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+
+    view = get_job(settings, job_id, owner=None)
+    assert view.state == JobState.SETTING_UP and view.cluster is not None
+    assert (view.cluster["cloud"], view.cluster["region"]) == ("azure", "eastus")
+    assert fake_lambda.live() == [] and fake_runpod.live() == []
+    assert len(fake_azure.live()["Microsoft.Compute/virtualMachines"]) == 1
+    cancel_job(settings, job_id, owner=None)
+    assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+    assert fake_azure.live() == {} and fake_lambda.live() == [] and fake_runpod.live() == []

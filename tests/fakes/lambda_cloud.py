@@ -30,7 +30,7 @@ class FakeLambdaCloud:
     url: str = ""  # the API base URL, set when the server starts
     instances: dict[str, dict[str, Any]] = field(default_factory=dict)
     ssh_keys: list[dict[str, str]] = field(default_factory=list)
-    no_capacity: set[str] = field(default_factory=set)  # region names (or "region/instance type")
+    no_capacity: set[str] = field(default_factory=set)  # region names, "region/instance type" or "*"
     quota_exceeded: set[str] = field(default_factory=set)  # instance type names
     capacity_left: dict[str, int] = field(default_factory=dict)  # region -> instances it can still start
     throttle_next: int = 0  # answer this many requests with 429
@@ -94,7 +94,7 @@ class FakeLambdaCloud:
             return _error(404, "global/object-does-not-exist", f"SSH key {keys[0]!r} does not exist.")
         if not isinstance(quantity, int) or quantity < 1:
             return _error(400, "global/invalid-parameters", "quantity must be a positive integer.")
-        if region in self.no_capacity or f"{region}/{itype}" in self.no_capacity:
+        if {"*", region, f"{region}/{itype}"} & self.no_capacity:
             return _error(
                 400, "instance-operations/launch/insufficient-capacity",
                 "Not enough capacity to fulfill launch request.",
