@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from fakes_pricing.aws_pricing import PriceListApi, ec2_product
 from fakes_pricing.azure_retail import RetailPricesApi, vm_item
+from fakes_pricing.gcp_billing import SkusApi
+from fakes_pricing.gcp_billing import sku as gcp_sku
 from fakes_pricing.lambda_cloud import InstanceTypesApi, instance_type
 from fakes_pricing.runpod_graphql import GraphqlApi, gpu_type
 from fakes_pricing.server import FakeServer
@@ -15,6 +17,7 @@ from shared.errors import UserError
 from shared.offering import Offering
 from shared.price_refresh.aws_prices import AwsPriceFetcher
 from shared.price_refresh.azure_prices import AzurePriceFetcher
+from shared.price_refresh.gcp_prices import GcpPriceFetcher
 from shared.price_refresh.lambda_prices import LambdaPriceFetcher
 from shared.price_refresh.price_sources import price_fetchers
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError
@@ -174,3 +177,48 @@ def test_an_unknown_price_cloud_is_a_user_error_naming_the_setting():
     with pytest.raises(UserError) as caught:
         price_fetchers(Settings(prefix="p"), {"SKYLESS_PRICE_CLOUDS": "aws,vast"})
     assert caught.value.field == "SKYLESS_PRICE_CLOUDS" and "vast" in str(caught.value)
+
+
+GCP_BASE = [
+    Offering("gcp", "us-central1", "us-central1-a", "n1-standard-8", None, 0, None, 8, 30, 0.38, 0.08),
+    Offering("gcp", "us-central1", "us-central1-a", "n1-standard-8", "T4", 1, 16, 8, 30, 0.73, 0.22),
+    Offering("gcp", "us-central1", "us-central1-b", "a2-highgpu-1g", "A100", 1, 40, 12, 85, 3.67, 1.21),
+    Offering("gcp", "europe-west4", "europe-west4-a", "n1-standard-8", None, 0, None, 8, 30, 0.41, 0.09),
+]
+
+
+def test_gcp_prices_a_row_from_its_familys_core_and_ram_and_its_gpus_over_every_page():
+    skus = [
+        gcp_sku("N1 Predefined Instance Core running in Americas", ["us-central1", "us-east1"], 0.031611),
+        gcp_sku("N1 Predefined Instance Ram running in Americas", ["us-central1"], 0.004237, unit="GiBy.h"),
+        gcp_sku("Spot Preemptible N1 Predefined Instance Core running in Americas", ["us-central1"], 0.00698,
+                usage="Preemptible"),
+        gcp_sku("Spot Preemptible N1 Predefined Instance Ram running in Americas", ["us-central1"], 0.00094,
+                usage="Preemptible", unit="GiBy.h"),
+        gcp_sku("Nvidia Tesla T4 GPU running in Americas", ["us-central1"], 0.35),
+        gcp_sku("Commitment v1: N1 Predefined Instance Core in Americas for 1 Year", ["us-central1"], 0.019,
+                usage="Commit1Yr"),
+        gcp_sku("Custom Instance Core running in Americas", ["us-central1"], 0.033),
+        gcp_sku("A2 Instance Core running in Americas", ["us-central1"], 0.031611),
+        gcp_sku("A2 Instance Ram running in Americas", ["us-central1"], 0.004237, unit="GiBy.h"),
+        gcp_sku("Nvidia Tesla A100 GPU running in Americas", ["us-central1"], 2.933908),
+        gcp_sku("Storage PD Capacity", ["us-central1"], 0.04, family="Storage"),
+    ]  # fmt: skip
+    with FakeServer(SkusApi(skus, "gk", page_size=3)) as server:
+        prices = GcpPriceFetcher("gk", f"{server.url}/v1").fetch(GCP_BASE)
+    assert set(prices.quotes) == {
+        PriceQuote("us-central1", "us-central1-a", "n1-standard-8", 0.379998, 0.08404, gpus=(None, 0)),
+        PriceQuote(
+            "us-central1", "us-central1-a", "n1-standard-8", 0.729998, None, gpus=("T4", 1)
+        ),  # no spot T4 SKU
+        PriceQuote("us-central1", "us-central1-b", "a2-highgpu-1g", 3.673385, None, gpus=("A100", 1)),
+    }  # europe-west4 has no N1 SKU in this answer: its row is not quoted
+    assert len(server.requests) == 4 and server.requests[1].query["pageToken"] == "3"
+
+
+def test_gcp_bad_api_key_is_a_price_source_error_with_googles_status():
+    with (
+        FakeServer(SkusApi([], "right")) as server,
+        pytest.raises(PriceSourceError, match="INVALID_ARGUMENT"),
+    ):
+        GcpPriceFetcher("wrong", f"{server.url}/v1").fetch(GCP_BASE)

@@ -1,10 +1,11 @@
 """Which pricing sources a refresh asks, from the environment, and the scheduled entry point.
 
 `SKYLESS_PRICE_CLOUDS` (comma list) names them; by default AWS and Azure (their price APIs need no
-extra secret) plus Lambda Cloud and RunPod when their keys are there (`LAMBDA_API_KEY` or
-~/.lambda_cloud/lambda_keys, `RUNPOD_API_KEY`). Endpoints can be pointed elsewhere (tests, proxies):
-`SKYLESS_AWS_PRICING_URL`, `SKYLESS_AZURE_PRICES_URL`, `SKYLESS_LAMBDA_API_URL`, `SKYLESS_RUNPOD_API_URL`;
-EC2 follows `AWS_ENDPOINT_URL` like every client.
+extra secret) plus GCP, Lambda Cloud and RunPod when their keys are there (`SKYLESS_GCP_PRICING_KEY`, an
+API key for the Cloud Billing Catalog; `LAMBDA_API_KEY` or ~/.lambda_cloud/lambda_keys; `RUNPOD_API_KEY`).
+Endpoints can be pointed elsewhere (tests, proxies): `SKYLESS_AWS_PRICING_URL`, `SKYLESS_AZURE_PRICES_URL`,
+`SKYLESS_GCP_BILLING_URL`, `SKYLESS_LAMBDA_API_URL`, `SKYLESS_RUNPOD_API_URL`; EC2 follows
+`AWS_ENDPOINT_URL` like every client.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from shared.errors import UserError
 from shared.price_refresh.quotes import PriceFetcher
 from shared.price_refresh.refresh import refresh_catalog
 
-KNOWN = ("aws", "azure", "lambda", "runpod")
+KNOWN = ("aws", "azure", "gcp", "lambda", "runpod")
 
 
 def price_fetchers(settings: Settings, env: Mapping[str, str] | None = None) -> list[PriceFetcher]:
@@ -27,7 +28,11 @@ def price_fetchers(settings: Settings, env: Mapping[str, str] | None = None) -> 
     if named:
         clouds = [c.strip().lower() for c in named.split(",") if c.strip()]
     else:
-        keyed = (("lambda", _lambda_key(env)), ("runpod", env.get("RUNPOD_API_KEY")))
+        keyed = (
+            ("gcp", env.get("SKYLESS_GCP_PRICING_KEY")),
+            ("lambda", _lambda_key(env)),
+            ("runpod", env.get("RUNPOD_API_KEY")),
+        )
         clouds = ["aws", "azure"] + [cloud for cloud, key in keyed if key]
     unknown = [c for c in clouds if c not in KNOWN]
     if unknown:
@@ -45,6 +50,12 @@ def _fetcher(cloud: str, settings: Settings, env: Mapping[str, str]) -> PriceFet
         from shared.price_refresh.azure_prices import DEFAULT_URL, AzurePriceFetcher
 
         return AzurePriceFetcher(env.get("SKYLESS_AZURE_PRICES_URL") or DEFAULT_URL)
+    if cloud == "gcp":
+        from shared.price_refresh.gcp_prices import DEFAULT_URL, GcpPriceFetcher
+
+        return GcpPriceFetcher(
+            env.get("SKYLESS_GCP_PRICING_KEY", ""), env.get("SKYLESS_GCP_BILLING_URL") or DEFAULT_URL
+        )
     if cloud == "lambda":
         from shared.price_refresh.lambda_prices import DEFAULT_URL, LambdaPriceFetcher
 
