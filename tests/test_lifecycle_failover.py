@@ -145,3 +145,25 @@ def test_a_serial_pipeline_runs_its_tasks_one_after_another(stack: Settings, que
     assert view(stack, job_id).state == JobState.SUCCEEDED
     deliver(queues, "provision")
     assert [n for n in LocalCloud(stack.home).list_owned() if n.state == "running"] == []
+
+
+def test_a_failure_report_that_loses_a_race_is_applied_on_a_fresh_read(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    report_all(stack, job_id, "running")
+    store_class = type(wiring_for(stack).store)
+    real_move = store_class.move
+    lost = []
+
+    def move_losing_once(self: Any, job: Any, to: JobState, *args: Any, **kwargs: Any) -> bool:
+        if to == JobState.FAILED and not lost:
+            lost.append(to)
+            return False  # as if another report had moved the job first
+        return real_move(self, job, to, *args, **kwargs)
+
+    monkeypatch.setattr(store_class, "move", move_losing_once)
+    report_all(stack, job_id, "failed", exit_code=1)
+    assert lost and view(stack, job_id).state == JobState.FAILED

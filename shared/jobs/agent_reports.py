@@ -15,6 +15,7 @@ from shared.config import Settings
 from shared.errors import NotFoundError
 from shared.jobs.messages import send_launch, send_teardown
 from shared.jobs.nodes import by_rank, nodes_of
+from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
 from shared.jobs.recovery import fail_job, recover_job, recovery_options
 from shared.jobs.task_records import load_pipeline_of, secrets_of
@@ -147,14 +148,14 @@ def _apply_report(
     node_update = [(cluster, store.node_actions(instance_id, **fields))]
     state = JobState(job.state)
 
+    # A move that loses a race (another report moved the job) answers ALREADY_DONE: read again, retry.
     if phase == "preempting" and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)
-        recover_job(wiring, job, f"preemption notice on node rank {rank}", preempted=True)
-        return True
+        outcome = recover_job(wiring, job, f"preemption notice on node rank {rank}", preempted=True)
+        return outcome != Outcome.ALREADY_DONE
     if phase == "failed" and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)
-        _on_node_failed(wiring, job, rank, exit_code, message)
-        return True
+        return _on_node_failed(wiring, job, rank, exit_code, message) != Outcome.ALREADY_DONE
     phases = [n.get("phase") for n in nodes.values()]
     if phase == "succeeded" and state in HAS_NODES and all(p == "succeeded" for p in phases):
         return _on_all_succeeded(wiring, job, cluster, node_update)
@@ -168,18 +169,18 @@ def _apply_report(
 
 def _on_node_failed(
     wiring: Wiring, job: JobModel, rank: int, exit_code: int | None, message: str | None
-) -> None:
+) -> Outcome:
     options = recovery_options(wiring, job)
     what = f"node rank {rank} failed" + (f" with exit code {exit_code}" if exit_code is not None else "")
     if message:
         what += f": {message[:300]}"
     if exit_code is not None and exit_code in options["recover_on_exit_codes"]:
-        recover_job(wiring, job, f"{what} (recover_on_exit_codes)", preempted=False, counts_as_restart=True)
-    elif int(job.restarts) < options["max_restarts_on_errors"]:
-        recover_job(wiring, job, f"{what} (restart {int(job.restarts) + 1})", preempted=False,
-                    counts_as_restart=True)  # fmt: skip
-    else:
-        fail_job(wiring, job, what)
+        listed = f"{what} (recover_on_exit_codes)"
+        return recover_job(wiring, job, listed, preempted=False, counts_as_restart=True)
+    if int(job.restarts) < options["max_restarts_on_errors"]:
+        restart = f"{what} (restart {int(job.restarts) + 1})"
+        return recover_job(wiring, job, restart, preempted=False, counts_as_restart=True)
+    return fail_job(wiring, job, what)
 
 
 def _on_all_succeeded(wiring: Wiring, job: JobModel, cluster: ClusterModel, node_update: list[Any]) -> bool:
