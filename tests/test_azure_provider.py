@@ -273,3 +273,12 @@ def test_a_job_with_no_capacity_on_lambda_and_runpod_lands_on_azure_and_cancel_l
     cancel_job(settings, job_id, owner=None)
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
     assert fake_azure.live() == {} and fake_lambda.live() == [] and fake_runpod.live() == []
+
+
+def test_task_labels_become_tags_without_overriding_skylesss_own(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    provider.launch(spec(labels={"team": "ml", MANAGED_TAG: "false"}))
+
+    tags = fake_azure.vm_creates[0]["tags"]
+    assert tags["team"] == "ml" and tags[MANAGED_TAG] == "true"

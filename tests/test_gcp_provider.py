@@ -36,12 +36,10 @@ CLUSTER = "job-0123456789ab-1"
 
 @dataclass(frozen=True)
 class GpuLaunchSpec(LaunchSpec):
-    """The fields a GPU launch carries beyond the base spec (read with getattr by the provider)."""
+    """The accelerator fields LaunchSpec lacks so far (the provider reads them when present)."""
 
     accelerator: str | None = None
     accelerator_count: int = 0
-    image_id: str | None = None
-    disk_size_gb: int | None = None
 
 
 def spec(num_nodes: int = 1, zone: str = "us-central1-a", **changes: object) -> GpuLaunchSpec:
@@ -298,3 +296,15 @@ def test_a_job_whose_first_zone_is_out_of_resources_lands_in_the_next_zone_and_c
     cancel_job(settings, job_id, owner=None)
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
     assert fake_gcp.live() == []
+
+
+def test_a_per_region_image_and_task_labels_reach_the_insert(provider: GcpCompute, fake_gcp: FakeGcp) -> None:
+    images = {
+        "us-central1": "projects/p/global/images/central",
+        "europe-west4": "projects/p/global/images/eu",
+    }
+    provider.launch(spec(image_id=images, labels={"Team": "ML.Research"}))
+
+    body = fake_gcp.inserts[0]
+    assert body["disks"][0]["initializeParams"]["sourceImage"] == "projects/p/global/images/central"
+    assert body["labels"]["team"] == "ml-research" and body["labels"][MANAGED_TAG] == "true"

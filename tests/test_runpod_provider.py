@@ -199,3 +199,10 @@ def test_a_field_runpod_does_not_know_is_an_invalid_launch(
 def test_catalog_instance_types_parse_into_runpod_gpu_ids() -> None:
     assert parse_instance_type("8x_A100-80GB-SXM_SECURE") == (8, "NVIDIA A100-SXM4-80GB", "SECURE")
     assert parse_instance_type("1x_RTX4090_COMMUNITY") == (1, "NVIDIA GeForce RTX 4090", "COMMUNITY")
+
+
+def test_a_docker_image_id_becomes_the_pod_image(provider: RunPod, fake_runpod: FakeRunPod) -> None:
+    provider.launch(spec(image_id="docker:vllm/vllm-openai:latest", disk_size_gb=200))
+
+    assert fake_runpod.deploys[0]["imageName"] == "vllm/vllm-openai:latest"
+    assert fake_runpod.deploys[0]["containerDiskInGb"] == 200

@@ -28,6 +28,7 @@ from shared.clouds.azure_arm import DEFAULT_ARM_URL, ArmClient, AzureCredentials
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node
 from shared.clouds.errors import CloudError, InvalidLaunchError
 from shared.clouds.node_names import node_name
+from shared.clouds.spec_fields import image_for
 from shared.clouds.startup_script import startup_script
 
 GROUP_API = "2021-04-01"
@@ -191,7 +192,7 @@ class AzureCompute:
     def _create_node(self, spec: LaunchSpec, rank: int, name: str, subnet: str) -> str | None:
         """Public IP and NIC (waited for), then the VM: returns the VM's async operation to wait for."""
         group = self.group(spec.region)
-        tags = {**(getattr(spec, "labels", None) or {}), **spec.tags(), RANK_TAG: str(rank)}
+        tags = {**(spec.labels), **spec.tags(), RANK_TAG: str(rank)}
         zones = [spec.zone.rsplit("-", 1)[-1]] if spec.zone else None
         ip_id = self._id(group, "Microsoft.Network/publicIPAddresses", f"{name}-ip")
         public_ip: dict[str, Any] = {
@@ -240,11 +241,11 @@ class AzureCompute:
         properties: dict[str, Any] = {
             "hardwareProfile": {"vmSize": spec.instance_type},
             "storageProfile": {
-                "imageReference": image_reference(getattr(spec, "image_id", None), spec.instance_type),
+                "imageReference": image_reference(image_for(spec), spec.instance_type),
                 "osDisk": {
                     "createOption": "FromImage",
                     "deleteOption": "Delete",
-                    "diskSizeGB": int(getattr(spec, "disk_size_gb", None) or DEFAULT_DISK_GB),
+                    "diskSizeGB": spec.disk_size_gb or DEFAULT_DISK_GB,
                     "managedDisk": {"storageAccountType": "Premium_LRS"},
                 },
             },

@@ -33,6 +33,7 @@ from shared.clouds.errors import (
 from shared.clouds.gcp_auth import GcpTokenSource
 from shared.clouds.node_names import node_name
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
+from shared.clouds.spec_fields import accelerator_of, image_for
 from shared.clouds.startup_script import startup_script
 
 DEFAULT_URL = "https://compute.googleapis.com/compute/v1"
@@ -184,13 +185,12 @@ class GcpCompute:
 
     def instance_body(self, spec: LaunchSpec, rank: int, name: str) -> dict[str, Any]:
         zone = spec.zone
-        accelerator = getattr(spec, "accelerator", None)
-        count = int(getattr(spec, "accelerator_count", 0) or 0)
+        accelerator, count = accelerator_of(spec)
         guest = GUEST_ACCELERATORS.get(accelerator or "") if spec.instance_type.startswith("n1-") else None
         has_gpu = bool(guest and count) or spec.instance_type.startswith(GPU_FAMILIES)
-        image = getattr(spec, "image_id", None) or (GPU_IMAGE if has_gpu else CPU_IMAGE)
-        disk_gb = int(getattr(spec, "disk_size_gb", None) or DEFAULT_DISK_GB)
-        labels = {gcp_label(k): gcp_label(v) for k, v in (getattr(spec, "labels", None) or {}).items()}
+        image = image_for(spec) or (GPU_IMAGE if has_gpu else CPU_IMAGE)
+        disk_gb = spec.disk_size_gb or DEFAULT_DISK_GB
+        labels = {gcp_label(k): gcp_label(v) for k, v in spec.labels.items()}
         labels.update({gcp_label(k): gcp_label(v) for k, v in {**spec.tags(), RANK_TAG: str(rank)}.items()})
         scheduling: dict[str, Any] = {"onHostMaintenance": "TERMINATE" if has_gpu else "MIGRATE"}
         if spec.use_spot:

@@ -31,6 +31,7 @@ from shared.clouds.errors import (
 )
 from shared.clouds.node_names import node_name, tags_from_name
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
+from shared.clouds.spec_fields import image_for
 from shared.clouds.startup_script import startup_script
 
 DEFAULT_URL = "https://api.runpod.io/graphql"
@@ -182,7 +183,7 @@ class RunPod:
         self, spec: LaunchSpec, name: str, count: int, gpu_type: str, cloud_type: str
     ) -> dict[str, Any]:
         boot = startup_script(spec, pinned_id=name)
-        image = str(getattr(spec, "image_id", None) or DEFAULT_IMAGE).removeprefix("docker:")
+        image = (image_for(spec) or DEFAULT_IMAGE).removeprefix("docker:")
         env = {
             "SKYLESS_BOOT": base64.b64encode(boot.encode()).decode(),
             "SKYLESS_REGION": spec.region,
@@ -196,7 +197,7 @@ class RunPod:
             "gpuCount": count,
             "cloudType": cloud_type,
             "dataCenterId": spec.region,
-            "containerDiskInGb": int(getattr(spec, "disk_size_gb", None) or DEFAULT_DISK_GB),
+            "containerDiskInGb": spec.disk_size_gb or DEFAULT_DISK_GB,
             "volumeInGb": 0,
             "minVcpuCount": 4 * count,
             "dockerArgs": 'bash -c \'echo "$SKYLESS_BOOT" | base64 -d > /tmp/skyless-boot.sh && '
