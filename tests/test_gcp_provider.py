@@ -308,3 +308,23 @@ def test_a_per_region_image_and_task_labels_reach_the_insert(provider: GcpComput
     body = fake_gcp.inserts[0]
     assert body["disks"][0]["initializeParams"]["sourceImage"] == "projects/p/global/images/central"
     assert body["labels"]["team"] == "ml-research" and body["labels"][MANAGED_TAG] == "true"
+
+
+def test_task_ports_open_one_firewall_rule_for_the_cluster_that_terminate_removes(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    provider.launch(spec(num_nodes=2, ports=("8080", "10000-10010")))
+    provider.launch(spec(num_nodes=2, ports=("8080", "10000-10010")))
+
+    [rule] = fake_gcp.firewalls.values()
+    assert rule["allowed"] == [{"IPProtocol": "tcp", "ports": ["8080", "10000-10010"]}]
+    assert rule["targetTags"] == [f"skyless-{CLUSTER}"]
+    assert all(body["tags"] == {"items": [f"skyless-{CLUSTER}"]} for body in fake_gcp.inserts)
+    provider.terminate(CLUSTER)
+    assert fake_gcp.firewalls == {} and fake_gcp.live() == []
+
+
+def test_a_task_without_ports_opens_nothing(provider: GcpCompute, fake_gcp: FakeGcp) -> None:
+    provider.launch(spec())
+
+    assert fake_gcp.firewalls == {} and "tags" not in fake_gcp.inserts[0]

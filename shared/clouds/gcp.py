@@ -62,6 +62,14 @@ def gcp_label(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:63]
 
 
+def network_tag(cluster_id: str) -> str:
+    return gcp_label(f"skyless-{cluster_id}")[:57]
+
+
+def firewall_name(cluster_id: str) -> str:
+    return f"{network_tag(cluster_id)}-ports"
+
+
 def request_id(spec: LaunchSpec, rank: int) -> str:
     return str(uuid.uuid5(REQUEST_NAMESPACE, f"{spec.attempt_id}/{spec.zone}/{spec.instance_type}/{rank}"))
 
@@ -141,6 +149,8 @@ class GcpCompute:
     def launch(self, spec: LaunchSpec) -> list[Node]:
         if not spec.zone:
             raise InvalidLaunchError("GCP launches need a zone")
+        if spec.ports:
+            self._open_ports(spec)
         present = {
             n.instance_id
             for n in self._listed(CLUSTER_TAG, spec.cluster_id, zone=spec.zone)
@@ -174,6 +184,8 @@ class GcpCompute:
         for node in self._listed(CLUSTER_TAG, cluster_id):
             if node.tags.get(STATUS_TAG) != "STOPPING":  # STOPPING: being deleted already
                 self._delete(node.zone or "", node.instance_id)
+        firewall = f"projects/{self.project}/global/firewalls/{firewall_name(cluster_id)}"
+        self.client.request("DELETE", firewall, missing_ok=(404,))
 
     def describe(self, cluster_id: str) -> list[Node]:
         return self._listed(CLUSTER_TAG, cluster_id)
@@ -220,11 +232,30 @@ class GcpCompute:
             "labels": labels,
             "scheduling": scheduling,
         }
+        if spec.ports:
+            body["tags"] = {"items": [network_tag(spec.cluster_id)]}
         if guest and count:
             body["guestAccelerators"] = [
                 {"acceleratorType": f"zones/{zone}/acceleratorTypes/{guest}", "acceleratorCount": count}
             ]
         return body
+
+    def _open_ports(self, spec: LaunchSpec) -> None:
+        """One ingress rule per cluster for the task's ports, aimed at the cluster's network tag."""
+        rule = {
+            "name": firewall_name(spec.cluster_id),
+            "network": self.network,
+            "direction": "INGRESS",
+            "sourceRanges": ["0.0.0.0/0"],
+            "targetTags": [network_tag(spec.cluster_id)],
+            "allowed": [{"IPProtocol": "tcp", "ports": [str(p) for p in spec.ports]}],
+            "description": f"skyless: task ports of {spec.cluster_id}",
+        }
+        rid = str(uuid.uuid5(REQUEST_NAMESPACE, f"{spec.attempt_id}/firewall"))
+        path = f"projects/{self.project}/global/firewalls"
+        operation = self.client.request("POST", path, params={"requestId": rid}, json=rule, missing_ok=(409,))
+        if operation is not None:
+            self._wait(operation)
 
     def _zone_path(self, zone: str) -> str:
         return f"projects/{self.project}/zones/{zone}"

@@ -29,6 +29,7 @@ NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 MACHINE_TYPE = re.compile(r"^(n1|n2|n2d|e2|c2|c3|g2|a2|a3|a4|m1)-[a-z]+-\d+g?$")
 LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+PORTS = re.compile(r"^\d{1,5}(-\d{1,5})?$")
 FILTER = re.compile(r'^labels\.([a-z0-9_-]+)\s*=\s*"?([^"\s]*)"?$')
 COMPUTE = re.compile(r"^/compute/v1/projects/(?P<project>[^/]+)/(?P<rest>.+)$")
 
@@ -59,6 +60,7 @@ class FakeGcp:
     operations: dict[str, dict[str, Any]] = field(default_factory=dict)
     request_ids: dict[str, str] = field(default_factory=dict)  # requestId -> operation name
     tokens: set[str] = field(default_factory=lambda: {STATIC_TOKEN})
+    firewalls: dict[str, dict[str, Any]] = field(default_factory=dict)
     stockout_zones: set[str] = field(default_factory=set)
     quota_regions: set[str] = field(default_factory=set)
     capacity_left: dict[str, int] = field(default_factory=dict)  # zone -> VMs it can still start
@@ -103,6 +105,8 @@ class FakeGcp:
             parts = match["rest"].split("/")
             if parts[:2] == ["aggregated", "instances"] and request.method == "GET":
                 return self._list(request, zone=None)
+            if parts[0] == "global":
+                return self._global(request, parts[1:])
             if len(parts) >= 3 and parts[0] == "zones":
                 zone, kind, rest = parts[1], parts[2], parts[3:]
                 if kind == "operations" and len(rest) == 1 and request.method == "GET":
@@ -114,6 +118,47 @@ class FakeGcp:
                 if kind == "instances" and len(rest) == 1 and request.method == "DELETE":
                     return self._delete(zone, rest[0])
             return _http_error(404, "notFound", f"The resource '{request.path}' was not found")
+
+    def _global(self, request: Request, parts: list[str]) -> Response:
+        if parts[:1] == ["operations"] and len(parts) == 2 and request.method == "GET":
+            return self._operation(parts[1])
+        if parts == ["firewalls"] and request.method == "POST":
+            return self._insert_firewall(request)
+        if parts[:1] == ["firewalls"] and len(parts) == 2 and request.method == "DELETE":
+            if self.firewalls.pop(parts[1], None) is None:
+                return _http_error(
+                    404, "notFound", f"The resource 'global/firewalls/{parts[1]}' was not found"
+                )
+            return json_response(self._new_operation("global", "delete", f"firewalls/{parts[1]}", None))
+        return _http_error(404, "notFound", f"The resource '{request.path}' was not found")
+
+    def _insert_firewall(self, request: Request) -> Response:
+        request_id = request.args.get("requestId")
+        if request_id and request_id in self.request_ids:
+            return json_response(self.operations[self.request_ids[request_id]])
+        body = request.get_json(silent=True) or {}
+        name = str(body.get("name", ""))
+        allowed = body.get("allowed") or []
+        ports_ok = all(
+            a.get("IPProtocol") in ("tcp", "udp") and all(PORTS.match(str(p)) for p in a.get("ports", []))
+            for a in allowed
+        )
+        tags_ok = all(NAME.match(str(t)) for t in body.get("targetTags") or [])
+        if (
+            not NAME.match(name)
+            or not allowed
+            or not ports_ok
+            or not tags_ok
+            or body.get("direction") != "INGRESS"
+        ):
+            return _http_error(400, "invalid", f"Invalid value for field 'resource': firewall {body}")
+        if name in self.firewalls:
+            return _http_error(409, "alreadyExists", f"The resource 'global/firewalls/{name}' already exists")
+        self.firewalls[name] = body
+        operation = self._new_operation("global", "insert", f"firewalls/{name}", None)
+        if request_id:
+            self.request_ids[request_id] = operation["name"]
+        return json_response(operation)
 
     def _token(self, request: Request) -> Response:
         if request.form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
@@ -152,7 +197,7 @@ class FakeGcp:
             message = f"The resource 'projects/{self.project}/zones/{zone}/instances/{name}' already exists"
             return _http_error(409, "alreadyExists", message)
         error = self._launch_fault(zone, body)
-        operation = self._new_operation(zone, "insert", name, error)
+        operation = self._new_operation(f"zones/{zone}", "insert", f"instances/{name}", error)
         if request_id:
             self.request_ids[request_id] = operation["name"]
         if error is None:
@@ -184,6 +229,8 @@ class FakeGcp:
             or scheduling.get("onHostMaintenance") != "TERMINATE"
         ):
             return "Invalid value for field 'resource.scheduling': Spot VMs cannot restart or migrate."
+        if not all(NAME.match(str(t)) for t in (body.get("tags") or {}).get("items", [])):
+            return f"Invalid value for field 'resource.tags.items': {body.get('tags')}"
         disks = body.get("disks") or []
         if not disks or not disks[0].get("initializeParams", {}).get("sourceImage"):
             return "Invalid value for field 'resource.disks': a boot disk with a source image is required."
@@ -235,7 +282,7 @@ class FakeGcp:
                 f"The resource 'projects/{self.project}/zones/{zone}/instances/{name}' was not found",
             )
         instance["status"] = "STOPPING"
-        return json_response(self._new_operation(zone, "delete", name, None))
+        return json_response(self._new_operation(f"zones/{zone}", "delete", f"instances/{name}", None))
 
     def _list(self, request: Request, zone: str | None) -> Response:
         for key, instance in list(self.instances.items()):
@@ -274,19 +321,23 @@ class FakeGcp:
 
     # -- operations ------------------------------------------------------------------------
 
-    def _new_operation(self, zone: str, kind: str, name: str, error: dict[str, Any] | None) -> dict[str, Any]:
+    def _new_operation(
+        self, scope: str, kind: str, target: str, error: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """`scope` is `zones/<zone>` or `global`; `target` is `instances/<name>` or `firewalls/<name>`."""
         op_name = f"operation-{next(self.ids)}"
-        zone_url = f"{self.url}/compute/v1/projects/{self.project}/zones/{zone}"
+        scope_url = f"{self.url}/compute/v1/projects/{self.project}/{scope}"
         operation: dict[str, Any] = {
             "kind": "compute#operation",
             "name": op_name,
-            "zone": zone_url,
             "operationType": kind,
-            "targetLink": f"{zone_url}/instances/{name}",
+            "targetLink": f"{scope_url}/{target}",
             "status": "PENDING",
-            "selfLink": f"{zone_url}/operations/{op_name}",
+            "selfLink": f"{scope_url}/operations/{op_name}",
             "_error": error,
         }
+        if scope != "global":
+            operation["zone"] = scope_url
         self.operations[op_name] = operation
         return {k: v for k, v in operation.items() if not k.startswith("_")}
 
