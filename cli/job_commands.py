@@ -247,17 +247,24 @@ def _parse_env(pairs: list[str]) -> dict[str, str]:
     return env
 
 
+PLACED_STATES = frozenset({"SETTING_UP", "RUNNING", "SUCCEEDED", "FAILED", "RECOVERING"})
+
+
 def _event_line(event: TimelineEvent, job: JobDetail) -> str:
-    text = f"[dim]{_clock(event.time)}[/dim] "
-    text += _state(event.state) if event.state else event.kind
-    if event.message:
-        text += f"  {_escape(event.message)}"
+    """`12:00:01 RUNNING  every node is running  aws/us-east-1 m5.large (spot)`; other events by kind."""
+    clock = f"[dim]{_clock(event.time)}[/dim] "
+    message = event.message or ""
+    if event.kind != "state" or not event.state:
+        return clock + f"  {_escape(event.kind)}: {_escape(message)}"
     detail: dict[str, Any] = event.detail or {}
     where = "/".join(str(detail[k]) for k in ("cloud", "region", "zone") if detail.get(k))
-    if where:
-        text += f"  [blue]{_escape(where)}[/blue]"
-    if detail.get("instance_type"):
-        text += f" {_escape(str(detail['instance_type']))}" + (" (spot)" if detail.get("use_spot") else "")
+    instance = str(detail.get("instance_type") or "")
+    spot = bool(detail.get("use_spot"))
+    if not where and event.state in PLACED_STATES and job.cloud:
+        where, instance, spot = _place(job), job.instance_type or "", bool(job.use_spot)
+    text = clock + _state(event.state) + (f"  {_escape(message)}" if message else "")
+    if where and where not in message:
+        text += f"  [blue]{_escape(where)}[/blue] {_escape(instance)}" + (" (spot)" if spot else "")
     return text
 
 

@@ -234,17 +234,24 @@ def local_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 
 def test_launch_with_nothing_configured_runs_the_job_on_the_local_runtime_to_the_end(
-    tmp_path: Path, local_home: Path
+    tmp_path: Path, local_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ok = _task_file(tmp_path, "name: ok\nresources:\n  cpus: 1+\nrun: echo the answer is 42\n", "ok.yaml")
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "data.txt").write_text("shipped with the workdir\n")
+    monkeypatch.chdir(tmp_path)
+    ok_text = "name: ok\nworkdir: code\nresources:\n  cpus: 1+\nrun: echo the answer is 42; cat data.txt\n"
+    ok = _task_file(tmp_path, ok_text, "ok.yaml")
     bad = _task_file(tmp_path, "name: bad\nresources:\n  cpus: 1+\nrun: echo failing; exit 3\n", "bad.yaml")
 
     succeeded = _run("launch", ok)
     failed = _run("launch", bad)
 
     assert succeeded.exit_code == 0, succeeded.output
-    for expected in ("PLANNED", "RUNNING", "SUCCEEDED", "the answer is 42"):
+    for expected in ("PLANNED", "SUCCEEDED", "the answer is 42", "shipped with the workdir"):
         assert expected in succeeded.output
+    running = next(line for line in succeeded.output.splitlines() if "RUNNING" in line)
+    assert "/" in running  # where it runs: cloud/region and the instance type
     assert failed.exit_code == 1, failed.output
     assert "FAILED" in failed.output and "failing" in failed.output
     assert (local_home / "local" / "runtime.json").exists()
