@@ -25,7 +25,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared.catalog import Catalog, build_catalog, default_sources, load_default_catalog
+from shared.catalog import Catalog, build_catalog, load_default_catalog
 from shared.catalog_files import offerings_csv_text, parse_offerings_csv
 from shared.errors import CatalogError
 from shared.object_store import ObjectStore
@@ -136,6 +136,25 @@ class StoredCatalogSource:
         return [o for rows in read_version(self.objects, self.version).values() for o in rows]
 
 
+@dataclass(frozen=True)
+class _BuiltRows:
+    """Rows of an already-built catalog, as a source: layering on the process's default catalog must not
+    read the built-in and imported files again (~0.6 s with a 90k-row import)."""
+
+    name: str
+    rows: tuple[Offering, ...]
+
+    def load(self) -> list[Offering]:
+        return list(self.rows)
+
+
+def _sources_of(catalog: Catalog) -> list[_BuiltRows]:
+    by_origin: dict[str, list[Offering]] = {}
+    for o in catalog.offerings:
+        by_origin.setdefault(catalog.origins.get(o.cloud, "built-in"), []).append(o)
+    return [_BuiltRows(name, tuple(by_origin[name])) for name in catalog.sources if name in by_origin]
+
+
 def ttl_seconds() -> float:
     """How long a warm process trusts its catalog before asking LATEST again (SKYLESS_CATALOG_TTL_SECONDS)."""
     raw = os.environ.get("SKYLESS_CATALOG_TTL_SECONDS")
@@ -183,7 +202,7 @@ class StoredCatalogLoader:
             try:
                 self.builds += 1
                 self._catalog = build_catalog(
-                    [*default_sources(), StoredCatalogSource(self.objects, pointer.version)]
+                    [*_sources_of(load_default_catalog()), StoredCatalogSource(self.objects, pointer.version)]
                 )
                 self.version = pointer.version
             except (ClientError, BotoCoreError, CatalogError, ValueError) as error:
