@@ -26,6 +26,7 @@ class Settings:
     api_url: str | None = None  # what node agents call back (SKYLESS_API_URL)
     heartbeat_seconds: int = 10
     silent_after_seconds: int = 60  # reconcile: a live node silent longer than this is lost
+    boot_grace_seconds: int = 600  # ... but a node that never reported gets this long to boot
     stuck_after_seconds: int = 300  # reconcile: PLANNED/PROVISIONING longer than this is re-driven
     max_wait_retries: int = 8  # WAITING rounds before "no capacity anywhere"
     max_transient_retries: int = 5
@@ -43,6 +44,7 @@ class Settings:
             api_url=env.get("SKYLESS_API_URL") or None,
             heartbeat_seconds=_env_int("SKYLESS_HEARTBEAT_SECONDS", 10),
             silent_after_seconds=_env_int("SKYLESS_SILENT_AFTER_SECONDS", 60),
+            boot_grace_seconds=_env_int("SKYLESS_BOOT_GRACE_SECONDS", 600),
             stuck_after_seconds=_env_int("SKYLESS_STUCK_AFTER_SECONDS", 300),
             max_wait_retries=_env_int("SKYLESS_MAX_WAIT_RETRIES", 8),
             max_transient_retries=_env_int("SKYLESS_MAX_TRANSIENT_RETRIES", 5),
@@ -75,6 +77,7 @@ class Settings:
             "SKYLESS_PROVIDERS": self.providers,
             "SKYLESS_HEARTBEAT_SECONDS": str(self.heartbeat_seconds),
             "SKYLESS_SILENT_AFTER_SECONDS": str(self.silent_after_seconds),
+            "SKYLESS_BOOT_GRACE_SECONDS": str(self.boot_grace_seconds),
             "SKYLESS_STUCK_AFTER_SECONDS": str(self.stuck_after_seconds),
             "SKYLESS_MAX_WAIT_RETRIES": str(self.max_wait_retries),
             "SKYLESS_MAX_TRANSIENT_RETRIES": str(self.max_transient_retries),

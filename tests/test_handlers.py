@@ -195,3 +195,16 @@ def test_reconcile_redrives_a_planned_job_whose_launch_message_was_lost(
     assert reconcile_handler(fixture_event("scheduled_event.json"), None)["actions"]["redriven"] == [job_id]
     deliver(queues, "provision")
     assert get_job(stack, job_id, owner=None).state == JobState.SETTING_UP
+
+
+def test_reconcile_gives_a_node_that_never_reported_the_boot_grace_before_calling_it_lost(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = submit_job(stack, owner="alice", task_text=TASK.format(spot="true", strategy="FAILOVER")).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    monkeypatch.setenv("SKYLESS_SILENT_AFTER_SECONDS", "0")
+    time.sleep(0.2)
+    assert reconcile_handler(fixture_event("scheduled_event.json"), None)["actions"] == {}
+    monkeypatch.setenv("SKYLESS_BOOT_GRACE_SECONDS", "0")
+    assert reconcile_handler(fixture_event("scheduled_event.json"), None)["actions"]["recovered"] == [job_id]

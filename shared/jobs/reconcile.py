@@ -45,7 +45,9 @@ def _check_job(wiring: Wiring, job: JobModel, now: float, done: dict[str, list[s
             if node.get("phase") in ("succeeded", "failed"):
                 continue
             last = float(node.get("heartbeat_at") or cluster.launched_at)
-            if now - last > settings.silent_after_seconds:
+            booting = node.get("phase") == "launched"
+            allowed = settings.boot_grace_seconds if booting else settings.silent_after_seconds
+            if now - last > allowed:
                 since = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
                 cause = f"node rank {int(node['rank'])} ({instance_id}) silent since {since}"
                 if cluster.use_spot:
