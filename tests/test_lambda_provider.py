@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 from fakes.lambda_cloud import FakeLambdaCloud
 
@@ -138,7 +141,7 @@ def test_a_refused_api_key_is_an_auth_error(fake_lambda: FakeLambdaCloud) -> Non
 
 
 def test_no_api_key_at_all_is_an_auth_error_that_says_where_to_put_one(
-    fake_lambda: FakeLambdaCloud, monkeypatch: pytest.MonkeyPatch, tmp_path: object
+    fake_lambda: FakeLambdaCloud, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("LAMBDA_API_KEY")
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -177,3 +180,18 @@ def test_without_any_ssh_key_one_named_skyless_is_created(fake_lambda: FakeLambd
 def test_an_unreachable_endpoint_is_transient() -> None:
     with pytest.raises(TransientCloudError):
         LambdaCloud("key", base_url="http://127.0.0.1:9/api/v1").list_owned()
+
+
+def test_the_boot_script_makes_the_agent_report_the_node_name_as_its_instance_id(
+    provider: LambdaCloud, fake_lambda: FakeLambdaCloud, tmp_path: Path
+) -> None:
+    provider.launch(spec(num_nodes=2))
+    script = fake_lambda.launches[1]["user_data"]
+    # Run the script up to the agent start, in a scratch folder, and print what the agent would be given.
+    head = script.split("\ntouch /var/log/skyless-agent.log", 1)[0].replace("/opt/skyless", str(tmp_path))
+    probe = head + '\necho "$SKYLESS_INSTANCE_ID $SKYLESS_JOB_ID"\n'
+
+    result = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30, check=True)
+
+    assert result.stdout.split() == ["skyless-job-0123456789ab-1-001", "job-0123456789ab"]
+    assert (tmp_path / "agent.py").read_text().startswith('"""')
