@@ -167,3 +167,26 @@ def test_a_failure_report_that_loses_a_race_is_applied_on_a_fresh_read(
     monkeypatch.setattr(store_class, "move", move_losing_once)
     report_all(stack, job_id, "failed", exit_code=1)
     assert lost and view(stack, job_id).state == JobState.FAILED
+
+
+def test_the_launch_carries_the_tasks_image_disk_ports_and_labels(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    specs: list[Any] = []
+    real_launch = LocalCloud.launch
+
+    def recording_launch(self: LocalCloud, spec: Any) -> Any:
+        specs.append(spec)
+        return real_launch(self, spec)
+
+    monkeypatch.setattr(LocalCloud, "launch", recording_launch)
+    extra = (
+        "use_spot: true\n  image_id: ami-0123\n  disk_size: 100\n  ports: [8080, 10000-10010]\n"
+        "  labels:\n    team: ml"
+    )
+    job_id = submit_job(stack, owner="alice", task_text=TASK.replace("use_spot: true", extra)).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    [spec] = specs
+    assert (spec.image_id, spec.disk_size_gb, spec.ports) == ("ami-0123", 100, ("8080", "10000-10010"))
+    assert spec.labels == {"team": "ml"} and spec.job_id == job_id

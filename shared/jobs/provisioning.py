@@ -28,6 +28,7 @@ from shared.jobs.blocks import (
 from shared.jobs.messages import ProvisionMessage, cluster_id_for, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, plan_of
+from shared.jobs.task_records import load_pipeline_of
 from shared.jobs.tokens import agent_token, token_hash
 from shared.plan import Block, Candidate
 from shared.states import JobState, is_terminal
@@ -107,6 +108,20 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
     return _wait_or_give_up(wiring, job, blocks, tried)
 
 
+def task_launch_fields(wiring: Wiring, job: JobModel) -> dict[str, Any]:
+    """What the task's resources say about the VM beyond its shape: image, disk, ports, labels."""
+    resources = load_pipeline_of(wiring, job).tasks[int(job.task_index)].resources
+    ports = resources.ports
+    listed = [] if ports is None else ports if isinstance(ports, list) else [ports]
+    disk = resources.disk_size_gib()
+    return {
+        "image_id": resources.image_id,
+        "disk_size_gb": None if disk is None else int(disk),
+        "ports": tuple(str(p) for p in listed),
+        "labels": dict(resources.labels or {}),
+    }
+
+
 def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
     provider = wiring.providers.provider_for(candidate.cloud)
     cluster_id = cluster_id_for(job.job_id, int(job.attempt))
@@ -125,6 +140,7 @@ def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
             "SKYLESS_API_URL": wiring.settings.api_url or "",
             "SKYLESS_AGENT_TOKEN": agent_token(wiring.settings, job.job_id, int(job.attempt)),
         },
+        **task_launch_fields(wiring, job),
     )
     return provider.launch(spec)
 
