@@ -242,10 +242,13 @@ def test_a_key_file_signed_by_another_key_is_an_auth_error(
         GcpCompute.from_env().list_owned()
 
 
-def test_no_credentials_is_an_auth_error_naming_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_credentials_is_an_auth_error_naming_what_to_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     for name in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_OAUTH_ACCESS_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
 
     with pytest.raises(CloudAuthError, match="GOOGLE_APPLICATION_CREDENTIALS"):
         GcpCompute.from_env().list_owned()
@@ -328,3 +331,18 @@ def test_a_task_without_ports_opens_nothing(provider: GcpCompute, fake_gcp: Fake
     provider.launch(spec())
 
     assert fake_gcp.firewalls == {} and "tags" not in fake_gcp.inserts[0]
+
+
+def test_gcloud_application_default_credentials_work_without_any_variable(
+    fake_gcp: FakeGcp, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "application_default_credentials.json").write_text(
+        json.dumps(fake_gcp.authorized_user_info())
+    )
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+
+    nodes = GcpCompute.from_env().launch(spec())
+
+    assert len(nodes) == 1 and fake_gcp.token_grants == 1

@@ -1,7 +1,10 @@
-"""GCP access tokens, kept simple: a static `GOOGLE_OAUTH_ACCESS_TOKEN`, or a service-account key file
-(`GOOGLE_APPLICATION_CREDENTIALS`) exchanged at its `token_uri` with a signed JWT (RFC 7523), cached
-until a minute before it expires. The project comes from `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`
-or the key file's `project_id`."""
+"""GCP access tokens, kept simple: a static `GOOGLE_OAUTH_ACCESS_TOKEN`, or a credentials file —
+`GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's application-default credentials
+(`$CLOUDSDK_CONFIG` or ~/.config/gcloud/application_default_credentials.json). A service-account key is
+exchanged at its `token_uri` with a signed JWT (RFC 7523); an `authorized_user` file (from
+`gcloud auth application-default login`) with its refresh token. Tokens are cached until a minute before
+they expire. The project comes from `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT` or the file's
+`project_id` / `quota_project_id`."""
 
 from __future__ import annotations
 
@@ -23,7 +26,15 @@ from shared.clouds.rest_client import new_http_client
 
 SCOPE = "https://www.googleapis.com/auth/compute"
 JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-HELP = "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, or GOOGLE_OAUTH_ACCESS_TOKEN"
+HELP = (
+    "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run "
+    "`gcloud auth application-default login`, or set GOOGLE_OAUTH_ACCESS_TOKEN"
+)
+DEFAULT_TOKEN_URI = "https://oauth2.googleapis.com/token"
+KINDS = {
+    "service_account": {"client_email", "private_key"},
+    "authorized_user": {"client_id", "client_secret", "refresh_token"},
+}
 
 
 def _b64(data: bytes) -> str:
@@ -59,21 +70,25 @@ class GcpTokenSource:
     def from_env(cls) -> GcpTokenSource:
         if token := os.environ.get("GOOGLE_OAUTH_ACCESS_TOKEN"):
             return cls(static_token=token)
-        path = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
-        if not path:
+        named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        gcloud = Path(os.environ.get("CLOUDSDK_CONFIG") or Path.home() / ".config" / "gcloud")
+        path = Path(named).expanduser() if named else gcloud / "application_default_credentials.json"
+        if not named and not path.is_file():
             return cls()
         try:
-            info = json.loads(Path(path).expanduser().read_text())
+            info = json.loads(path.read_text())
         except (OSError, ValueError) as error:
-            raise CloudAuthError(f"cannot read GOOGLE_APPLICATION_CREDENTIALS {path}: {error}") from error
-        if info.get("type") != "service_account" or not {"client_email", "private_key"} <= info.keys():
-            raise CloudAuthError(f"{path} is not a service-account key file ({HELP})")
-        info.setdefault("token_uri", "https://oauth2.googleapis.com/token")
+            raise CloudAuthError(f"cannot read GCP credentials {path}: {error}") from error
+        needed = KINDS.get(str(info.get("type")))
+        if needed is None or not needed <= info.keys():
+            raise CloudAuthError(f"{path} is not a service-account key or authorized_user file ({HELP})")
+        info.setdefault("token_uri", DEFAULT_TOKEN_URI)
         return cls(key_info=info)
 
     @property
     def project_hint(self) -> str | None:
-        return (self.key_info or {}).get("project_id")
+        info = self.key_info or {}
+        return info.get("project_id") or info.get("quota_project_id")
 
     def token(self) -> str:
         if self.static_token:
@@ -88,7 +103,16 @@ class GcpTokenSource:
     def _exchange(self) -> tuple[str, float]:
         assert self.key_info is not None
         now = time.time()
-        form = {"grant_type": JWT_GRANT, "assertion": signed_jwt(self.key_info, now)}
+        info = self.key_info
+        if info["type"] == "authorized_user":
+            form = {
+                "grant_type": "refresh_token",
+                "client_id": info["client_id"],
+                "client_secret": info["client_secret"],
+                "refresh_token": info["refresh_token"],
+            }
+        else:
+            form = {"grant_type": JWT_GRANT, "assertion": signed_jwt(info, now)}
         try:
             with new_http_client() as http:
                 response = http.post(self.key_info["token_uri"], data=form)
@@ -97,6 +121,6 @@ class GcpTokenSource:
         if response.status_code >= 500 or response.status_code == 429:
             raise TransientCloudError(f"GCP token endpoint answered {response.status_code}")
         if response.status_code != 200:
-            raise CloudAuthError(f"GCP refused the service-account key: {response.text[:300]}")
+            raise CloudAuthError(f"GCP refused the {info['type']} credentials: {response.text[:300]}")
         body = response.json()
         return str(body["access_token"]), now + float(body.get("expires_in", 3600))

@@ -24,6 +24,7 @@ from fakes.http_server import FakeServer, json_response
 
 PROJECT = "skyless-test"
 STATIC_TOKEN = "ya29.static-test-token"
+REFRESH_TOKEN = "1//fake-refresh-token"
 CLIENT_EMAIL = "skyless@skyless-test.iam.gserviceaccount.com"
 NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 MACHINE_TYPE = re.compile(r"^(n1|n2|n2d|e2|c2|c3|g2|a2|a3|a4|m1)-[a-z]+-\d+g?$")
@@ -160,7 +161,22 @@ class FakeGcp:
             self.request_ids[request_id] = operation["name"]
         return json_response(operation)
 
+    def authorized_user_info(self) -> dict[str, str]:
+        """What `gcloud auth application-default login` writes (plus a token_uri aimed at the fake)."""
+        return {
+            "type": "authorized_user",
+            "client_id": "fake-client.apps.googleusercontent.com",
+            "client_secret": "fake-client-secret",
+            "refresh_token": REFRESH_TOKEN,
+            "quota_project_id": self.project,
+            "token_uri": f"{self.url}/token",
+        }
+
     def _token(self, request: Request) -> Response:
+        if request.form.get("grant_type") == "refresh_token":
+            if request.form.get("refresh_token") != REFRESH_TOKEN:
+                return json_response({"error": "invalid_grant", "error_description": "Bad Request"}, 400)
+            return self._grant()
         if request.form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
             return json_response({"error": "unsupported_grant_type"}, status=400)
         try:
@@ -177,6 +193,9 @@ class FakeGcp:
             return json_response({"error": "invalid_grant", "error_description": "Invalid JWT claims."}, 400)
         if payload.get("exp", 0) < time.time():
             return json_response({"error": "invalid_grant", "error_description": "Token has expired."}, 400)
+        return self._grant()
+
+    def _grant(self) -> Response:
         self.token_grants += 1
         token = f"ya29.granted-{self.token_grants}"
         self.tokens.add(token)
