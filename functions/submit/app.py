@@ -12,7 +12,8 @@ from typing import Any
 
 from chalice import Chalice, Response
 
-from functions.submit import job_views
+from functions.submit import gateway_events, job_views
+from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.openapi import build_openapi
 from functions.submit.route_table import ROUTES, Auth, QueryParam, RouteSpec, int_param, register_route
 from shared.api_models import (
@@ -33,6 +34,16 @@ from shared.config import Settings
 from shared.store.users import User
 
 app = Chalice(app_name="skyless")
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The Lambda entry point behind API Gateway's catch-all route (HTTP API payload 2.0 or REST proxy)."""
+    if is_routed(event, app.routes):
+        return app(event, context)
+    rest_event = to_rest_event(event, app.routes)
+    if rest_event is None:
+        return gateway_events.not_found(event.get("rawPath") or event.get("path") or "/")
+    return gateway_events.for_payload(event, app(rest_event, context))
 
 
 def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> User | None:
