@@ -148,13 +148,14 @@ def test_a_wrong_api_key_is_an_auth_error(fake_runpod: FakeRunPod) -> None:
         RunPod("rpa_WRONG", base_url=fake_runpod.url).list_owned()
 
 
+@pytest.mark.parametrize("section", ["[default]\n", ""])
 def test_the_api_key_is_read_from_the_runpod_cli_config(
-    fake_runpod: FakeRunPod, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    fake_runpod: FakeRunPod, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, section: str
 ) -> None:
     monkeypatch.delenv("RUNPOD_API_KEY")
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".runpod").mkdir()
-    (tmp_path / ".runpod" / "config.toml").write_text(f'[default]\napi_key = "{fake_runpod.api_key}"\n')
+    (tmp_path / ".runpod" / "config.toml").write_text(f'{section}api_key = "{fake_runpod.api_key}"\n')
 
     assert RunPod.from_env().list_owned() == []
 

@@ -107,9 +107,11 @@ def api_key_from_env() -> str | None:
     path = CONFIG_FILE.expanduser()
     if path.exists():
         try:
-            return tomllib.loads(path.read_text()).get("default", {}).get("api_key")
+            config = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError:
             return None
+        profile = config.get("default", config)  # the profile, or a flat file (as skyless check reads it)
+        return profile.get("api_key") if isinstance(profile, dict) else None
     return None
 
 
