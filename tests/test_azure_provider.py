@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import base64
+import json
+import os
+import time
+from pathlib import Path
 
 import pytest
 from conftest import QueueDriver
@@ -194,10 +198,13 @@ def test_a_wrong_client_secret_is_an_auth_error(
         AzureCompute.from_env().list_owned()
 
 
-def test_missing_credentials_are_an_auth_error_naming_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_credentials_are_an_auth_error_naming_the_variables(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     for name in ("AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "s")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no az CLI either
 
     with pytest.raises(CloudAuthError, match="AZURE_CLIENT_SECRET"):
         AzureCompute.from_env().list_owned()
@@ -282,3 +289,35 @@ def test_task_labels_become_tags_without_overriding_skylesss_own(
 
     tags = fake_azure.vm_creates[0]["tags"]
     assert tags["team"] == "ml" and tags[MANAGED_TAG] == "true"
+
+
+def test_an_az_cli_login_is_used_when_there_is_no_service_principal(
+    fake_azure: FakeAzure, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`az` here is a stand-in executable that prints what `az account get-access-token` prints."""
+    fake_azure.tokens.add("cli-token")
+    answer = json.dumps(
+        {"accessToken": "cli-token", "expires_on": int(time.time()) + 3600, "tokenType": "Bearer"}
+    )
+    (tmp_path / "az").write_text(f"#!/bin/sh\necho '{answer}'\n")
+    (tmp_path / "az").chmod(0o755)
+    profile = {"subscriptions": [{"id": fake_azure.subscription, "name": "dev", "isDefault": True}]}
+    (tmp_path / "azureProfile.json").write_text(json.dumps(profile))
+    for name in ("AZURE_CLIENT_SECRET", "AZURE_SUBSCRIPTION_ID"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AZURE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+
+    assert len(AzureCompute.from_env().launch(spec())) == 1
+
+
+def test_without_principal_or_az_the_auth_error_says_to_run_az_login(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "s")
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    with pytest.raises(CloudAuthError, match="az login"):
+        AzureCompute.from_env().list_owned()

@@ -24,7 +24,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from shared.clouds.azure_arm import DEFAULT_ARM_URL, ArmClient, AzureCredentials
+from shared.clouds.azure_arm import DEFAULT_ARM_URL, ArmClient, AzureCredentials, cli_default_subscription
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node
 from shared.clouds.errors import CloudError, InvalidLaunchError
 from shared.clouds.node_names import node_name
@@ -101,7 +101,7 @@ class AzureCompute:
     def from_env(cls) -> AzureCompute:
         env = os.environ
         arm = ArmClient(
-            env.get("AZURE_SUBSCRIPTION_ID"),
+            env.get("AZURE_SUBSCRIPTION_ID") or cli_default_subscription(),
             AzureCredentials.from_env(),
             env.get("SKYLESS_AZURE_ARM_URL", DEFAULT_ARM_URL),
             poll_seconds=float(env.get("SKYLESS_AZURE_POLL_SECONDS", "3")),

@@ -4,14 +4,20 @@ error codes mapped to the taxonomy.
 
 Credentials are the variables azure-identity's EnvironmentCredential reads: `AZURE_TENANT_ID`,
 `AZURE_CLIENT_ID`, `AZURE_CLIENT_SECRET`, and `AZURE_AUTHORITY_HOST` (default
-https://login.microsoftonline.com; tests point it at a fake)."""
+https://login.microsoftonline.com; tests point it at a fake). Without a full service principal, an
+`az login` session is used through `az account get-access-token`, and the subscription defaults to the
+CLI's default one (~/.azure/azureProfile.json, or `$AZURE_CONFIG_DIR`)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -45,7 +51,19 @@ AUTH_CODES = {
     "InvalidAuthenticationTokenTenant",
 }
 TRANSIENT_CODES = {"TooManyRequests", "RetryableError", "InternalServerError", "ServerTimeout", "Conflict"}
-HELP = "set AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET and AZURE_SUBSCRIPTION_ID"
+HELP = (
+    "run `az login`, or set AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET and AZURE_SUBSCRIPTION_ID"
+)
+
+
+def cli_default_subscription() -> str | None:
+    folder = Path(os.environ.get("AZURE_CONFIG_DIR") or Path.home() / ".azure")
+    try:
+        profile = json.loads((folder / "azureProfile.json").read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError):
+        return None
+    default = next((s for s in profile.get("subscriptions") or [] if s.get("isDefault")), None)
+    return str(default["id"]) if default and default.get("id") else None
 
 
 def classify_arm_codes(code: str, message: str, status: int) -> CloudError:
@@ -89,13 +107,40 @@ class AzureCredentials:
             authority=env.get("AZURE_AUTHORITY_HOST", DEFAULT_AUTHORITY).rstrip("/"),
         )
 
+    @property
+    def has_principal(self) -> bool:
+        return bool(self.tenant_id and self.client_id and self.client_secret)
+
     def token(self) -> str:
-        if not (self.tenant_id and self.client_id and self.client_secret):
-            raise CloudAuthError(f"no Azure service principal: {HELP}")
         with self._lock:
             if self._token is None or time.time() > self._expires_at - 60:
-                self._token, self._expires_at = self._exchange()
+                self._token, self._expires_at = self._exchange() if self.has_principal else self._from_cli()
             return self._token
+
+    def _from_cli(self) -> tuple[str, float]:
+        az = shutil.which("az")
+        if az is None:
+            raise CloudAuthError(f"no Azure credentials: {HELP}")
+        command = [
+            az,
+            "account",
+            "get-access-token",
+            "--resource",
+            "https://management.azure.com/",
+            "-o",
+            "json",
+        ]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        except subprocess.TimeoutExpired as error:
+            raise TransientCloudError("`az account get-access-token` timed out") from error
+        if done.returncode != 0:
+            raise CloudAuthError(
+                f"`az account get-access-token` failed: {done.stderr.strip()[:300]} ({HELP})"
+            )
+        answer = json.loads(done.stdout)
+        expires = float(answer.get("expires_on") or time.time() + 300)
+        return str(answer["accessToken"]), expires
 
     def _exchange(self) -> tuple[str, float]:
         form = {
