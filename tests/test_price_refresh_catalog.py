@@ -253,3 +253,17 @@ def test_refresh_then_the_optimize_handlers_next_plan_uses_the_new_price(
         moved = refresh_handler({}, None)
         assert moved["new_version"] and moved["version"] != first["version"]
         assert planned_price(stack, queues) == 0.07
+
+
+def test_a_refresh_after_a_broken_version_starts_from_the_built_in_prices(stack: Settings):
+    objects = S3ObjectStore(stack)
+    first = refresh_catalog(
+        objects, [Quoting("azure", PriceQuote("eastus", None, "Standard_D2s_v5", 0.05))], base=BASE
+    )
+    objects.put_text(f"catalog/{first.version}/azure.csv", "not,a,catalog\n")
+    second = refresh_catalog(
+        objects, [Quoting("azure", PriceQuote("westus2", None, "Standard_D2s_v5", 0.06))], base=BASE
+    )
+    assert second.new_version
+    assert {o.region: o.price for o in read_version(objects, second.version or "")["azure"]} == {
+        "eastus": 0.096, "westus2": 0.06}  # fmt: skip

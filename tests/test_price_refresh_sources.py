@@ -10,11 +10,12 @@ from fakes_pricing.gcp_billing import SkusApi
 from fakes_pricing.gcp_billing import sku as gcp_sku
 from fakes_pricing.lambda_cloud import InstanceTypesApi, instance_type
 from fakes_pricing.runpod_graphql import GraphqlApi, gpu_type
-from fakes_pricing.server import FakeServer
+from fakes_pricing.server import FakeServer, Request
 
 from shared.config import Settings
 from shared.errors import UserError
 from shared.offering import Offering
+from shared.price_refresh import azure_prices
 from shared.price_refresh.aws_prices import AwsPriceFetcher
 from shared.price_refresh.azure_prices import AzurePriceFetcher
 from shared.price_refresh.gcp_prices import GcpPriceFetcher
@@ -222,3 +223,34 @@ def test_gcp_bad_api_key_is_a_price_source_error_with_googles_status():
         pytest.raises(PriceSourceError, match="INVALID_ARGUMENT"),
     ):
         GcpPriceFetcher("wrong", f"{server.url}/v1").fetch(GCP_BASE)
+
+
+def test_azure_reads_a_whole_region_when_the_catalog_has_many_sizes_there(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(azure_prices, "MAX_SIZES_FILTERED", 1)
+    items = [
+        vm_item("eastus", "Standard_D2s_v5", 0.096),
+        vm_item("eastus", "Standard_D4s_v5", 0.192),  # not a catalog size: read, then dropped
+        vm_item("eastus", "Standard_NC24ads_A100_v4", 3.673),
+    ]
+    api = RetailPricesApi(items, page_size=2)
+    with FakeServer(api) as server:
+        api.base_url = server.url
+        prices = AzurePriceFetcher(f"{server.url}/api/retail/prices").fetch(AZURE_BASE[:2])
+    assert {(q.instance_type, q.price) for q in prices.quotes} == {
+        ("Standard_D2s_v5", 0.096), ("Standard_NC24ads_A100_v4", 3.673)}  # fmt: skip
+    assert all("armSkuName" not in r.query.get("$filter", "") for r in server.requests)
+
+
+def test_one_failing_region_is_a_problem_and_the_others_still_count():
+    api = RetailPricesApi([vm_item("eastus", "Standard_D2s_v5", 0.09)])
+
+    def westeurope_down(request: Request) -> tuple[int, object]:
+        if "westeurope" in request.query.get("$filter", ""):
+            return 503, {"Error": {"Code": "ServiceUnavailable", "Message": "try later"}}
+        return api(request)
+
+    with FakeServer(westeurope_down) as server:
+        api.base_url = server.url
+        prices = AzurePriceFetcher(f"{server.url}/api/retail/prices").fetch(AZURE_BASE)
+    assert [q.region for q in prices.quotes] == ["eastus"]
+    assert len(prices.problems) == 1 and prices.problems[0].startswith("westeurope: HTTP 503")

@@ -18,6 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
+from shared.price_refresh.regional import quotes_by_region
 
 SOURCE = "ec2:DescribeSpotPriceHistory + pricing:GetProducts"
 PRICING_REGION = "us-east-1"
@@ -46,17 +47,16 @@ class AwsPriceFetcher:
         for o in base:
             types_by_region.setdefault(o.region, set()).add(o.instance_type)
         pricing = self._client("pricing", PRICING_REGION, self.pricing_endpoint_url)
-        quotes: list[PriceQuote] = []
-        problems: list[str] = []
-        for region, types in sorted(types_by_region.items()):
-            try:
-                ec2 = self._client("ec2", region, self.endpoint_url)
-                quotes.extend(spot_quotes(ec2, region, sorted(types)))
-                quotes.extend(on_demand_quotes(pricing, region, types))
-            except (ClientError, BotoCoreError, PriceSourceError) as error:
-                problems.append(f"{region}: {error}")
-        if types_by_region and len(problems) == len(types_by_region):
-            raise PriceSourceError(f"every region failed, first: {problems[0]}")
+        # clients are thread-safe once made; making them is not (the default session)
+        ec2 = {region: self._client("ec2", region, self.endpoint_url) for region in types_by_region}
+
+        def region_quotes(region: str) -> list[PriceQuote]:
+            types = types_by_region[region]
+            return spot_quotes(ec2[region], region, sorted(types)) + on_demand_quotes(pricing, region, types)
+
+        quotes, problems = quotes_by_region(
+            types_by_region, region_quotes, (ClientError, BotoCoreError, PriceSourceError)
+        )
         return ProviderPrices(self.cloud, SOURCE, tuple(quotes), problems=tuple(problems))
 
 

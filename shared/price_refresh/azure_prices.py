@@ -15,10 +15,12 @@ import httpx
 from shared.clouds.rest_client import new_http_client
 from shared.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
+from shared.price_refresh.regional import quotes_by_region
 
 DEFAULT_URL = "https://prices.azure.com/api/retail/prices"
 API_VERSION = "2023-01-01-preview"
 SIZES_PER_QUERY = 15  # keeps each $filter well under URL limits
+MAX_SIZES_FILTERED = 45  # more sizes than this in a region: read the region's whole price list instead
 MAX_PAGES = 200
 
 
@@ -33,25 +35,29 @@ class AzurePriceFetcher:
         sizes_by_region: dict[str, set[str]] = {}
         for o in base:
             sizes_by_region.setdefault(o.region, set()).add(o.instance_type)
-        quotes: list[PriceQuote] = []
-        problems: list[str] = []
-        for region, sizes in sorted(sizes_by_region.items()):
-            try:
-                quotes.extend(self._region_quotes(region, sorted(sizes)))
-            except (httpx.HTTPError, PriceSourceError) as error:
-                problems.append(f"{region}: {error}")
-        if sizes_by_region and len(problems) == len(sizes_by_region):
-            raise PriceSourceError(f"every region failed, first: {problems[0]}")
+        quotes, problems = quotes_by_region(
+            sizes_by_region,
+            lambda region: self._region_quotes(region, sorted(sizes_by_region[region])),
+            (httpx.HTTPError, PriceSourceError),
+        )
         return ProviderPrices(self.cloud, f"Azure Retail Prices API ({self.url})", tuple(quotes),
                               problems=tuple(problems))  # fmt: skip
 
     def _region_quotes(self, region: str, sizes: list[str]) -> list[PriceQuote]:
         on_demand: dict[str, tuple[str, float]] = {}
         spot: dict[str, tuple[str, float]] = {}
-        for start in range(0, len(sizes), SIZES_PER_QUERY):
-            for item in self._items(retail_filter(region, sizes[start : start + SIZES_PER_QUERY])):
+        if len(sizes) > MAX_SIZES_FILTERED:  # fewer requests to read the whole region and keep ours
+            filters = [retail_filter(region, ())]
+        else:
+            filters = [
+                retail_filter(region, sizes[i : i + SIZES_PER_QUERY])
+                for i in range(0, len(sizes), SIZES_PER_QUERY)
+            ]
+        wanted = set(sizes)
+        for odata_filter in filters:
+            for item in self._items(odata_filter):
                 parsed = parse_retail_item(item)
-                if parsed is None:
+                if parsed is None or parsed[0] not in wanted:
                     continue
                 size, is_spot, price, since = parsed
                 prices = spot if is_spot else on_demand
@@ -84,11 +90,11 @@ class AzurePriceFetcher:
 
 
 def retail_filter(region: str, sizes: Sequence[str]) -> str:
-    names = " or ".join(f"armSkuName eq '{size}'" for size in sizes)
-    return (
-        f"serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
-        f"and armRegionName eq '{region}' and ({names})"
-    )
+    """Linux and Windows, on demand, spot and low priority alike: the API cannot filter on OS."""
+    text = f"serviceName eq 'Virtual Machines' and priceType eq 'Consumption' and armRegionName eq '{region}'"
+    if sizes:
+        text += " and (" + " or ".join(f"armSkuName eq '{size}'" for size in sizes) + ")"
+    return text
 
 
 def parse_retail_item(item: dict[str, Any]) -> tuple[str, bool, float, str] | None:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.catalog import Catalog, build_catalog, default_sources
+from shared.errors import CatalogError
 from shared.object_store import ObjectStore
 from shared.offering import Offering
 from shared.price_refresh.merge import apply_prices, carry_previous_prices
@@ -58,7 +59,12 @@ def refresh_catalog(
     now = now or datetime.now(UTC)
     base = base or build_catalog(default_sources())
     latest = read_latest(objects)
-    previous: dict[str, list[Offering]] = read_version(objects, latest.version) if latest else {}
+    previous: dict[str, list[Offering]] = {}
+    if latest is not None:
+        try:
+            previous = read_version(objects, latest.version)
+        except (CatalogError, ValueError) as error:  # start over from the built-in prices
+            logger.error("catalog version %s unreadable (%s): refreshing without it", latest.version, error)
     rows_by_cloud: dict[str, list[Offering]] = {}
     status: dict[str, dict[str, Any]] = {}
     for fetcher in fetchers:
@@ -89,7 +95,8 @@ def refresh_catalog(
             "rows": stats.rows,
             "problems": list(prices.problems)[:20],
         }
-        rows_by_cloud[cloud] = rows
+        if rows:
+            rows_by_cloud[cloud] = rows
     pointer = write_version(objects, rows_by_cloud, status, now) if rows_by_cloud else None
     report = RefreshReport(
         checked_at=now.isoformat(timespec="seconds"),
