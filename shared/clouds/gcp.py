@@ -276,10 +276,16 @@ class GcpCompute:
             if time.monotonic() > deadline:
                 raise TransientCloudError(f"GCP operation {operation.get('name')} still running")
             time.sleep(self.poll_seconds)
-            operation = self.client.request("GET", operation["selfLink"])
+            operation = self.client.request("GET", self._operation_path(operation))
         if operation.get("error"):
             raise classify_operation_error(operation)
         return operation
+
+    def _operation_path(self, operation: dict[str, Any]) -> str:
+        """Relative to our base URL (not the operation's selfLink), so an overridden endpoint is kept."""
+        zone = str(operation.get("zone", "")).rsplit("/", 1)[-1]
+        scope = f"zones/{zone}" if zone else "global"
+        return f"projects/{self.project}/{scope}/operations/{operation['name']}"
 
     def _delete(self, zone: str, name: str) -> None:
         self.client.request("DELETE", f"{self._zone_path(zone)}/instances/{name}", missing_ok=(404,))
