@@ -112,12 +112,13 @@ def reap_orphans(
     marks = marks_model(wiring.settings)
     report = SweepReport()
     jobs: dict[str, JobModel | None] = {}
-    for provider in wiring.providers.all_providers():
+    for name in sorted(set(wiring.providers.mapping.values())):
         try:
+            provider = wiring.providers.build(name)
             clusters = _owned_clusters(provider)
-        except CloudError as error:
-            log.warning("reaper: cannot list %s: %s", provider.name, error.message)
-            report.failed.append(provider.name)
+        except CloudError as error:  # one cloud's refusal must not shelter the others' orphans
+            log.warning("reaper: cannot list %s: %s", name, error.message)
+            report.failed.append(name)
             continue
         prefix = f"mark#{provider.name}#"
         seen_before = marks.query(MARKS_PARTITION, marks.at.startswith(prefix), consistent_read=True)

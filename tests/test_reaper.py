@@ -166,6 +166,20 @@ def test_a_crash_between_vm_created_and_vm_recorded_never_leaks_the_vm(
     assert set(running(stack).values()) == {job.job_id}
 
 
+def test_a_cloud_that_refuses_to_list_does_not_shelter_orphans_elsewhere(
+    stack: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GOOGLE_OAUTH_ACCESS_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(stack.home))  # no gcloud credentials either
+    settings = stack.with_(providers="gcp=gcp,*=local")
+    orphan = local_spec("job-000000noauth")
+    LocalCloud(stack.home, api_url=stack.api_url).launch(orphan)
+    report = reap_orphans(wiring_for(settings), grace_seconds=0)
+    assert report.failed == ["gcp"]
+    assert report.killed == [orphan.cluster_id]
+
+
 def test_the_scheduled_handler_runs_a_sweep(stack: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKYLESS_REAPER_GRACE_SECONDS", "0")
     orphan = local_spec("job-00000handler")
