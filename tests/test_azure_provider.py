@@ -321,3 +321,19 @@ def test_without_principal_or_az_the_auth_error_says_to_run_az_login(
 
     with pytest.raises(CloudAuthError, match="az login"):
         AzureCompute.from_env().list_owned()
+
+
+def test_leftover_clusters_names_the_cluster_of_a_nic_and_ip_without_a_vm(
+    provider: AzureCompute, fake_azure: FakeAzure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(*args: object) -> dict:
+        raise RuntimeError("killed before the VM PUT")
+
+    monkeypatch.setattr(provider, "vm_body", crash)
+    with pytest.raises(RuntimeError):
+        provider.launch(spec())
+
+    assert provider.list_owned() == []
+    assert provider.leftover_clusters() == [("job-0123456789ab", CLUSTER)]
+    provider.terminate(CLUSTER)
+    assert provider.leftover_clusters() == []

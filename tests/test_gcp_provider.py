@@ -28,7 +28,9 @@ from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.submission import submit_job
 from shared.jobs.views import get_job
+from shared.reaper import reap_orphans
 from shared.states import JobState
+from shared.wiring import wiring_for
 
 pytest_plugins = ["fakes.fixtures"]
 CLUSTER = "job-0123456789ab-1"
@@ -346,3 +348,35 @@ def test_gcloud_application_default_credentials_work_without_any_variable(
     nodes = GcpCompute.from_env().launch(spec())
 
     assert len(nodes) == 1 and fake_gcp.token_grants == 1
+
+
+def test_leftover_clusters_names_the_cluster_of_a_firewall_rule_whose_vms_are_gone(
+    provider: GcpCompute, fake_gcp: FakeGcp
+) -> None:
+    provider.launch(spec(use_spot=True, ports=("8888",)))
+    fake_gcp.instances.clear()  # preempted spot VMs are deleted by GCP (instanceTerminationAction DELETE)
+
+    assert provider.list_owned() == []
+    assert provider.leftover_clusters() == [("job-0123456789ab", CLUSTER)]
+    provider.terminate(CLUSTER)
+    assert provider.leftover_clusters() == [] and fake_gcp.firewalls == {}
+
+
+def test_the_reaper_kills_a_planted_orphan_on_gcp_and_spares_a_live_jobs_vm(
+    fake_gcp: FakeGcp, stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKYLESS_PROVIDERS", "gcp=gcp")
+    settings = stack.with_(providers="gcp=gcp")
+    job_id = submit_job(settings, owner="alice", task_text=CPU_TASK).job_id
+    optimize_handler(queues.event(queues.receive("optimize")), None)
+    provision_handler(queues.event(queues.receive("provision")), None)
+    orphan = "job-deadbeef0000-1"
+    GcpCompute.from_env().launch(
+        spec(job_id="job-deadbeef0000", cluster_id=orphan, attempt_id=orphan, ports=("80",))
+    )
+
+    report = reap_orphans(wiring_for(settings), grace_seconds=0)
+
+    assert report.killed == [orphan] and report.failed == []
+    assert [vm["labels"][JOB_TAG] for vm in fake_gcp.live()] == [job_id]
+    assert fake_gcp.firewalls == {}

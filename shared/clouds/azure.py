@@ -163,6 +163,16 @@ class AzureCompute:
         ips = self._private_ips() if ours else {}
         return sorted((self._node(vm, ips) for vm in ours), key=lambda n: n.instance_id)
 
+    def leftover_clusters(self) -> list[tuple[str, str]]:
+        """(job id, cluster id) of every tagged resource, NICs and IPs of dead launches too (reaper)."""
+        tagged = self.arm.list_all(
+            "resources", GROUP_API, {"$filter": f"tagName eq '{MANAGED_TAG}' and tagValue eq 'true'"}
+        )
+        pairs = {
+            ((r.get("tags") or {}).get(JOB_TAG, ""), (r.get("tags") or {}).get(CLUSTER_TAG)) for r in tagged
+        }
+        return sorted((job, cluster) for job, cluster in pairs if cluster)
+
     # -- resources -------------------------------------------------------------------------
 
     def _ensure_network(self, region: str) -> str:

@@ -31,7 +31,7 @@ from shared.clouds.errors import (
     TransientCloudError,
 )
 from shared.clouds.gcp_auth import GcpTokenSource
-from shared.clouds.node_names import node_name
+from shared.clouds.node_names import node_name, split_cluster_id
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
 from shared.clouds.spec_fields import accelerator_of, image_for
 from shared.clouds.startup_script import startup_script
@@ -192,6 +192,16 @@ class GcpCompute:
 
     def list_owned(self) -> list[Node]:
         return self._listed(MANAGED_TAG, "true")
+
+    def leftover_clusters(self) -> list[tuple[str, str]]:
+        """(job id, cluster id) of every task-ports firewall rule, whatever became of its VMs (reaper)."""
+        path = f"projects/{self.project}/global/firewalls"
+        page = self.client.request("GET", path, params={"filter": 'name eq "skyless-.*-ports"'}) or {}
+        clusters = [
+            str(rule["name"]).removeprefix("skyless-").removesuffix("-ports")
+            for rule in page.get("items", [])
+        ]
+        return sorted((split_cluster_id(cluster)[0], cluster) for cluster in clusters)
 
     # -- instances -------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ MACHINE_TYPE = re.compile(r"^(n1|n2|n2d|e2|c2|c3|g2|a2|a3|a4|m1)-[a-z]+-\d+g?$")
 LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 PORTS = re.compile(r"^\d{1,5}(-\d{1,5})?$")
+NAME_FILTER = re.compile(r'^name eq "(.+)"$')
 FILTER = re.compile(r'^labels\.([a-z0-9_-]+)\s*=\s*"?([^"\s]*)"?$')
 COMPUTE = re.compile(r"^/compute/v1/projects/(?P<project>[^/]+)/(?P<rest>.+)$")
 
@@ -123,6 +124,12 @@ class FakeGcp:
     def _global(self, request: Request, parts: list[str]) -> Response:
         if parts[:1] == ["operations"] and len(parts) == 2 and request.method == "GET":
             return self._operation(parts[1])
+        if parts == ["firewalls"] and request.method == "GET":
+            match = NAME_FILTER.match(request.args.get("filter", ""))
+            names = [n for n in sorted(self.firewalls) if match is None or re.fullmatch(match[1], n)]
+            return json_response(
+                {"kind": "compute#firewallList", "items": [self.firewalls[n] for n in names]}
+            )
         if parts == ["firewalls"] and request.method == "POST":
             return self._insert_firewall(request)
         if parts[:1] == ["firewalls"] and len(parts) == 2 and request.method == "DELETE":
