@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from shared.clouds.base import CloudProvider
 from shared.clouds.errors import CloudAuthError
 from shared.config import Settings
+
+logger = logging.getLogger("skyless.clouds")
 
 
 def parse_provider_map(text: str) -> dict[str, str]:
@@ -32,6 +36,16 @@ class ProviderRegistry:
 
     def all_providers(self) -> list[CloudProvider]:
         return [self.build(name) for name in sorted(set(self.mapping.values()))]
+
+    def usable_providers(self) -> list[CloudProvider]:
+        """Every configured provider that can be built (credentials present): what sweeps walk."""
+        usable = []
+        for name in sorted(set(self.mapping.values())):
+            try:
+                usable.append(self.build(name))
+            except CloudAuthError as error:
+                logger.warning("provider %s skipped: %s", name, error)
+        return usable
 
     def build(self, name: str) -> CloudProvider:
         if name not in self._built:

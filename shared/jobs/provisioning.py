@@ -194,8 +194,7 @@ def _record_launch(
     if latest is not None and latest.cluster_id == cluster_id and not is_terminal(latest.state):
         return Outcome.ALREADY_DONE  # a concurrent delivery of the same launch recorded it
     # Cancelled (or moved on) while we launched: what we launched must not outlive the job.
-    for provider in wiring.providers.all_providers():
-        provider.terminate(cluster_id)
+    wiring.providers.provider_for(candidate.cloud).terminate(cluster_id)
     return Outcome.ALREADY_DONE
 
 
@@ -238,10 +237,15 @@ def _fail(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
 
 
 def teardown_cluster(wiring: Wiring, job_id: str, cluster_id: str) -> Outcome:
-    """Terminate by tag on every provider (our records may lag the cloud), then mark the record."""
-    for provider in wiring.providers.all_providers():
-        provider.terminate(cluster_id)
+    """Terminate by tag: on the recorded provider, or on every usable one when the launch was never
+    recorded (a cancel that raced it). Then mark the record."""
     cluster = wiring.store.cluster(cluster_id)
+    if cluster is not None:
+        providers = [wiring.providers.build(cluster.provider)]
+    else:
+        providers = wiring.providers.usable_providers()
+    for provider in providers:
+        provider.terminate(cluster_id)
     if cluster is not None and wiring.store.mark_cluster_terminated(cluster):
         wiring.store.note(job_id, "teardown", f"cluster {cluster_id} terminated")
         return Outcome.DONE

@@ -70,7 +70,7 @@ def _check_job(wiring: Wiring, job: JobModel, now: float, done: dict[str, list[s
 
 def _reap_orphans(wiring: Wiring, done: dict[str, list[str]]) -> None:
     """Terminate every cluster a cloud runs for us that no live job's current attempt owns."""
-    for provider in wiring.providers.all_providers():
+    for provider in wiring.providers.usable_providers():
         clusters: dict[str, list[Node]] = defaultdict(list)
         for node in provider.list_owned():
             if node.state == "running":
@@ -96,8 +96,7 @@ def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]]) -> None:
         job = wiring.store.get(cluster.job_id)
         if job is not None and not is_terminal(job.state) and job.cluster_id == cluster.cluster_id:
             continue
-        for provider in wiring.providers.all_providers():
-            provider.terminate(cluster.cluster_id)
+        wiring.providers.build(cluster.provider).terminate(cluster.cluster_id)
         if wiring.store.mark_cluster_terminated(cluster):
             done["closed"].append(cluster.cluster_id)
 
