@@ -207,3 +207,17 @@ def test_a_docker_image_id_becomes_the_pod_image(provider: RunPod, fake_runpod: 
 
     assert fake_runpod.deploys[0]["imageName"] == "vllm/vllm-openai:latest"
     assert fake_runpod.deploys[0]["containerDiskInGb"] == 200
+
+
+def test_task_ports_are_exposed_as_tcp_ports_of_the_pod(provider: RunPod, fake_runpod: FakeRunPod) -> None:
+    provider.launch(spec(ports=("8080", "9000-9002")))
+
+    assert fake_runpod.deploys[0]["ports"] == "8080/tcp,9000/tcp,9001/tcp,9002/tcp"
+
+
+def test_a_port_range_too_wide_for_runpod_is_an_invalid_launch(
+    provider: RunPod, fake_runpod: FakeRunPod
+) -> None:
+    with pytest.raises(InvalidLaunchError, match="at most"):
+        provider.launch(spec(ports=("10000-20000",)))
+    assert fake_runpod.deploys == []

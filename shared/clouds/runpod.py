@@ -38,6 +38,7 @@ DEFAULT_URL = "https://api.runpod.io/graphql"
 CONFIG_FILE = Path("~/.runpod/config.toml")
 DEFAULT_IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
 DEFAULT_DISK_GB = 50
+MAX_PORTS = 64
 # Catalog GPU names -> RunPod gpuTypeId (the ids RunPod's API lists under gpuTypes).
 GPU_TYPE_IDS = {
     "A100-80GB": "NVIDIA A100 80GB PCIe",
@@ -113,6 +114,21 @@ def api_key_from_env() -> str | None:
         profile = config.get("default", config)  # the profile, or a flat file (as skyless check reads it)
         return profile.get("api_key") if isinstance(profile, dict) else None
     return None
+
+
+def expand_ports(ports: tuple[str, ...]) -> list[int]:
+    """RunPod exposes single ports only: `"10000-10002"` -> 10000, 10001, 10002."""
+    expanded: list[int] = []
+    for port in ports:
+        low, _, high = str(port).partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise InvalidLaunchError(f"port {port!r} is not a number or a range")
+        expanded.extend(range(int(low), int(high or low) + 1))
+    if len(expanded) > MAX_PORTS:
+        raise InvalidLaunchError(
+            f"RunPod exposes at most {MAX_PORTS} ports; the task asks for {len(expanded)}"
+        )
+    return expanded
 
 
 def parse_instance_type(instance_type: str) -> tuple[int, str, str]:
@@ -192,7 +208,7 @@ class RunPod:
             "SKYLESS_INSTANCE_TYPE": spec.instance_type,
             "SKYLESS_SPOT": "1" if spec.use_spot else "0",
         }
-        return {
+        pod: dict[str, Any] = {
             "name": name,
             "imageName": image,
             "gpuTypeId": gpu_type,
@@ -206,6 +222,9 @@ class RunPod:
             "bash /tmp/skyless-boot.sh && sleep infinity'",
             "env": [{"key": k, "value": v} for k, v in env.items()],
         }
+        if spec.ports:
+            pod["ports"] = ",".join(f"{port}/tcp" for port in expand_ports(spec.ports))
+        return pod
 
     def _deploy(self, spec: LaunchSpec, name: str, count: int, gpu_type: str, cloud_type: str) -> str:
         pod_input = self.pod_input(spec, name, count, gpu_type, cloud_type)
