@@ -190,3 +190,15 @@ def test_the_launch_carries_the_tasks_image_disk_ports_and_labels(
     [spec] = specs
     assert (spec.image_id, spec.disk_size_gb, spec.ports) == ("ami-0123", 100, ("8080", "10000-10010"))
     assert spec.labels == {"team": "ml"} and spec.job_id == job_id
+
+
+def test_the_plan_only_names_clouds_a_provider_serves(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKYLESS_PROVIDERS", "gcp=local")
+    task = TASK.replace("  cloud: aws\n", "")
+    job_id = submit_job(stack, owner="alice", task_text=task).job_id
+    deliver(queues, "optimize")
+    planned = view(stack, job_id)
+    assert planned.plan is not None
+    assert {c["cloud"] for c in planned.plan["tasks"][0]["candidates"]} == {"gcp"}

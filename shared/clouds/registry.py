@@ -34,6 +34,10 @@ class ProviderRegistry:
             raise CloudAuthError(f"no provider configured for cloud {cloud!r} (SKYLESS_PROVIDERS)")
         return self.build(name)
 
+    def served_clouds(self) -> set[str] | None:
+        """The clouds some provider serves; None when every cloud is (`*=...`)."""
+        return None if "*" in self.mapping else set(self.mapping)
+
     def all_providers(self) -> list[CloudProvider]:
         return [self.build(name) for name in sorted(set(self.mapping.values()))]
 

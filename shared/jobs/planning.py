@@ -55,6 +55,9 @@ def make_plan(wiring: Wiring, job: JobModel) -> Plan:
 
     pipeline = load_pipeline_of(wiring, job)
     clouds = set(json.loads(job.clouds)) if job.clouds else None
+    served = wiring.providers.served_clouds()
+    if served is not None:
+        clouds = served if clouds is None else clouds & served  # never plan where nothing can launch
     blocks = blocks_of(job)
     options: dict[str, Any] = {"enabled_clouds": clouds, "minimize": job.minimize}
     try:
