@@ -101,6 +101,8 @@ def test_a_job_runs_from_submit_to_succeeded_and_its_nodes_are_torn_down(
     assert view.cluster is not None and view.cluster["state"] == "TERMINATED"
     states = [e["state"] for e in view.timeline if e["kind"] == "state"]
     assert states == ["PENDING", "PLANNED", "PROVISIONING", "SETTING_UP", "RUNNING", "SUCCEEDED"]
+    seconds = (view.cost / (view.plan["tasks"][0]["candidates"][0]["hourly_price"])) * 3600  # type: ignore[index]
+    assert 0 < seconds < 120  # the cluster's price for the time it ran
 
 
 def test_every_message_delivered_twice_and_reordered_launches_once(stack: Settings, queues: QueueDriver):

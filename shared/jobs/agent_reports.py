@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.config import Settings
 from shared.errors import NotFoundError
+from shared.jobs.costs import cost_with
 from shared.jobs.messages import send_launch, send_teardown
 from shared.jobs.nodes import by_rank, nodes_of
 from shared.jobs.outcomes import Outcome
@@ -197,6 +198,7 @@ def _on_all_succeeded(wiring: Wiring, job: JobModel, cluster: ClusterModel, node
                 "cluster_id": None,
                 "candidate_index": 0,
                 "restarts": 0,
+                "cost": cost_with(job, cluster),
             },
             also_update=node_update,
         )
@@ -204,7 +206,10 @@ def _on_all_succeeded(wiring: Wiring, job: JobModel, cluster: ClusterModel, node
             send_teardown(wiring, job.job_id, int(job.attempt) - 1, cluster.cluster_id)
             send_launch(wiring, job.job_id, int(job.attempt))
         return moved
-    moved = wiring.store.move(job, JobState.SUCCEEDED, "every node exited 0", also_update=node_update)
+    changes = {"cost": cost_with(job, cluster)}
+    moved = wiring.store.move(
+        job, JobState.SUCCEEDED, "every node exited 0", changes=changes, also_update=node_update
+    )
     if moved:
         send_teardown(wiring, job.job_id, int(job.attempt), cluster.cluster_id)
     return moved

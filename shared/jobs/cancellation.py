@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from shared.config import Settings
 from shared.errors import ConflictError, NotFoundError
+from shared.jobs.costs import cost_with
 from shared.jobs.messages import cluster_id_for, send_teardown
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
@@ -26,7 +27,8 @@ def cancel_job(settings: Settings, job_id: str, *, owner: str | None) -> JobMode
         if is_terminal(job.state):
             raise ConflictError(f"job {job_id} already {job.state}", field="job_id")
         cluster_id = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
-        changes = {"reason": "cancelled by the user"}
+        cost = cost_with(job, wiring.store.cluster(job.cluster_id))
+        changes = {"reason": "cancelled by the user", "cost": cost}
         if wiring.store.move(job, JobState.CANCELLED, "cancelled", changes=changes):
             send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
             return job

@@ -171,6 +171,7 @@ def _record_launch(
         zone=candidate.zone,
         instance_type=candidate.instance_type,
         use_spot=candidate.use_spot,
+        hourly_price=candidate.hourly_price,
         num_nodes=len(ordered),
         state="UP",
         nodes={

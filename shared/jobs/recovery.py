@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.jobs.blocks import blocks_json, blocks_of
+from shared.jobs.costs import cost_with
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
@@ -62,6 +63,7 @@ def recover_job(
         "wait_rounds": 0,
         "transient_retries": 0,
         "blocklist": blocks_json(blocks),
+        "cost": cost_with(job, cluster),
     }
     detail = {"cluster": old_cluster}
     if not wiring.store.move(job, JobState.RECOVERING, cause, changes=changes, detail=detail):
@@ -73,7 +75,8 @@ def recover_job(
 
 def _fail_and_teardown(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
     cluster_id = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
-    if not wiring.store.move(job, JobState.FAILED, reason, changes={"reason": reason}):
+    changes = {"reason": reason, "cost": cost_with(job, wiring.store.cluster(job.cluster_id))}
+    if not wiring.store.move(job, JobState.FAILED, reason, changes=changes):
         return Outcome.ALREADY_DONE
     send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
     return Outcome.DONE

@@ -9,6 +9,7 @@ from typing import Any
 
 from shared.config import Settings
 from shared.errors import NotFoundError, UserError
+from shared.jobs.costs import cost_with
 from shared.jobs.nodes import by_rank
 from shared.jobs.planning import plan_of
 from shared.states import is_terminal
@@ -39,6 +40,7 @@ class JobView:
     created_at: str | None
     updated_at: str | None
     reason: str | None = None
+    cost: float = 0.0  # $ so far: finished attempts, plus the live cluster up to now
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[dict[str, Any]] = field(default_factory=list)
@@ -77,10 +79,18 @@ def job_view(job: JobModel, cluster: ClusterModel | None, events: list[EventMode
         created_at=iso(job.created_at),
         updated_at=iso(job.updated_at),
         reason=job.reason,
+        cost=_cost_so_far(job, cluster),
         plan=plan.model_dump(mode="json") if plan else None,
         cluster=_cluster_dict(cluster) if cluster else None,
         timeline=[_event_dict(e) for e in events or []],
     )
+
+
+def _cost_so_far(job: JobModel, cluster: ClusterModel | None) -> float:
+    live = cluster is not None and cluster.state == "UP" and job.cluster_id == cluster.cluster_id
+    if live and not is_terminal(job.state):
+        return cost_with(job, cluster)
+    return float(job.cost or 0)
 
 
 def _cluster_dict(cluster: ClusterModel) -> dict[str, Any]:

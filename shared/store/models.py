@@ -70,6 +70,7 @@ class ClusterModel(Model):
     zone = UnicodeAttribute(null=True)
     instance_type = UnicodeAttribute()
     use_spot = BooleanAttribute(default=False)
+    hourly_price = NumberAttribute(null=True)  # one node, $/h
     num_nodes = NumberAttribute()
     state = UnicodeAttribute()  # UP | TERMINATED
     nodes = MapAttribute(default=dict)
