@@ -337,3 +337,30 @@ def test_leftover_clusters_names_the_cluster_of_a_nic_and_ip_without_a_vm(
     assert provider.leftover_clusters() == [("job-0123456789ab", CLUSTER)]
     provider.terminate(CLUSTER)
     assert provider.leftover_clusters() == []
+
+
+def test_task_ports_get_a_security_group_on_every_nic_and_terminate_removes_it(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    provider.launch(spec(num_nodes=2, ports=("8080", "9000-9010")))
+
+    [nsg] = [r for r in fake_azure.resources.values() if r["type"].endswith("networkSecurityGroups")]
+    rules = nsg["properties"]["securityRules"]
+    assert [r["properties"]["destinationPortRange"] for r in rules] == ["8080", "9000-9010"]
+    assert all(
+        r["properties"]["access"] == "Allow" and r["properties"]["direction"] == "Inbound" for r in rules
+    )
+    nics = [r for r in fake_azure.resources.values() if r["type"].endswith("networkInterfaces")]
+    assert len(nics) == 2 and all(n["properties"]["networkSecurityGroup"]["id"] == nsg["id"] for n in nics)
+    provider.terminate(CLUSTER)
+    assert fake_azure.live() == {}
+
+
+def test_a_failed_launch_with_ports_leaves_no_security_group(
+    provider: AzureCompute, fake_azure: FakeAzure
+) -> None:
+    fake_azure.allocation_failed_regions.add("eastus")
+
+    with pytest.raises(NoCapacityError):
+        provider.launch(spec(ports=("8080",)))
+    assert fake_azure.live() == {}

@@ -35,6 +35,7 @@ GROUP_API = "2021-04-01"
 NETWORK_API = "2023-09-01"
 COMPUTE_API = "2024-03-01"
 ADMIN = "azureuser"
+NSG_KIND = "Microsoft.Network/networkSecurityGroups"
 VNET = "skyless-vnet"
 LIVE_STATES = {"Creating", "Updating", "Succeeded"}
 GPU_IMAGE = {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
@@ -115,6 +116,7 @@ class AzureCompute:
 
     def launch(self, spec: LaunchSpec) -> list[Node]:
         subnet = self._ensure_network(spec.region)
+        nsg = self._open_ports(spec) if spec.ports else None
         present = {n.instance_id for n in self.describe(spec.cluster_id) if n.state == "running"}
         started: list[str] = []
         operations: list[str | None] = []
@@ -125,7 +127,7 @@ class AzureCompute:
                 continue
             started.append(name)
             try:
-                operations.append(self._create_node(spec, rank, name, subnet))
+                operations.append(self._create_node(spec, rank, name, subnet, nsg))
             except CloudError as error:
                 failures.append(error)
                 break
@@ -137,6 +139,8 @@ class AzureCompute:
         if failures:
             for name in started:  # all or nothing
                 self._delete_node(self.group(spec.region), name)
+            if nsg:
+                self._delete(nsg, NETWORK_API, wait=True)
             raise failures[0]
         ours = {vm_name(spec, rank) for rank in range(spec.num_nodes)}
         return [n for n in self.describe(spec.cluster_id) if n.state == "running" and n.instance_id in ours]
@@ -146,7 +150,7 @@ class AzureCompute:
             "resources", GROUP_API, {"$filter": f"tagName eq '{CLUSTER_TAG}' and tagValue eq '{cluster_id}'"}
         )
         order = ["Microsoft.Compute/virtualMachines", "Microsoft.Network/networkInterfaces",
-                 "Microsoft.Network/publicIPAddresses"]  # fmt: skip
+                 "Microsoft.Network/publicIPAddresses", NSG_KIND]  # fmt: skip
         for kind in order:
             for resource in tagged:
                 if resource.get("type", "").lower() == kind.lower():
@@ -199,7 +203,33 @@ class AzureCompute:
         self._networks[region] = subnet
         return subnet
 
-    def _create_node(self, spec: LaunchSpec, rank: int, name: str, subnet: str) -> str | None:
+    def _open_ports(self, spec: LaunchSpec) -> str:
+        """A security group on the cluster's NICs letting the task's ports in (Standard IPs admit none)."""
+        rules = [
+            {
+                "name": f"task-port-{index}",
+                "properties": {
+                    "priority": 1000 + index,
+                    "direction": "Inbound",
+                    "access": "Allow",
+                    "protocol": "Tcp",
+                    "sourceAddressPrefix": "*",
+                    "sourcePortRange": "*",
+                    "destinationAddressPrefix": "*",
+                    "destinationPortRange": str(port),
+                },
+            }
+            for index, port in enumerate(spec.ports)
+        ]
+        nsg_id = self._id(self.group(spec.region), NSG_KIND, f"skyless-{spec.cluster_id}-ports")
+        body = {"location": spec.region, "tags": spec.tags(), "properties": {"securityRules": rules}}
+        _, operation = self.arm.call("PUT", nsg_id, NETWORK_API, body)
+        self.arm.wait(operation)
+        return f"/{self.arm.path(nsg_id)}"
+
+    def _create_node(
+        self, spec: LaunchSpec, rank: int, name: str, subnet: str, nsg: str | None = None
+    ) -> str | None:
         """Public IP and NIC (waited for), then the VM: returns the VM's async operation to wait for."""
         group = self.group(spec.region)
         tags = {**(spec.labels), **spec.tags(), RANK_TAG: str(rank)}
@@ -216,7 +246,7 @@ class AzureCompute:
         _, operation = self.arm.call("PUT", ip_id, NETWORK_API, public_ip)
         self.arm.wait(operation)
         nic_id = self._id(group, "Microsoft.Network/networkInterfaces", f"{name}-nic")
-        nic = {
+        nic: dict[str, Any] = {
             "location": spec.region,
             "tags": tags,
             "properties": {
@@ -235,6 +265,8 @@ class AzureCompute:
                 ]
             },
         }
+        if nsg:
+            nic["properties"]["networkSecurityGroup"] = {"id": nsg}
         _, operation = self.arm.call("PUT", nic_id, NETWORK_API, nic)
         self.arm.wait(operation)
         vm = self.vm_body(spec, name, tags, f"/{self.arm.path(nic_id)}")

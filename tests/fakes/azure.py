@@ -33,10 +33,12 @@ KINDS = {
     "microsoft.network/publicipaddresses": "Microsoft.Network/publicIPAddresses",
     "microsoft.network/networkinterfaces": "Microsoft.Network/networkInterfaces",
     "microsoft.compute/virtualmachines": "Microsoft.Compute/virtualMachines",
+    "microsoft.network/networksecuritygroups": "Microsoft.Network/networkSecurityGroups",
 }
 VM_KIND = "Microsoft.Compute/virtualMachines"
 NIC_KIND = "Microsoft.Network/networkInterfaces"
 IP_KIND = "Microsoft.Network/publicIPAddresses"
+NSG_KIND = "Microsoft.Network/networkSecurityGroups"
 
 
 def _public_ip_id(ip_configuration: dict[str, Any]) -> str:
@@ -235,6 +237,11 @@ class FakeAzure:
                 return arm_error(
                     400, "InvalidResourceReference", f"Resource {subnet} referenced by the NIC was not found."
                 )
+            nsg_id = str(((body.get("properties") or {}).get("networkSecurityGroup") or {}).get("id", ""))
+            if nsg_id and nsg_id.lower() not in self.resources:
+                return arm_error(
+                    400, "InvalidResourceReference", f"Resource {nsg_id} referenced by the NIC was not found."
+                )
             ip_id = str((properties.get("publicIPAddress") or {}).get("id", ""))
             if ip_id and ip_id.lower() not in self.resources:
                 return arm_error(
@@ -261,6 +268,12 @@ class FakeAzure:
             return arm_error(
                 400, "NicInUse", f"Network interface {resource['id']} is used by an existing VM."
             )
+        if resource["type"] == NSG_KIND and any(
+            str((r["properties"].get("networkSecurityGroup") or {}).get("id", "")).lower() == path
+            for r in self.resources.values() if r["type"] == NIC_KIND
+        ):  # fmt: skip
+            message = f"Network security group {resource['id']} is in use by a network interface."
+            return arm_error(400, "InUseNetworkSecurityGroupCannotBeDeleted", message)
         if resource["type"] == IP_KIND and self._attached_nic(resource["id"]):
             return arm_error(400, "PublicIPAddressCannotBeDeleted", f"Public IP {resource['id']} is in use.")
         if resource["type"] == VM_KIND:
@@ -343,7 +356,7 @@ class FakeAzure:
         with self.lock:
             by_kind = {
                 kind: sorted(r["name"] for r in self.resources.values() if r["type"] == kind)
-                for kind in (VM_KIND, NIC_KIND, IP_KIND)
+                for kind in (VM_KIND, NIC_KIND, IP_KIND, NSG_KIND)
             }
             return {
                 **{k: v for k, v in by_kind.items() if v},
