@@ -136,3 +136,12 @@ def test_preempt_kills_one_node_and_returns_the_spot_warning_to_deliver(cloud: L
     assert event["detail"]["instance-id"] == nodes[1].instance_id
     assert [n.state for n in cloud.describe("job-1-0")] == ["running", "terminated"]
     assert cloud.preempt("job-1", rank=1) is None  # nothing left to preempt at that rank
+
+
+def test_concurrent_launches_of_one_attempt_start_its_nodes_once(cloud: LocalCloud) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda _: cloud.launch(spec()), range(4)))
+    assert all([n.instance_id for n in a] == [n.instance_id for n in answers[0]] for a in answers)
+    assert len(cloud.list_owned()) == 2

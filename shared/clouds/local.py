@@ -10,6 +10,7 @@ JSON in `SKYLESS_LOCAL_CAPACITY`) lists places with no capacity, no quota, refus
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import fnmatch
 import json
 import os
@@ -107,6 +108,14 @@ class LocalCloud:
     # -- the protocol ----------------------------------------------------------------------
 
     def launch(self, spec: LaunchSpec) -> list[Node]:
+        # Two deliveries of one launch may run at once (two dispatcher threads, two Lambdas): one at a time
+        # per cluster, and the second finds what the first started.
+        self.nodes_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.nodes_dir / f".{spec.cluster_id}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._launch_locked(spec)
+
+    def _launch_locked(self, spec: LaunchSpec) -> list[Node]:
         existing = self._read_cluster(spec.cluster_id)
         if existing and all(r.get("attempt_id") == spec.attempt_id for r in existing):
             return [self._node(r) for r in existing]  # the same attempt again: what it launched
