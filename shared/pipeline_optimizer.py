@@ -107,12 +107,16 @@ def plan_pipeline(
     else:
         chosen = [f[0] for f in failovers]
     plans = [
-        TaskPlan(task_name=t.name, num_nodes=t.num_nodes, candidates=[c, *(x for x in f if x != c)])
+        TaskPlan(task_name=t.name, num_nodes=t.num_nodes, candidates=[c, *(x for x in f if _at(x) != _at(c))])
         for t, c, f in zip(tasks, chosen, failovers, strict=True)
     ]
     egress = total_egress_cost(chosen, dag, sources)
     total = sum(c.estimated_cost for c in chosen) + egress
     return Plan(objective=minimize, tasks=plans, egress_cost=egress, total_cost=total)
+
+
+def _at(c: Candidate) -> tuple[str, str, str | None, str, bool]:
+    return (c.cloud, c.region, c.zone, c.instance_type, c.use_spot)
 
 
 def _in_context(
