@@ -177,9 +177,7 @@ def test_the_cluster_security_group_opens_only_the_task_ports_and_the_cluster_to
     [group_ref] = instance["SecurityGroups"]
     [group] = ec2(moto_endpoint).describe_security_groups(GroupIds=[group_ref["GroupId"]])["SecurityGroups"]
     assert tags_of(group)["skyless-cluster"] == spec.cluster_id
-    world = sorted(
-        (p["FromPort"], p["ToPort"]) for p in group["IpPermissions"] if p.get("IpRanges")
-    )
+    world = sorted((p["FromPort"], p["ToPort"]) for p in group["IpPermissions"] if p.get("IpRanges"))
     assert world == [(8080, 8080), (10000, 10010)]  # no SSH, nothing else
     peers = [p for p in group["IpPermissions"] if p.get("UserIdGroupPairs")]
     assert [p["IpProtocol"] for p in peers] == ["-1"]
@@ -287,6 +285,15 @@ def test_the_instance_profile_from_configuration_is_attached(moto_endpoint: str)
         assert instance["IamInstanceProfile"]["Arn"] == arn
     finally:
         cloud.terminate(spec.cluster_id)
+
+
+def test_a_region_outside_the_swept_ones_is_refused_before_anything_starts(
+    aws: AwsCloud, moto_endpoint: str
+) -> None:
+    spec = make_spec(region="eu-west-1", zone="eu-west-1a")
+    with pytest.raises(QuotaError, match="SKYLESS_AWS_REGIONS"):
+        aws.launch(spec)
+    assert instances_of(moto_endpoint, spec.cluster_id, region="eu-west-1") == []
 
 
 def test_without_an_api_url_the_launch_is_invalid(aws: AwsCloud) -> None:

@@ -40,7 +40,7 @@ from shared.clouds.aws_network import (
     zone_subnet,
 )
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node, ranked
-from shared.clouds.errors import InvalidLaunchError, NoCapacityError
+from shared.clouds.errors import InvalidLaunchError, NoCapacityError, QuotaError
 from shared.config import Settings
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
@@ -114,6 +114,8 @@ class AwsCloud:
     # -- the protocol ----------------------------------------------------------------------
 
     def launch(self, spec: LaunchSpec) -> list[Node]:
+        if spec.region not in self.regions():  # what list and terminate never look at would leak
+            raise QuotaError(f"region {spec.region} is not among those skyless sweeps (SKYLESS_AWS_REGIONS)")
         ec2 = self.client(spec.region)
         with ec2_errors():
             live = self._instances(ec2, {CLUSTER_TAG: spec.cluster_id}, LIVE_STATES)
