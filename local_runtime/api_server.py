@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -13,12 +14,17 @@ from chalice.local import ChaliceRequestHandler, CustomLocalChalice, LocalChalic
 # two requests at once would read each other's. Lambda never runs two requests in one process, so the
 # app is written for that; here requests are read concurrently but handled one at a time.
 _APP_LOCK = threading.Lock()
+log = logging.getLogger("skyless.api")
 
 
 class SerializedRequestHandler(ChaliceRequestHandler):
     def _generic_handle(self) -> None:
         with _APP_LOCK:
             super()._generic_handle()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # One line per request (agents' heartbeats included) would swamp runtime.log.
+        log.debug("%s %s", self.address_string(), format % args)
 
 
 class ApiServer:
