@@ -223,7 +223,14 @@ class Task(SpecModel):
             for request in _requests_for(fields):
                 if request not in requests:
                     requests.append(request)
-        return ResourceChoice(tuple(requests), ordered=self.resources.ordered is not None)
+        return ResourceChoice(tuple(requests), ordered=self._alternatives_are_ordered())
+
+    def _alternatives_are_ordered(self) -> bool:
+        """`ordered:` is ordered, and so is a list under `accelerators`; a mapping is an unordered set."""
+        resources = self.resources
+        if resources.ordered is not None:
+            return True
+        return resources.any_of is None and isinstance(resources.accelerators, list)
 
 
 def _env_text(value: Any) -> Any:

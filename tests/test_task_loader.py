@@ -204,6 +204,14 @@ def test_accelerator_alternatives_each_become_a_request_with_canonical_names() -
     ]
 
 
+def test_an_accelerator_list_is_an_ordered_preference_and_a_mapping_is_a_set() -> None:
+    listed = load("resources:\n  accelerators: ['L4:1', 'H100:1', 'A100:1']\n").tasks[0].resource_choice()
+    assert listed.ordered
+    assert [r.accelerator for r in listed.requests] == ["L4", "H100", "A100"]
+    assert not load("resources:\n  accelerators: {L4: 1, H100: 1}\n").tasks[0].resource_choice().ordered
+    assert not load("resources:\n  accelerators: L4:1\n").tasks[0].resource_choice().ordered
+
+
 def test_flow_style_accelerator_keys_with_counts_are_read_like_skypilot() -> None:
     choice = load("resources:\n  accelerators: {A100:1, V100:4}\n").tasks[0].resource_choice()
     assert [(r.accelerator, r.accelerator_count) for r in choice.requests] == [("A100", 1.0), ("V100", 4.0)]
