@@ -42,7 +42,12 @@ class YamlSyntaxError(Exception):
 
 def load_documents(text: str) -> list[Document]:
     """Every document of `text`, safely loaded, with the line of each field. Raises YamlSyntaxError."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as error:  # the reader rejects control characters up front
+        line = text.count("\n", 0, error.position) + 1
+        problem = f"invalid YAML: character {chr(error.character)!r} is not allowed"
+        raise YamlSyntaxError(problem, line) from None
     documents: list[Document] = []
     try:
         while loader.check_node():

@@ -303,3 +303,11 @@ def test_error_renders_as_one_line_with_file_and_line() -> None:
 def test_envs_as_a_list_is_a_type_error_not_a_missing_value() -> None:
     error = error_for("envs: [A, B]\n")
     assert error.field == "envs" and "mapping" in error.message
+
+
+def test_a_control_character_is_a_task_file_error_with_its_line() -> None:
+    with pytest.raises(TaskFileError) as caught:
+        load_pipeline('name: ok\nrun: "echo \x08"\n', filename="ctrl.yaml")
+    assert caught.value.line == 2
+    assert caught.value.file == "ctrl.yaml"
+    assert "not allowed" in caught.value.message
