@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import httpx
 import pytest
 
@@ -81,6 +82,11 @@ class Runtime:
         return [json.loads(p.read_text())["pid"] for p in files]
 
 
+def _sqs(endpoint: str) -> Any:
+    return boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id="skyless-local", aws_secret_access_key="skyless-local")  # fmt: skip
+
+
 def _alive(pid: int) -> bool:
     stat = Path(f"/proc/{pid}/stat")
     try:
@@ -144,7 +150,12 @@ def test_down_stops_every_node_and_restart_keeps_jobs(runtime: Runtime):
     runtime.wait(running, lambda j: j["state"] == "RUNNING")
     pids = runtime.node_pids()
     assert any(_alive(pid) for pid in pids)
-    daemon_pid = json.loads((runtime.home / "local" / "runtime.json").read_text())["pid"]
+    info = json.loads((runtime.home / "local" / "runtime.json").read_text())
+    daemon_pid = info["pid"]
+    # A message SQS still holds back (a retry with backoff, say) must also survive the restart.
+    sqs = _sqs(info["aws_endpoint_url"])
+    url = sqs.get_queue_url(QueueName="skyless-optimize")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"job_id": "held", "attempt": 9}), DelaySeconds=900)
 
     down = runtime.cli("local", "down")
     assert down.returncode == 0, down.stderr
@@ -152,8 +163,12 @@ def test_down_stops_every_node_and_restart_keeps_jobs(runtime: Runtime):
     assert [pid for pid in runtime.node_pids() if _alive(pid)] == []
     assert runtime.cli("local", "status").returncode == 1
 
-    runtime.up()
+    info = runtime.up()
     after = {j["job_id"]: j for j in runtime.api.get("/jobs").json()["jobs"]}
+    sqs = _sqs(info["aws_endpoint_url"])
+    url = sqs.get_queue_url(QueueName="skyless-optimize")["QueueUrl"]
+    held = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesDelayed"])
+    assert held["Attributes"]["ApproximateNumberOfMessagesDelayed"] == "1"
     assert listed_before | {running} <= set(after)
     assert runtime.job(next(iter(listed_before)))["state"] in TERMINAL
     down = runtime.cli("local", "down")
