@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -208,3 +210,20 @@ def test_reconcile_gives_a_node_that_never_reported_the_boot_grace_before_callin
     assert reconcile_handler(fixture_event("scheduled_event.json"), None)["actions"] == {}
     monkeypatch.setenv("SKYLESS_BOOT_GRACE_SECONDS", "0")
     assert reconcile_handler(fixture_event("scheduled_event.json"), None)["actions"]["recovered"] == [job_id]
+
+
+def test_reconcile_recovers_a_job_whose_vm_vanished_without_any_event(
+    stack: Settings, queues: QueueDriver
+) -> None:
+    job_id = launch(stack, queues, spot=False)
+    cloud = LocalCloud(stack.home)
+    [node] = live_nodes(stack, job_id)
+    record = json.loads((cloud.nodes_dir / node.cluster_id / "0" / "node.json").read_text())
+    os.killpg(record["pid"], signal.SIGKILL)  # the VM dies; no event reaches us
+    deadline = time.monotonic() + 5
+    while live_nodes(stack, job_id) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    answer = reconcile_handler(fixture_event("scheduled_event.json"), None)
+    assert answer["actions"]["recovered"] == [job_id]
+    view = get_job(stack, job_id, owner=None)
+    assert view.state == JobState.RECOVERING and "is gone" in view.timeline[-1]["message"]

@@ -3,18 +3,22 @@ Heartbeats and the clouds' own listings (by tag) are the ground truth; our recor
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
 from shared.clouds.base import Node
+from shared.clouds.errors import CloudError
 from shared.jobs.messages import send_launch, send_optimize
 from shared.jobs.nodes import nodes_of
 from shared.jobs.recovery import fail_job, recover_job
 from shared.states import HAS_NODES, JobState, is_terminal
-from shared.store.models import JobModel
+from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring, current_wiring
+
+logger = logging.getLogger("skyless.reconcile")
 
 REDRIVE_OPTIMIZE = (JobState.PENDING, JobState.RECOVERING)
 REDRIVE_LAUNCH = (JobState.PLANNED, JobState.PROVISIONING)
@@ -39,24 +43,8 @@ def _check_job(wiring: Wiring, job: JobModel, now: float, done: dict[str, list[s
     idle = now - float(job.updated_at)
     if state in HAS_NODES:
         cluster = wiring.store.cluster(job.cluster_id)
-        if cluster is None:
-            return
-        for instance_id, node in nodes_of(cluster).items():
-            if node.get("phase") in ("succeeded", "failed"):
-                continue
-            last = float(node.get("heartbeat_at") or cluster.launched_at)
-            booting = node.get("phase") == "launched"
-            allowed = settings.boot_grace_seconds if booting else settings.silent_after_seconds
-            if now - last > allowed:
-                since = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-                cause = f"node rank {int(node['rank'])} ({instance_id}) silent since {since}"
-                if cluster.use_spot:
-                    recover_job(wiring, job, cause, preempted=True)
-                    done["recovered"].append(job.job_id)
-                else:
-                    fail_job(wiring, job, cause)
-                    done["failed"].append(job.job_id)
-                return
+        if cluster is not None:
+            _check_nodes(wiring, job, cluster, now, done)
     elif idle > settings.stuck_after_seconds:
         if state in REDRIVE_OPTIMIZE:
             send_optimize(wiring, job.job_id, int(job.attempt))
@@ -66,6 +54,42 @@ def _check_job(wiring: Wiring, job: JobModel, now: float, done: dict[str, list[s
         ):
             send_launch(wiring, job.job_id, int(job.attempt))
             done["redriven"].append(job.job_id)
+
+
+def _check_nodes(
+    wiring: Wiring, job: JobModel, cluster: ClusterModel, now: float, done: dict[str, list[str]]
+) -> None:
+    """A node the cloud lists as gone is lost (recover, as for a preemption event); a node the cloud
+    still lists but that stopped heartbeating is lost too (recover if spot, else FAILED)."""
+    settings = wiring.settings
+    provider = wiring.providers.build(cluster.provider)
+    try:
+        listed = {n.instance_id: n.state for n in provider.describe(cluster.cluster_id)}
+    except CloudError as error:  # the cloud cannot answer now: judge by heartbeats alone
+        logger.warning("describe %s failed: %s", cluster.cluster_id, error)
+        listed = {instance_id: "running" for instance_id in nodes_of(cluster)}
+    for instance_id, node in nodes_of(cluster).items():
+        if node.get("phase") in ("succeeded", "failed"):
+            continue
+        rank = int(node["rank"])
+        if listed.get(instance_id, "terminated") != "running":
+            cause = f"node rank {rank} ({instance_id}) is gone: the cloud lists it as terminated"
+            recover_job(wiring, job, cause, preempted=cluster.use_spot)
+            done["recovered"].append(job.job_id)
+            return
+        last = float(node.get("heartbeat_at") or cluster.launched_at)
+        booting = node.get("phase") == "launched"
+        allowed = settings.boot_grace_seconds if booting else settings.silent_after_seconds
+        if now - last > allowed:
+            since = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            cause = f"node rank {rank} ({instance_id}) silent since {since}"
+            if cluster.use_spot:
+                recover_job(wiring, job, cause, preempted=True)
+                done["recovered"].append(job.job_id)
+            else:
+                fail_job(wiring, job, cause)
+                done["failed"].append(job.job_id)
+            return
 
 
 def _reap_orphans(wiring: Wiring, done: dict[str, list[str]]) -> None:
