@@ -264,3 +264,15 @@ def test_max_restarts_on_errors_relaunches_the_job(stack: Settings, queues: Queu
     assert view.region == "us-east-1"  # an error in the task is no reason to leave the region
     report_all(stack, job_id, "failed", exit_code=1)
     assert state_of(stack, job_id) == JobState.FAILED
+
+
+def test_a_late_report_of_an_earlier_phase_does_not_undo_a_nodes_success(
+    stack: Settings, queues: QueueDriver
+) -> None:
+    job_id = launch(stack, queues, TWO_NODE_TASK)
+    report_all(stack, job_id, "running")
+    first, second = get_job(stack, job_id, owner=None).cluster["nodes"]  # type: ignore[index]
+    report_agent_status(stack, job_id, instance_id=first["instance_id"], phase="succeeded", exit_code=0)
+    report_agent_status(stack, job_id, instance_id=first["instance_id"], phase="running")  # late
+    report_agent_status(stack, job_id, instance_id=second["instance_id"], phase="succeeded", exit_code=0)
+    assert state_of(stack, job_id) == JobState.SUCCEEDED

@@ -26,6 +26,7 @@ from shared.wiring import Wiring, wiring_for
 
 PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
 ATTEMPTS_ON_RACE = 3
+PHASE_ORDER = {"launched": 0, "setting_up": 1, "running": 2, "preempting": 3, "succeeded": 4, "failed": 4}
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,8 @@ def _apply_report(
     now = time.time()
     nodes = nodes_of(cluster)
     node = nodes[instance_id]
+    if phase != "heartbeat" and PHASE_ORDER[phase] < PHASE_ORDER.get(str(node.get("phase")), 0):
+        phase = "heartbeat"  # a late report of an earlier phase: the node is alive, nothing more
     fields: dict[str, Any] = {"heartbeat_at": now}
     if phase != "heartbeat":
         fields["phase"] = phase
