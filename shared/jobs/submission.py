@@ -34,6 +34,7 @@ def submit_job(
     task_text: str,
     filename: str = "task.yaml",
     env: dict[str, str] | None = None,
+    secrets: dict[str, str] | None = None,
     minimize: str = "cost",
     clouds: list[str] | None = None,
     workdir_key: str | None = None,
@@ -48,7 +49,9 @@ def submit_job(
 
     if minimize not in OBJECTIVES:
         raise UserError(f"unknown objective {minimize!r}", field="minimize", hint="use 'cost' or 'time'")
-    pipeline = load_pipeline(task_text, filename=filename, env_overrides=env or {})
+    pipeline = load_pipeline(
+        task_text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {}
+    )
     wiring = wiring_for(settings)
     job = wiring.store.jobs(
         job_id=job_id or new_job_id(),
