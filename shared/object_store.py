@@ -30,7 +30,9 @@ class S3ObjectStore:
         return aws_client("s3", self.settings)
 
     def put_text(self, key: str, text: str) -> None:
-        self._s3.put_object(Bucket=self.bucket, Key=key, Body=text.encode("utf-8"))
+        self._s3.put_object(
+            Bucket=self.bucket, Key=key, Body=text.encode("utf-8"), ServerSideEncryption="AES256"
+        )
 
     def get_text(self, key: str) -> str | None:
         try:
