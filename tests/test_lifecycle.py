@@ -276,3 +276,39 @@ def test_a_late_report_of_an_earlier_phase_does_not_undo_a_nodes_success(
     report_agent_status(stack, job_id, instance_id=first["instance_id"], phase="running")  # late
     report_agent_status(stack, job_id, instance_id=second["instance_id"], phase="succeeded", exit_code=0)
     assert state_of(stack, job_id) == JobState.SUCCEEDED
+
+
+def test_two_nodes_reporting_success_at_once_both_count(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each report reads the cluster before the other writes: the job must still end SUCCEEDED."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shared.store.jobs import JobStore
+
+    job_id = launch(stack, queues, TWO_NODE_TASK)
+    report_all(stack, job_id, "running")
+    assert state_of(stack, job_id) == JobState.RUNNING
+    nodes = [n["instance_id"] for n in get_job(stack, job_id, owner=None).cluster["nodes"]]  # type: ignore[index]
+
+    both_read = threading.Barrier(2, timeout=10)
+    first_read_in = threading.local()
+    real_cluster = JobStore.cluster
+
+    def cluster_read_in_lockstep(self: JobStore, cluster_id: str | None) -> Any:
+        found = real_cluster(self, cluster_id)
+        if not getattr(first_read_in, "done", False):
+            first_read_in.done = True
+            both_read.wait()  # neither report writes until both have read the old phases
+        return found
+
+    monkeypatch.setattr(JobStore, "cluster", cluster_read_in_lockstep)
+
+    def succeed(instance_id: str) -> None:
+        report_agent_status(stack, job_id, instance_id=instance_id, phase="succeeded", exit_code=0)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(succeed, nodes))
+    monkeypatch.setattr(JobStore, "cluster", real_cluster)
+    assert state_of(stack, job_id) == JobState.SUCCEEDED

@@ -160,15 +160,32 @@ def _apply_report(
     if phase == "failed" and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)
         return _on_node_failed(wiring, job, rank, exit_code, message) != Outcome.ALREADY_DONE
-    phases = [n.get("phase") for n in nodes.values()]
+    moved = _move_if_step_complete(wiring, job, cluster, phase, node_update)
+    if moved is not None:
+        return moved
+    if not store.update_node(cluster, instance_id, **fields):
+        return True  # the node is not in that cluster record any more: nothing to record
+    # Nodes reporting at once each read the others' old phases before writing their own; deciding again
+    # on a fresh read means whichever report reads last sees every write and moves the job.
+    fresh = store.cluster(cluster.cluster_id)
+    if fresh is None:
+        return True
+    moved = _move_if_step_complete(wiring, job, fresh, phase, [])
+    return True if moved is None else moved
+
+
+def _move_if_step_complete(
+    wiring: Wiring, job: JobModel, cluster: ClusterModel, phase: str, node_update: list[Any]
+) -> bool | None:
+    """Move the job when every node of `cluster` has reached the step `phase` completes; None if none is."""
+    state = JobState(job.state)
+    phases = [n.get("phase") for n in nodes_of(cluster).values()]
     if phase == "succeeded" and state in HAS_NODES and all(p == "succeeded" for p in phases):
         return _on_all_succeeded(wiring, job, cluster, node_update)
     started = all(p in ("running", "succeeded") for p in phases)
     if phase in ("running", "succeeded") and state == JobState.SETTING_UP and started:
-        return store.move(job, JobState.RUNNING, "every node is running", also_update=node_update)
-    if not store.update_node(cluster, instance_id, **fields):
-        return True  # the node is not in that cluster record any more: nothing to record
-    return True
+        return wiring.store.move(job, JobState.RUNNING, "every node is running", also_update=node_update)
+    return None
 
 
 def _on_node_failed(
