@@ -3,7 +3,7 @@
 One thread per queue long-polls SQS and calls the queue's handler with an SQS batch event; messages the
 handler does not name in `batchItemFailures` are deleted, the others are left for SQS to redeliver after
 their visibility timeout (delays and redrive to the DLQ are SQS's, not ours). A scheduler thread fires
-the scheduled handlers (reconcile) with EventBridge "Scheduled Event" events.
+the scheduled handlers (reconcile, reaper) with EventBridge "Scheduled Event" events.
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ QUEUE_HANDLERS = {
     "provision": "functions.provision.handler",
     "spot_watch": "functions.spot_watch.handler",
 }
-SCHEDULED_HANDLERS = {"reconcile": ("functions.reconcile.handler", 60.0)}
+# The template's schedule rules, at the same rates. Not the catalog refresh: it fetches prices from the
+# clouds' APIs, and the local runtime has no network; it plans from the bundled catalog.
+SCHEDULED_HANDLERS = {
+    "reconcile": ("functions.reconcile.handler", 60.0),
+    "reaper": ("functions.reaper.handler", 300.0),
+}
 BATCH_SIZE = 10
 LONG_POLL_SECONDS = 2  # short enough that `local down` stops promptly
 POLLERS_PER_QUEUE = 2  # Lambda runs batches of one queue concurrently; so do we, a little
