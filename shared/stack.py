@@ -16,7 +16,11 @@ from shared.config import QUEUE_KINDS, Settings
 from shared.store.models import models_for
 
 MAX_MESSAGE_BYTES = 262_144
-VISIBILITY_TIMEOUT_SECONDS = 120
+# Six times the queue's function timeout (infra/template.yaml), as AWS advises for a Lambda event source:
+# a batch still being retried inside Lambda must not reappear to a second invocation. The template holds
+# the same numbers (tests/test_queue_settings.py checks that they agree); the local dispatcher gets them too.
+FUNCTION_TIMEOUT_SECONDS = {"optimize": 60, "provision": 120, "spot_watch": 60}
+VISIBILITY_TIMEOUT_SECONDS = {kind: 6 * timeout for kind, timeout in FUNCTION_TIMEOUT_SECONDS.items()}
 MAX_RECEIVES_BEFORE_DLQ = 5
 
 SPOT_EVENT_PATTERN = {
@@ -60,12 +64,18 @@ def _create_queues(settings: Settings) -> dict[str, str]:
         ]
         attributes = {
             "MaximumMessageSize": str(MAX_MESSAGE_BYTES),
-            "VisibilityTimeout": str(VISIBILITY_TIMEOUT_SECONDS),
+            "VisibilityTimeout": str(VISIBILITY_TIMEOUT_SECONDS[kind]),
             "RedrivePolicy": json.dumps(
                 {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES_BEFORE_DLQ)}
             ),
         }
-        urls[kind] = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        try:
+            urls[kind] = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        except ClientError as error:  # a stack made with older settings: bring it up to date
+            if error.response["Error"]["Code"] not in ("QueueAlreadyExists", "QueueNameExists"):
+                raise
+            urls[kind] = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            sqs.set_queue_attributes(QueueUrl=urls[kind], Attributes=attributes)
     return urls
 
 
