@@ -6,7 +6,6 @@ Exit codes: 0 success, 2 an error the user can fix (an unknown accelerator, a ba
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +15,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from cli.console import stderr_console, stdout_console
 from shared.accelerators import canonical_name
 from shared.catalog import (
     Catalog,
@@ -28,12 +28,11 @@ from shared.catalog_import import import_skypilot_catalog
 from shared.errors import CatalogError, UserError
 from shared.offering import Offering
 
-errors = Console(stderr=True, highlight=False)
+errors = stderr_console()
 
 
 def _console() -> Console:
-    """Stdout as it is now; tables sent to a pipe or a file are not cut to 80 columns."""
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    return stdout_console()
 
 
 catalog_app = typer.Typer(help="The offering catalog the optimizer plans with.", no_args_is_help=True)

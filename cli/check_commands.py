@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
+from cli.console import stderr_console, stdout_console
 from shared.credentials_check import CLOUDS, OK, CloudCheck, check_clouds
 
 STYLE = {OK: "green", "found": "green", "missing": "yellow", "refused": "red"}
-errors = Console(stderr=True, highlight=False)
+errors = stderr_console()
 
 
 def register(app: typer.Typer) -> None:
@@ -42,7 +41,7 @@ def check(
 
 
 def _print_table(results: list[CloudCheck]) -> None:
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    console = stdout_console()
     table = Table(box=box.SIMPLE_HEAD, title="Cloud credentials")
     table.add_column("CLOUD")
     table.add_column("STATUS")

@@ -7,13 +7,13 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from cli.console import stderr_console, stdout_console
 from shared.errors import UserError
 
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+console = stdout_console()
+errors = stderr_console()
 
 local_app = typer.Typer(
     name="local",

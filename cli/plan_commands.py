@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cli.console import stderr_console, stdout_console
 from shared.errors import NoOfferingError, UserError
 from shared.plan import Candidate, Plan
 
 JSON_CANDIDATES = 20  # candidates per task in --json; the failover list itself holds up to 100
 
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+console = stdout_console()
+errors = stderr_console()
 
 
 def register(app: typer.Typer) -> None:
