@@ -23,7 +23,6 @@ from shared.api_models import (
     UploadRequest,
     UploadResponse,
 )
-from shared.catalog import load_default_catalog
 from shared.config import Settings
 from shared.errors import NotFoundError, TaskFileError, UserError
 from shared.jobs.agent_reports import agent_config as node_config
@@ -37,6 +36,7 @@ from shared.plan import Plan
 from shared.store.users import User
 from shared.task_loader import load_pipeline
 from shared.task_spec import Pipeline
+from shared.wiring import wiring_for
 
 MAX_UPLOAD_BYTES = 2 * 1024**3
 UPLOAD_PREFIX = "uploads"
@@ -53,24 +53,26 @@ def read_task(body: PlanRequest) -> Pipeline:
         raise TaskFileError(f"not readable as YAML: {exc}", file=body.filename, line=line) from None
 
 
-def plan_task_file(body: PlanRequest) -> Plan:
-    """The plan for the task the body carries; errors name the body's filename."""
+def plan_task_file(settings: Settings, body: PlanRequest) -> Plan:
+    """The plan for the task the body carries, on the catalog the optimize function uses (refreshed
+    prices included); errors name the body's filename."""
     pipeline = read_task(body)
     clouds = {c.lower() for c in body.clouds} if body.clouds else None
+    catalog = wiring_for(settings).catalog
     try:
-        return plan_pipeline(pipeline, load_default_catalog(), enabled_clouds=clouds, minimize=body.minimize)
+        return plan_pipeline(pipeline, catalog, enabled_clouds=clouds, minimize=body.minimize)
     except UserError as exc:
         exc.file = exc.file or body.filename
         raise
 
 
-def dry_run(body: PlanRequest) -> dict[str, Any]:
-    return plan_task_file(body).model_dump(mode="json")
+def dry_run(settings: Settings, body: PlanRequest) -> dict[str, Any]:
+    return plan_task_file(settings, body).model_dump(mode="json")
 
 
 def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
     check_workdir_key(caller, body.workdir_key)
-    plan_task_file(body)  # a task nothing can run is refused before anything is recorded
+    plan_task_file(settings, body)  # a task nothing can run is refused before anything is recorded
     job = submit_job(
         settings,
         owner=caller.user_id,
