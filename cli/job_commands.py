@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
+from cli.console import stderr_console, stdout_console
 from shared.api_models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
 
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+console = stdout_console()
+errors = stderr_console()
 
 STATE_STYLE = {
     "SUCCEEDED": "green",
