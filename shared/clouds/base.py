@@ -28,6 +28,8 @@ class LaunchSpec:
     num_nodes: int
     agent_env: dict[str, str] = field(default_factory=dict)  # user-data / process environment
     # From the task's resources; providers that cannot honour one ignore it.
+    accelerator: str | None = None  # the candidate's GPU/TPU ("T4"); hosts that take them attached need it
+    accelerator_count: int = 0
     image_id: str | dict[str, str] | None = None  # one image, or SkyPilot's {region: image} form
     disk_size_gb: int | None = None
     ports: tuple[str, ...] = ()  # "8080" or "10000-10010", as the task lists them

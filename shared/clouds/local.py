@@ -200,6 +200,7 @@ class LocalCloud:
             "zone": spec.zone,
             "instance_type": spec.instance_type,
             "use_spot": spec.use_spot,
+            "hardware": _hardware(spec),
             "tags": tags,
             "launched_at": datetime.now(UTC).isoformat(),
         }
@@ -259,6 +260,18 @@ class LocalCloud:
             use_spot=record["use_spot"],
             tags={**record["tags"], JOB_TAG: record["job_id"], CLUSTER_TAG: record["cluster_id"]},
         )
+
+
+def _hardware(spec: LaunchSpec) -> dict[str, Any]:
+    """What a real cloud would attach to the VM beyond its type, kept so that it can be checked."""
+    return {
+        "accelerator": spec.accelerator,
+        "accelerator_count": spec.accelerator_count,
+        "image_id": spec.image_id,
+        "disk_size_gb": spec.disk_size_gb,
+        "ports": list(spec.ports),
+        "labels": dict(spec.labels),
+    }
 
 
 def preemption_event(record: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ def image_for(spec: LaunchSpec) -> str | None:
 
 
 def accelerator_of(spec: LaunchSpec) -> tuple[str | None, int]:
-    """(name, count) when the spec carries them; LaunchSpec has no such fields yet (see issue 5 report)."""
-    name = getattr(spec, "accelerator", None)
-    count = getattr(spec, "accelerator_count", 0) or 0
-    return (str(name) if name else None), int(count)
+    """(name, count) of the candidate's accelerators; (None, 0) for a CPU host."""
+    if not spec.accelerator:
+        return None, 0
+    return spec.accelerator, int(spec.accelerator_count)

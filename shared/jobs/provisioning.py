@@ -4,6 +4,7 @@ Teardown: terminate a cluster by tag, on every configured provider, and mark its
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -136,6 +137,8 @@ def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
         instance_type=candidate.instance_type,
         use_spot=candidate.use_spot,
         num_nodes=candidate.num_nodes,
+        accelerator=candidate.accelerator,
+        accelerator_count=math.ceil(candidate.accelerator_count) if candidate.accelerator else 0,
         agent_env={
             "SKYLESS_API_URL": wiring.settings.api_url or "",
             "SKYLESS_AGENT_TOKEN": agent_token(wiring.settings, job.job_id, int(job.attempt)),
