@@ -1,5 +1,9 @@
-"""The scheduled sweep: find what events missed. Silent nodes, stuck jobs, VMs that outlived their jobs.
-Heartbeats and the clouds' own listings (by tag) are the ground truth; our records are not."""
+"""The scheduled sweep: find what events missed. Silent nodes, stuck jobs, clusters that outlived their jobs.
+Heartbeats and the clouds' own listings (by tag) are the ground truth; our records are not.
+
+VMs a cloud runs that no record knows of are the orphan reaper's (shared/reaper.py, its own schedule): it
+gives them a grace period and records each kill. This sweep ends only clusters we recorded whose job is over
+(a teardown that was lost)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.clouds.base import Node
 from shared.clouds.errors import CloudError
 from shared.jobs.messages import send_launch, send_optimize
 from shared.jobs.nodes import nodes_of
@@ -32,7 +35,6 @@ def reconcile(now: float | None = None, wiring: Wiring | None = None) -> dict[st
     done: dict[str, list[str]] = defaultdict(list)
     for job in wiring.store.live_jobs():
         _check_job(wiring, job, now, done)
-    _reap_orphans(wiring, done)
     _close_cluster_records(wiring, done)
     return dict(done)
 
@@ -92,29 +94,6 @@ def _check_nodes(
             return
 
 
-def _reap_orphans(wiring: Wiring, done: dict[str, list[str]]) -> None:
-    """Terminate every cluster a cloud runs for us that no live job's current attempt owns."""
-    for provider in wiring.providers.usable_providers():
-        clusters: dict[str, list[Node]] = defaultdict(list)
-        for node in provider.list_owned():
-            if node.state == "running":
-                clusters[node.cluster_id].append(node)
-        for cluster_id, nodes in clusters.items():
-            job = wiring.store.get(nodes[0].job_id)
-            if _owned_by_live_attempt(job, cluster_id, nodes[0]):
-                continue
-            provider.terminate(cluster_id)
-            done["terminated"].append(cluster_id)
-
-
-def _owned_by_live_attempt(job: JobModel | None, cluster_id: str, node: Node) -> bool:
-    if job is None or is_terminal(job.state):
-        return False
-    if job.cluster_id is not None:
-        return job.cluster_id == cluster_id
-    return node.attempt == int(job.attempt)  # launched, not yet recorded
-
-
 def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]]) -> None:
     for cluster in wiring.store.live_clusters():
         job = wiring.store.get(cluster.job_id)
@@ -122,7 +101,7 @@ def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]]) -> None:
             continue
         wiring.providers.build(cluster.provider).terminate(cluster.cluster_id)
         if wiring.store.mark_cluster_terminated(cluster):
-            done["closed"].append(cluster.cluster_id)
+            done["terminated"].append(cluster.cluster_id)
 
 
 def reconcile_event(event: dict[str, Any]) -> dict[str, list[str]]:
