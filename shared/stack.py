@@ -35,11 +35,15 @@ def aws_client(service: str, settings: Settings) -> Any:  # boto3 clients have n
 
 
 def create_stack(settings: Settings) -> dict[str, str]:
-    """Tables, queues (each with a DLQ), the bucket and the EventBridge rules. Returns queue URLs by kind."""
+    """Tables, queues (each with a DLQ), the bucket, the EventBridge rules, and the notification resources
+    (events stream, notifications table, SES sender). Returns queue URLs by kind."""
     _create_tables(settings)
     urls = _create_queues(settings)
     _create_bucket(settings)
     _create_event_rules(settings, urls["spot_watch"])
+    from shared.notifications.stack_resources import create_notification_resources  # imports this module
+
+    create_notification_resources(settings)
     return urls
 
 

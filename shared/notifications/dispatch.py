@@ -1,0 +1,138 @@
+"""One timeline event → the notifications it calls for, each sent at most once and recorded.
+
+Idempotent: each (event, channel) is claimed with a conditional write before sending, so a stream
+record delivered twice sends once (a crash between the claim and the send loses that one notification
+rather than sending it twice). A delivery that fails is recorded as failed; it never touches the job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from shared.config import Settings
+from shared.notifications.deliveries import Delivery
+from shared.notifications.email import send_email
+from shared.notifications.events import (
+    NOTIFY_KIND,
+    JobFacts,
+    Notification,
+    TimelineRecord,
+    compose,
+    needs_history,
+    record_from_image,
+    topic_of,
+)
+from shared.notifications.records import claim_send, finish_send, send_key
+from shared.notifications.settings import Channels, channels_for
+from shared.notifications.slack import post_to_slack, slack_payload
+from shared.notifications.webhook_secrets import mask_webhook
+from shared.wiring import wiring_for
+
+log = logging.getLogger("skyless.notify")
+
+
+def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
+    """Send what `record` calls for to its job's channels; answers the deliveries made now."""
+    if record.kind == NOTIFY_KIND:
+        return []
+    store = wiring_for(settings).store
+    earlier: list[str] = []
+    if needs_history(record):
+        earlier = [
+            e.state
+            for e in store.timeline(record.job_id)
+            if e.kind == "state" and e.at < record.at and e.state
+        ]
+    topic = topic_of(record, earlier)
+    if topic is None:
+        return []
+    job = store.get(record.job_id)
+    if job is None:
+        return []
+    channels = channels_for(settings, job.owner, job.job_id)
+    if topic not in channels.topics:
+        return []
+    notification = compose(topic, record, job_facts(settings, record.job_id))
+    deliveries = []
+    for channel, target in (("slack", channels.slack_webhook), ("email", channels.email)):
+        if not target:
+            continue
+        key = send_key(record.job_id, record.at, channel)
+        if not claim_send(settings, key):
+            continue
+        delivery = deliver(settings, channel, target, notification)
+        finish_send(settings, key, ok=delivery.ok, attempts=delivery.attempts)
+        store.note(
+            record.job_id,
+            NOTIFY_KIND,
+            f"{channel} notification {'sent' if delivery.ok else 'failed'} ({topic})",
+            detail={**delivery.as_dict(), "topic": topic, "event": record.at},
+        )
+        log.info("%s %s notification for %s: %s", topic, channel, record.job_id, delivery.as_dict()["status"])
+        deliveries.append(delivery)
+    return deliveries
+
+
+def deliver(settings: Settings, channel: str, target: str, notification: Notification) -> Delivery:
+    """One channel's send; any exception is a failed delivery (a notification never fails a job)."""
+    try:
+        if channel == "slack":
+            return post_to_slack(target, slack_payload(notification))
+        return send_email(settings, target, notification)
+    except Exception as error:
+        shown = mask_webhook(target) if channel == "slack" else target
+        return Delivery(channel, False, 1, shown, f"{type(error).__name__}")
+
+
+def job_facts(settings: Settings, job_id: str) -> JobFacts:
+    from shared.jobs.views import job_view
+
+    store = wiring_for(settings).store
+    job = store.get(job_id)
+    if job is None:
+        return JobFacts(job_id=job_id, name=None, state="UNKNOWN")
+    view = job_view(job, store.cluster(job.cluster_id), None)
+    return JobFacts(
+        job_id=job_id,
+        name=view.name,
+        state=view.state,
+        cloud=view.cloud,
+        region=view.region,
+        zone=view.zone,
+        instance_type=view.instance_type,
+        use_spot=view.use_spot,
+        cost=float(view.cost or 0.0),
+        reason=view.reason,
+    )
+
+
+def notify_stream_records(settings: Settings, records: Iterable[dict[str, Any]]) -> list[str]:
+    """A DynamoDB stream batch (Lambda's shape); answers the sequence numbers to retry."""
+    failed: list[str] = []
+    for item in records:
+        stream = item.get("dynamodb") or {}
+        if item.get("eventName") != "INSERT" or "NewImage" not in stream:
+            continue
+        record = record_from_image(stream["NewImage"])
+        if record is None:
+            continue
+        try:
+            notify_event(settings, record)
+        except Exception:
+            log.exception("notifying %s %s failed; it will be retried", record.job_id, record.at)
+            failed.append(str(stream.get("SequenceNumber", "")))
+    return failed
+
+
+def send_test(settings: Settings, owner: str) -> list[Delivery]:
+    """A test message to the owner's channels now (not recorded in any job's timeline)."""
+    channels: Channels = channels_for(settings, owner, None)
+    facts = JobFacts(job_id="job-000000000000", name="test", state="RUNNING", cloud="local", region="local")
+    record = TimelineRecord(
+        job_id=facts.job_id, at="", kind="test", state=None, message="skyless can reach you."
+    )
+    notification = compose("test", record, facts)
+    targets = (("slack", channels.slack_webhook), ("email", channels.email))
+    return [deliver(settings, channel, target, notification) for channel, target in targets if target]

@@ -1,0 +1,154 @@
+"""Which timeline events notify, and what the notification says. Pure: no I/O.
+
+A timeline event is a row of the events table (shared/store/models.py: EventModel). Topics:
+- `preempted`: the job entered RECOVERING (a spot node was taken away or fell silent);
+- `recovered`: RUNNING again after a RECOVERING since the last RUNNING;
+- `succeeded` / `failed`: the terminal states (CANCELLED does not notify: the user asked for it);
+- `no_capacity`: the first WAITING of an attempt (nothing had capacity; it retries), and a FAILED
+  whose reason is "no capacity anywhere ...".
+Events the notifier writes itself (kind `notify`) never notify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+TOPICS: tuple[str, ...] = ("preempted", "recovered", "succeeded", "failed", "no_capacity")
+DEFAULT_TOPICS: tuple[str, ...] = TOPICS
+NOTIFY_KIND = "notify"
+NO_CAPACITY_REASON = "no capacity"
+
+HEADLINES = {
+    "preempted": "was preempted; recovering",
+    "recovered": "recovered and is running again",
+    "succeeded": "succeeded",
+    "failed": "failed",
+    "no_capacity": "found no capacity anywhere",
+    "test": "test notification",
+}
+
+
+@dataclass(frozen=True)
+class TimelineRecord:
+    job_id: str
+    at: str
+    kind: str
+    state: str | None
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What a notification says about the job (from the job's view at send time)."""
+
+    job_id: str
+    name: str | None
+    state: str
+    cloud: str | None = None
+    region: str | None = None
+    zone: str | None = None
+    instance_type: str | None = None
+    use_spot: bool | None = None
+    cost: float = 0.0
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Notification:
+    topic: str
+    subject: str
+    event_message: str
+    facts: JobFacts
+
+    @property
+    def logs_command(self) -> str:
+        return f"skyless logs {self.facts.job_id}"
+
+    def where(self) -> str:
+        f = self.facts
+        place = "/".join(p for p in (f.cloud, f.zone or f.region) if p)
+        return f"{place} {f.instance_type}".strip() if place or f.instance_type else "not placed"
+
+    def spot(self) -> str:
+        return "unknown" if self.facts.use_spot is None else ("spot" if self.facts.use_spot else "on-demand")
+
+    def lines(self) -> list[tuple[str, str]]:
+        f = self.facts
+        return [
+            ("Job", f"{f.job_id} ({f.name})" if f.name else f.job_id),
+            ("State", f.state),
+            ("Where", self.where()),
+            ("Spot", self.spot()),
+            ("Cost so far", f"${f.cost:.4f}"),
+            ("Logs", self.logs_command),
+        ]
+
+    def text(self) -> str:
+        body = "\n".join(f"{label}: {value}" for label, value in self.lines())
+        return f"{self.subject}\n\n{self.event_message}\n\n{body}\n"
+
+
+_deserializer = TypeDeserializer()
+
+
+def record_from_image(image: dict[str, Any]) -> TimelineRecord | None:
+    """A stream record's NewImage (DynamoDB-typed) → the event; None when it is not a job event."""
+    try:
+        plain = {name: _deserializer.deserialize(value) for name, value in image.items()}
+    except (TypeError, ValueError):
+        return None
+    job_id, at = plain.get("job_id"), plain.get("at")
+    if not isinstance(job_id, str) or not isinstance(at, str) or not job_id.startswith("job-"):
+        return None
+    detail = plain.get("detail")
+    return TimelineRecord(
+        job_id=job_id,
+        at=at,
+        kind=str(plain.get("kind") or ""),
+        state=plain.get("state") if isinstance(plain.get("state"), str) else None,
+        message=str(plain.get("message") or ""),
+        detail=detail if isinstance(detail, dict) else {},
+    )
+
+
+def needs_history(record: TimelineRecord) -> bool:
+    """Whether `topic_of` must see the states before this event."""
+    return record.kind == "state" and record.state in ("RUNNING", "WAITING")
+
+
+def topic_of(record: TimelineRecord, earlier_states: Sequence[str] = ()) -> str | None:
+    """The topic this event notifies, or None. `earlier_states`: the job's states before it, oldest first."""
+    if record.kind != "state":
+        return None
+    if record.state == "SUCCEEDED":
+        return "succeeded"
+    if record.state == "FAILED":
+        return "no_capacity" if record.message.startswith(NO_CAPACITY_REASON) else "failed"
+    if record.state == "RECOVERING":
+        return "preempted"
+    if record.state == "RUNNING":
+        for state in reversed(earlier_states):
+            if state == "RUNNING":
+                return None
+            if state == "RECOVERING":
+                return "recovered"
+        return None
+    if record.state == "WAITING":
+        for state in reversed(earlier_states):
+            if state == "WAITING":
+                return None
+            if state == "PLANNED":
+                return "no_capacity"
+        return "no_capacity"
+    return None
+
+
+def compose(topic: str, record: TimelineRecord, facts: JobFacts) -> Notification:
+    name = facts.name or facts.job_id
+    subject = f"skyless: {name} {HEADLINES.get(topic, topic)}"
+    return Notification(topic=topic, subject=subject, event_message=record.message, facts=facts)

@@ -1,0 +1,87 @@
+"""Slack incoming webhooks: a Block Kit message, POSTed with retries.
+
+429 is retried after its Retry-After (capped), 5xx and network errors with exponential backoff; any
+other 4xx is final (a revoked or mistyped webhook). Errors name the status, never the URL.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from shared.notifications.deliveries import Delivery
+from shared.notifications.events import Notification
+from shared.notifications.webhook_secrets import mask_webhook
+
+MAX_ATTEMPTS = 4
+BACKOFF_SECONDS = 1.0  # 1, 2, 4 ... between tries after a 5xx or a network error
+MAX_RETRY_AFTER_SECONDS = 30.0
+TIMEOUT_SECONDS = 10.0
+
+
+def slack_payload(notification: Notification) -> dict[str, Any]:
+    """Block Kit: a header, the event, the facts as fields, and how to read the logs."""
+    facts = notification.lines()
+    fields = [{"type": "mrkdwn", "text": f"*{label}*\n{value}"} for label, value in facts if label != "Logs"]
+    return {
+        "text": notification.subject,  # the fallback shown in notifications
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "text": notification.subject[:150]}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": notification.event_message[:2900] or "-"}},
+            {"type": "section", "fields": fields},
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": f"Logs: `{notification.logs_command}`"}],
+            },
+        ],
+    }
+
+
+def _retry_after(answer: httpx.Response, fallback: float) -> float:
+    try:
+        return min(MAX_RETRY_AFTER_SECONDS, max(0.0, float(answer.headers.get("Retry-After", ""))))
+    except ValueError:
+        return fallback
+
+
+def post_to_slack(
+    url: str,
+    payload: dict[str, Any],
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+    backoff_seconds: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Delivery:
+    """POST the payload; answers how it went after at most `max_attempts` tries. Never raises for HTTP."""
+    base = backoff_seconds if backoff_seconds is not None else _backoff_from_env()
+    error = "not tried"
+    attempts = 0
+    with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
+        for attempts in range(1, max_attempts + 1):
+            wait = base * 2 ** (attempts - 1)
+            try:
+                answer = client.post(url, json=payload)
+            except httpx.HTTPError as exc:
+                error = f"network error ({type(exc).__name__})"
+            else:
+                if answer.status_code < 300:
+                    return Delivery("slack", True, attempts, mask_webhook(url))
+                error = f"HTTP {answer.status_code}: {answer.text[:200]}"
+                if answer.status_code == 429:
+                    wait = _retry_after(answer, wait)
+                elif answer.status_code < 500:
+                    break
+            if attempts < max_attempts:
+                sleep(wait)
+    return Delivery("slack", False, attempts, mask_webhook(url), error)
+
+
+def _backoff_from_env() -> float:
+    try:
+        return float(os.environ.get("SKYLESS_NOTIFY_BACKOFF_SECONDS", BACKOFF_SECONDS))
+    except ValueError:
+        return BACKOFF_SECONDS
