@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from local_runtime.local_settings import local_client
-from shared.clouds.local import NODE_FILE, LocalCloud, preemption_event
+from shared.clouds.local import NODE_FILE, PREEMPTION_NOTICE_SECONDS, LocalCloud
 from shared.config import QUEUE_KINDS, Settings
 from shared.errors import NotFoundError
 
@@ -56,25 +52,16 @@ def live_node_records(home: Path) -> list[dict[str, Any]]:
 
 
 def preempt_job_node(
-    settings: Settings, job_id: str, rank: int = 0, grace_seconds: float = 2.0
+    settings: Settings, job_id: str, rank: int = 0, grace_seconds: float = PREEMPTION_NOTICE_SECONDS
 ) -> dict[str, Any]:
-    """Preempt one node of a job as a cloud would: a notice first, the kill after a grace period.
-
-    The agent gets SIGTERM (it reports `preempting` and passes the signal to the task so it can
-    checkpoint); after `grace_seconds` the local cloud kills the node; the spot interruption event
-    goes to EventBridge, whose rule routes it to the spot_watch queue. Answers the event.
-    """
-    targets = [r for r in live_node_records(settings.home) if r["job_id"] == job_id and r["rank"] == rank]
-    if not targets:
+    """Preempt one node of a job (the local cloud gives the notice, waits, kills) and put the spot
+    interruption event on EventBridge, whose rule routes it to the spot_watch queue. Answers the event."""
+    event = LocalCloud(settings.home).preempt(job_id, rank, notice_seconds=grace_seconds)
+    if event is None:
         raise NotFoundError(
             f"job {job_id} has no live node of rank {rank} on the local cloud",
             field="job_id", hint="`skyless local status` lists live nodes",
-        )
-    record = targets[0]
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(int(record["pid"]), signal.SIGTERM)
-    time.sleep(grace_seconds)
-    event = LocalCloud(settings.home).preempt(record["cluster_id"], rank) or preemption_event(record)
+        )  # fmt: skip
     entry = {
         "Source": event["source"],
         "DetailType": event["detail-type"],

@@ -138,6 +138,47 @@ def test_preempt_kills_one_node_and_returns_the_spot_warning_to_deliver(cloud: L
     assert cloud.preempt("job-1", rank=1) is None  # nothing left to preempt at that rank
 
 
+# A node that checkpoints on SIGTERM and then keeps running, as a task with a slow checkpoint would.
+CHECKPOINTING_NODE = (
+    "import os, signal, time\n"
+    "def checkpoint(*_):\n"
+    "    open('checkpoint', 'w').write(str(time.monotonic()))\n"
+    "signal.signal(signal.SIGTERM, checkpoint)\n"
+    "open('ready', 'w').close()\n"
+    "while True: time.sleep(0.05)\n"
+)
+
+
+def test_preempt_gives_notice_then_kills_when_the_notice_period_ends(tmp_path: Path) -> None:
+    local = LocalCloud(
+        tmp_path, api_url="http://127.0.0.1:9", agent_command=[sys.executable, "-c", CHECKPOINTING_NODE]
+    )
+    try:
+        local.launch(spec(num_nodes=1))
+        sandbox = local.nodes_dir / "job-1-0" / "0"
+        deadline = time.monotonic() + 10
+        while not (sandbox / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = time.monotonic()
+        event = local.preempt("job-1", notice_seconds=0.8)
+        took = time.monotonic() - started
+        assert event is not None
+        assert (sandbox / "checkpoint").exists()  # the node heard the notice before it was killed
+        assert 0.8 <= took < 5
+        assert [n.state for n in local.describe("job-1-0")] == ["terminated"]
+    finally:
+        local.terminate("job-1-0")
+
+
+def test_preempt_ends_the_notice_early_when_the_node_shuts_down(cloud: LocalCloud) -> None:
+    cloud.launch(spec(num_nodes=1))  # this node exits on SIGTERM
+    node_env(cloud, "job-1-0", 0)
+    started = time.monotonic()
+    assert cloud.preempt("job-1", notice_seconds=30) is not None
+    assert time.monotonic() - started < 5
+    assert [n.state for n in cloud.describe("job-1-0")] == ["terminated"]
+
+
 def test_concurrent_launches_of_one_attempt_start_its_nodes_once(cloud: LocalCloud) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -35,6 +35,7 @@ from shared.clouds.errors import (
 NODE_FILE = "node.json"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 AGENT_COMMAND = [sys.executable, "-m", "node_agent.agent"]
+PREEMPTION_NOTICE_SECONDS = 2.0  # between a spot node's notice and its end (AWS gives two minutes)
 FAULTS = {
     "no_capacity": NoCapacityError,
     "quota": QuotaError,
@@ -141,15 +142,24 @@ class LocalCloud:
 
     # -- what only a simulated cloud can do ------------------------------------------------
 
-    def preempt(self, target: str, rank: int = 0) -> dict[str, Any] | None:
-        """Kill one node of a cluster (or of a job's live cluster) as a cloud reclaims a spot VM.
+    def preempt(
+        self, target: str, rank: int = 0, notice_seconds: float = PREEMPTION_NOTICE_SECONDS
+    ) -> dict[str, Any] | None:
+        """Reclaim one node of a cluster (or of a job's live cluster) as a cloud reclaims a spot VM.
 
-        Returns the EventBridge event to deliver (source `skyless.local`, the AWS spot-warning shape),
-        or None when there is no live node to preempt.
+        A notice first (SIGTERM to the node's agent, which reports `preempting` and passes it to the task so
+        it can checkpoint), then the kill when the notice period ends or the node has shut down, whichever
+        is sooner: AWS's two-minute warning, shortened. Returns the EventBridge event to deliver (source
+        `skyless.local`, the AWS spot-warning shape), or None when there is no live node to preempt.
         """
         records = self._read_cluster(target) or self._live_records_of_job(target)
         for record in records:
             if record["rank"] == rank and self._alive(record):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(record["pid"]), signal.SIGTERM)
+                deadline = time.monotonic() + notice_seconds
+                while time.monotonic() < deadline and self._alive(record):
+                    time.sleep(0.05)
                 self._stop(record, new_state="terminated", hard=True)
                 return preemption_event(record)
         return None
