@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from local_runtime.events_stream import StreamWorker
 from shared.config import Settings
 from shared.stack import aws_client
 
@@ -38,6 +39,7 @@ SCHEDULED_HANDLERS = {
 }
 BATCH_SIZE = 10
 LONG_POLL_SECONDS = 2  # short enough that `local down` stops promptly
+STREAM_POLL_SECONDS = 1.0
 POLLERS_PER_QUEUE = 2  # Lambda runs batches of one queue concurrently; so do we, a little
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -188,6 +190,7 @@ class Dispatcher:
         schedules: dict[str, tuple[str, float]] | None = None,
         handlers: dict[str, Handler] | None = None,
         pollers_per_queue: int = POLLERS_PER_QUEUE,
+        notify_stream: bool = True,
     ) -> None:
         self.settings = settings
         self.workers = [QueueWorker(settings, kind, (handlers or {}).get(kind)) for kind in QUEUE_HANDLERS]
@@ -196,6 +199,7 @@ class Dispatcher:
         self.threads: list[threading.Thread] = []
         self.schedule_runs: dict[str, int] = dict.fromkeys(self.schedules, 0)
         self.pollers_per_queue = pollers_per_queue
+        self.stream_worker = StreamWorker(settings, (handlers or {}).get("notify")) if notify_stream else None
 
     def start(self) -> None:
         for worker in self.workers:
@@ -206,6 +210,8 @@ class Dispatcher:
             self.threads.append(
                 threading.Thread(target=self._schedule, args=(name, module, every), name=f"schedule-{name}")
             )
+        if self.stream_worker is not None:
+            self.threads.append(threading.Thread(target=self._stream, name="stream-notify"))
         for thread in self.threads:
             thread.daemon = True
             thread.start()
@@ -224,6 +230,16 @@ class Dispatcher:
                     return
                 log.exception("polling %s failed; retrying", worker.kind)
                 self.stopping.wait(1.0)
+
+    def _stream(self) -> None:
+        assert self.stream_worker is not None
+        while not self.stopping.wait(STREAM_POLL_SECONDS):
+            try:
+                self.stream_worker.poll_once()
+            except Exception:
+                if self.stopping.is_set():
+                    return
+                log.exception("reading the events stream failed; retrying")
 
     def _schedule(self, name: str, module: str, every: float) -> None:
         while not self.stopping.wait(every):

@@ -8,6 +8,7 @@ nothing twice (shared/notifications/dispatch.py claims each send).
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import logging
 from typing import Any
 
@@ -63,3 +64,44 @@ class EventsStreamReader:
             for record in answer.get("Records") or []:
                 records.append({**_plain(record), "eventSourceARN": arn})
         return records
+
+
+NOTIFY_HANDLER = "functions.notify.handler"
+MAX_TRIES = 3  # a record whose handler reported it failed is handed over again, then dropped (logged)
+
+
+class StreamWorker:
+    """Polls the stream and calls the notify handler with each batch, as Lambda's stream mapping would."""
+
+    def __init__(self, settings: Settings, handler: Any = None) -> None:
+        self.settings = settings
+        self.reader = EventsStreamReader(settings)
+        self._handler = handler
+        self.retrying: list[tuple[dict[str, Any], int]] = []
+        self.delivered = 0
+
+    def handler(self) -> Any:
+        if self._handler is None:
+            self._handler = importlib.import_module(NOTIFY_HANDLER).handler
+        return self._handler
+
+    def poll_once(self) -> int:
+        """Hand over new records (and earlier failures); answers how many were handed over."""
+        batch = [(record, tries) for record, tries in self.retrying] + [(r, 0) for r in self.reader.poll()]
+        self.retrying = []
+        if not batch:
+            return 0
+        try:
+            result = self.handler()({"Records": [record for record, _ in batch]}, None)
+            failed = {str(item["itemIdentifier"]) for item in (result or {}).get("batchItemFailures") or []}
+        except Exception:
+            log.exception("notify handler raised; its batch will be handed over again")
+            failed = {str(record["dynamodb"].get("SequenceNumber")) for record, _ in batch}
+        for record, tries in batch:
+            if str(record["dynamodb"].get("SequenceNumber")) not in failed:
+                self.delivered += 1
+            elif tries + 1 < MAX_TRIES:
+                self.retrying.append((record, tries + 1))
+            else:
+                log.warning("notify gave up on a stream record after %d tries", MAX_TRIES)
+        return len(batch)

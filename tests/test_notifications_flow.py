@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -200,3 +201,21 @@ def test_stream_records_of_other_writes_are_ignored(stack: Settings) -> None:
                          {"eventName": "INSERT", "dynamodb": {"SequenceNumber": "2", "NewImage": {
                              "job_id": {"S": "reaper-marks"}, "at": {"S": "x"}}}}]}  # fmt: skip
     assert handler(event, None) == {"batchItemFailures": []}
+
+
+def test_the_local_dispatcher_reads_the_stream_and_notifies(stack: Settings, webhook: SlackWebhook) -> None:
+    from local_runtime.dispatcher import Dispatcher
+
+    update_user_settings(stack, OWNER, slack_webhook=webhook.url)
+    store = JobStore(stack)
+    job = new_job(store)
+    dispatcher = Dispatcher(stack, schedules={}, pollers_per_queue=1)
+    dispatcher.start()
+    try:
+        walk(store, job, *TO_RUNNING, S.SUCCEEDED)
+        deadline = time.monotonic() + 20
+        while not webhook.posts and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        dispatcher.stop()
+    assert [post["text"] for post in webhook.posts] == ["skyless: train succeeded"]
