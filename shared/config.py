@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-QUEUE_KINDS = ("optimize", "provision", "spot_watch")
+QUEUE_KINDS = ("optimize", "provision", "spot_watch", "submit")
 
 
 def _env_int(name: str, default: int) -> int:
@@ -31,6 +31,8 @@ class Settings:
     max_wait_retries: int = 8  # WAITING rounds before "no capacity anywhere"
     max_transient_retries: int = 5
     max_recoveries: int = 10  # preemptions/lost nodes a job survives
+    # the role EventBridge Scheduler assumes to send schedule firings (the SAM template's SchedulerRole)
+    scheduler_role_arn: str = "arn:aws:iam::123456789012:role/skyless-scheduler"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -49,6 +51,7 @@ class Settings:
             max_wait_retries=_env_int("SKYLESS_MAX_WAIT_RETRIES", 8),
             max_transient_retries=_env_int("SKYLESS_MAX_TRANSIENT_RETRIES", 5),
             max_recoveries=_env_int("SKYLESS_MAX_RECOVERIES", 10),
+            scheduler_role_arn=env.get("SKYLESS_SCHEDULER_ROLE_ARN") or cls.scheduler_role_arn,
         )
 
     def with_(self, **changes: object) -> Settings:
@@ -82,6 +85,7 @@ class Settings:
             "SKYLESS_MAX_WAIT_RETRIES": str(self.max_wait_retries),
             "SKYLESS_MAX_TRANSIENT_RETRIES": str(self.max_transient_retries),
             "SKYLESS_MAX_RECOVERIES": str(self.max_recoveries),
+            "SKYLESS_SCHEDULER_ROLE_ARN": self.scheduler_role_arn,
         }
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL"] = self.endpoint_url

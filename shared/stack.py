@@ -19,7 +19,7 @@ MAX_MESSAGE_BYTES = 262_144
 # Six times the queue's function timeout (infra/template.yaml), as AWS advises for a Lambda event source:
 # a batch still being retried inside Lambda must not reappear to a second invocation. The template holds
 # the same numbers (tests/test_queue_settings.py checks that they agree); the local dispatcher gets them too.
-FUNCTION_TIMEOUT_SECONDS = {"optimize": 60, "provision": 120, "spot_watch": 60}
+FUNCTION_TIMEOUT_SECONDS = {"optimize": 60, "provision": 120, "spot_watch": 60, "submit": 60}
 VISIBILITY_TIMEOUT_SECONDS = {kind: 6 * timeout for kind, timeout in FUNCTION_TIMEOUT_SECONDS.items()}
 MAX_RECEIVES_BEFORE_DLQ = 5
 
@@ -41,6 +41,7 @@ def create_stack(settings: Settings) -> dict[str, str]:
     urls = _create_queues(settings)
     _create_bucket(settings)
     _create_event_rules(settings, urls["spot_watch"])
+    _create_task_upload_notifications(settings, urls["submit"])
     from shared.notifications.stack_resources import create_notification_resources  # imports this module
 
     create_notification_resources(settings)
@@ -55,6 +56,9 @@ def _create_tables(settings: Settings) -> None:
     except ImportError:
         return
     users_model(settings).create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+    from shared.store.schedules import schedules_model
+
+    schedules_model(settings).create_table(wait=True, billing_mode="PAY_PER_REQUEST")
 
 
 def _create_queues(settings: Settings) -> dict[str, str]:
@@ -120,3 +124,51 @@ def _create_event_rules(settings: Settings, spot_watch_url: str) -> None:
         ],
     }
     sqs.set_queue_attributes(QueueUrl=spot_watch_url, Attributes={"Policy": json.dumps(policy)})
+
+
+TASK_SUFFIXES = (".yaml", ".yml")
+
+
+def _create_task_upload_notifications(settings: Settings, submit_url: str) -> None:
+    """A task file put under the bucket's tasks/ prefix -> an S3 event on the submit queue."""
+    sqs = aws_client("sqs", settings)
+    queue_arn = sqs.get_queue_attributes(QueueUrl=submit_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "s3.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+                "Condition": {"ArnEquals": {"aws:SourceArn": f"arn:aws:s3:::{settings.bucket}"}},
+            }
+        ],
+    }
+    sqs.set_queue_attributes(QueueUrl=submit_url, Attributes={"Policy": json.dumps(policy)})
+    configurations = [
+        {
+            "Id": f"tasks-{suffix.lstrip('.')}",
+            "QueueArn": queue_arn,
+            "Events": ["s3:ObjectCreated:*"],
+            "Filter": {
+                "Key": {
+                    "FilterRules": [
+                        {"Name": "prefix", "Value": "tasks/"},
+                        {"Name": "suffix", "Value": suffix},
+                    ]
+                }
+            },
+        }
+        for suffix in TASK_SUFFIXES
+    ]
+    s3 = aws_client("s3", settings)
+    current = (
+        s3.get_bucket_notification_configuration(Bucket=settings.bucket).get("QueueConfigurations") or []
+    )
+    if sorted(c.get("Id", "") for c in current) != sorted(c["Id"] for c in configurations):
+        s3.put_bucket_notification_configuration(
+            Bucket=settings.bucket, NotificationConfiguration={"QueueConfigurations": configurations}
+        )

@@ -12,7 +12,7 @@ from shared.config import QUEUE_KINDS, Settings
 from shared.stack import FUNCTION_TIMEOUT_SECONDS, VISIBILITY_TIMEOUT_SECONDS, create_stack
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "infra" / "template.yaml"
-LOGICAL = {"optimize": "Optimize", "provision": "Provision", "spot_watch": "SpotWatch"}
+LOGICAL = {"optimize": "Optimize", "provision": "Provision", "spot_watch": "SpotWatch", "submit": "Submit"}
 
 
 def _template() -> dict[str, Any]:

@@ -58,6 +58,7 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
         "functions.reconcile.handler.handler",
         "functions.catalog_refresh.handler.handler",
         "functions.reaper.handler.handler",
+        "functions.submit.handler.handler",
     }
     for handler in sorted(handlers):
         module, _, attribute = handler.rpartition(".")
@@ -66,10 +67,13 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
 
 def test_tables_match_the_pynamodb_models(template: dict[str, Any]):
     from shared.store.models import models_for
+    from shared.store.schedules import schedules_model
     from shared.store.users import users_model
 
     models = models_for(SETTINGS)
-    expected = {m.Meta.table_name: m for m in (*models.all(), users_model(SETTINGS))}
+    expected = {
+        m.Meta.table_name: m for m in (*models.all(), users_model(SETTINGS), schedules_model(SETTINGS))
+    }
     tables = {_name(r["Properties"]["TableName"]): r["Properties"]
               for r in _of_type(template, "AWS::DynamoDB::Table").values()}  # fmt: skip
     assert set(tables) == set(expected)
@@ -124,7 +128,7 @@ def test_ec2_events_rule_routes_to_spot_watch_queue_which_allows_only_that_rule(
     (rule_name, rule), = rules.items()
     assert json.loads(json.dumps(rule["Properties"]["EventPattern"])) == SPOT_EVENT_PATTERN
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": ["SpotWatchQueue", "Arn"]}
-    (policy,) = _of_type(template, "AWS::SQS::QueuePolicy").values()
+    policy = _of_type(template, "AWS::SQS::QueuePolicy")["SpotWatchQueuePolicy"]
     statement = policy["Properties"]["PolicyDocument"]["Statement"][0]
     assert statement["Principal"] == {"Service": "events.amazonaws.com"}
     assert statement["Condition"]["ArnEquals"]["aws:SourceArn"] == {"Fn::GetAtt": [rule_name, "Arn"]}

@@ -1,0 +1,304 @@
+"""Cron schedules: create, list, pause, resume, delete; fire them; run a firing once.
+
+A schedule is a row of the schedules table (with its task text) and, beside it, an EventBridge
+Scheduler schedule `<prefix>-<schedule id>` that sends the submit queue a firing at each cron time:
+
+    {"schedule_firing": {"owner", "name", "schedule_id", "scheduled_time": "<ISO 8601>"}}
+
+In AWS the scheduler sends it (`<aws.scheduler.scheduled-time>` filled in); in the local runtime the
+dispatcher calls `fire_due_schedules(settings, now)` on its clock (moto stores schedules, never fires
+them). Running a firing is idempotent by (schedule id, scheduled time): the job id derives from them.
+Overlap `skip` runs nothing while the schedule's previous job is live; `allow` always runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+from pynamodb.exceptions import DoesNotExist, PutError
+
+from shared.config import Settings
+from shared.cron import check_cron, check_timezone, due_times, scheduler_expression
+from shared.errors import ConflictError, NotFoundError, UserError
+from shared.stack import aws_client
+from shared.store.schedules import ScheduleModel, schedules_model
+
+log = logging.getLogger("skyless.schedules")
+
+OVERLAP_POLICIES = ("skip", "allow")
+NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+MAX_NAME_CHARS = 64
+
+
+@dataclass(frozen=True)
+class Firing:
+    owner: str
+    name: str
+    schedule_id: str
+    scheduled_time: str  # ISO 8601 with offset
+
+    def as_message(self) -> dict[str, Any]:
+        return {"schedule_firing": self.__dict__.copy()}
+
+    @property
+    def job_id(self) -> str:
+        digest = hashlib.sha256(f"{self.schedule_id}/{self.scheduled_time}".encode()).hexdigest()
+        return f"job-{digest[:12]}"
+
+
+@dataclass(frozen=True)
+class FiringOutcome:
+    result: str  # submitted | already_ran | skipped_overlap | unknown_schedule | paused
+    job_id: str | None = None
+
+
+def check_name(name: str) -> str:
+    if not name or len(name) > MAX_NAME_CHARS or not set(name) <= NAME_CHARS:
+        raise UserError(
+            f"not a schedule name: {name[:40]!r}",
+            field="name",
+            hint=f"1-{MAX_NAME_CHARS} letters, digits, '-', '_' or '.'",
+        )
+    return name
+
+
+def create_schedule(
+    settings: Settings,
+    *,
+    owner: str,
+    name: str,
+    cron: str,
+    task_text: str,
+    filename: str = "task.yaml",
+    timezone: str = "UTC",
+    overlap: str = "skip",
+    env: dict[str, str] | None = None,
+    minimize: str = "cost",
+    clouds: list[str] | None = None,
+    now: float | None = None,
+) -> ScheduleModel:
+    """Record the schedule and its EventBridge Scheduler schedule. The caller has validated the task.
+    ConflictError when the owner already has a schedule of that name."""
+    check_name(name)
+    cron = check_cron(cron)
+    check_timezone(timezone)
+    if overlap not in OVERLAP_POLICIES:
+        raise UserError(f"unknown overlap policy {overlap!r}", field="overlap", hint="use 'skip' or 'allow'")
+    expression = scheduler_expression(cron)
+    created = time.time() if now is None else now
+    row = schedules_model(settings)(
+        owner,
+        name,
+        schedule_id=f"sch-{uuid.uuid4().hex[:12]}",
+        cron=cron,
+        timezone=timezone,
+        overlap=overlap,
+        task_text=task_text,
+        filename=filename,
+        env=json.dumps(env or {}),
+        minimize=minimize,
+        clouds=json.dumps(clouds) if clouds else None,
+        created_at=created,
+        fired_through=created,
+    )
+    try:
+        row.save(condition=schedules_model(settings).owner.does_not_exist())
+    except PutError as error:
+        if "ConditionalCheckFailed" in str(error.cause_response_code or error):
+            raise ConflictError(f"you already have a schedule named {name!r}", field="name") from None
+        raise
+    _put_aws_schedule(settings, row, expression)
+    return row
+
+
+def list_schedules(settings: Settings, *, owner: str) -> list[ScheduleModel]:
+    return list(schedules_model(settings).query(owner))
+
+
+def get_schedule(settings: Settings, *, owner: str, name: str) -> ScheduleModel:
+    try:
+        return schedules_model(settings).get(owner, name[: MAX_NAME_CHARS + 1], consistent_read=True)
+    except DoesNotExist:
+        raise NotFoundError(f"no schedule named {name[:40]!r}", field="name") from None
+
+
+def set_paused(
+    settings: Settings, *, owner: str, name: str, paused: bool, now: float | None = None
+) -> ScheduleModel:
+    """Pause or resume (again: harmless). A resumed schedule does not fire for the time it was paused."""
+    row = get_schedule(settings, owner=owner, name=name)
+    model = schedules_model(settings)
+    actions = [model.paused.set(paused)]
+    if not paused and row.paused:
+        actions.append(model.fired_through.set(time.time() if now is None else now))
+    row.update(actions=actions)
+    _put_aws_schedule(settings, row, scheduler_expression(row.cron))
+    return row
+
+
+def delete_schedule(settings: Settings, *, owner: str, name: str) -> None:
+    row = get_schedule(settings, owner=owner, name=name)
+    try:
+        _scheduler(settings).delete_schedule(Name=aws_schedule_name(settings, row))
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ResourceNotFoundException":
+            raise
+    row.delete()
+
+
+def aws_schedule_name(settings: Settings, row: ScheduleModel) -> str:
+    return f"{settings.prefix}-{row.schedule_id}"[:64]
+
+
+def next_run(row: ScheduleModel, now: datetime | None = None) -> datetime | None:
+    from shared.cron import next_time
+
+    if row.paused:
+        return None
+    return next_time(row.cron, row.timezone, now or datetime.now(UTC))
+
+
+def fire_due_schedules(settings: Settings, now: datetime) -> list[Firing]:
+    """The local runtime's EventBridge Scheduler: send the submit queue each schedule's due firing.
+
+    A firing is sent before the schedule's `fired_through` mark moves, so a crash in between sends it
+    again, which `run_firing` treats as the duplicate it is.
+    """
+    from shared.queues import SqsQueue
+
+    queue = SqsQueue(settings, "submit")
+    model = schedules_model(settings)
+    fired: list[Firing] = []
+    for row in model.scan():
+        if row.paused:
+            continue
+        after = datetime.fromtimestamp(row.fired_through, UTC)
+        moments = due_times(row.cron, row.timezone, after=after, until=now)
+        if not moments:
+            continue
+        for moment in moments:
+            firing = Firing(row.owner, row.name, row.schedule_id, moment.isoformat())
+            queue.send(firing.as_message())
+            fired.append(firing)
+        try:
+            row.update(
+                actions=[model.fired_through.set(now.timestamp())],
+                condition=model.schedule_id == row.schedule_id,
+            )
+        except Exception:  # deleted meanwhile: its firings find no schedule and do nothing
+            log.info("schedule %s/%s changed while firing", row.owner, row.name)
+    return fired
+
+
+def firing_in(body: dict[str, Any]) -> Firing | None:
+    raw = body.get("schedule_firing")
+    if not isinstance(raw, dict):
+        return None
+    return Firing(
+        owner=str(raw["owner"]),
+        name=str(raw["name"]),
+        schedule_id=str(raw["schedule_id"]),
+        scheduled_time=_iso(str(raw["scheduled_time"])),
+    )
+
+
+def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
+    """Submit the schedule's task for this scheduled time, once."""
+    from shared.jobs.submission import submit_job
+    from shared.states import LIVE, JobState
+    from shared.uploads import write_run_status
+    from shared.wiring import wiring_for
+
+    store = wiring_for(settings).store
+    try:
+        row = get_schedule(settings, owner=firing.owner, name=firing.name)
+    except NotFoundError:
+        return FiringOutcome("unknown_schedule")
+    if row.schedule_id != firing.schedule_id:
+        return FiringOutcome("unknown_schedule")  # a deleted schedule's late firing
+    if store.get(firing.job_id) is not None:
+        return FiringOutcome("already_ran", firing.job_id)
+    if row.paused:
+        return FiringOutcome("paused")
+    if row.overlap == "skip" and row.last_job_id:
+        previous = store.get(row.last_job_id)
+        if previous is not None and JobState(previous.state) in LIVE:
+            model = schedules_model(settings)
+            row.update(actions=[model.skipped.add(1)])
+            store.note(
+                f"schedule#{row.schedule_id}", "schedule_skipped",
+                f"{firing.scheduled_time}: {row.last_job_id} is still {previous.state}",
+            )  # fmt: skip
+            return FiringOutcome("skipped_overlap", row.last_job_id)
+    job = submit_job(
+        settings,
+        owner=row.owner,
+        task_text=row.task_text,
+        filename=row.filename,
+        env=json.loads(row.env or "{}"),
+        minimize=row.minimize,
+        clouds=json.loads(row.clouds) if row.clouds else None,
+        job_id=firing.job_id,
+    )
+    model = schedules_model(settings)
+    row.update(
+        actions=[
+            model.last_job_id.set(job.job_id),
+            model.last_fired_at.set(firing.scheduled_time),
+            model.runs.add(1),
+        ]
+    )
+    write_run_status(settings, job.job_id, job.state)
+    return FiringOutcome("submitted", job.job_id)
+
+
+def _iso(value: str) -> str:
+    """One spelling per instant (the scheduler writes `...Z`; we write `+00:00`)."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC).isoformat()
+
+
+def _scheduler(settings: Settings) -> Any:
+    return aws_client("scheduler", settings)
+
+
+def _put_aws_schedule(settings: Settings, row: ScheduleModel, expression: str) -> None:
+    """Create or update the EventBridge Scheduler schedule that sends this schedule's firings."""
+    from shared.queues import SqsQueue
+
+    sqs = aws_client("sqs", settings)
+    queue_url = SqsQueue(settings, "submit").url
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    firing = {
+        "schedule_firing": {
+            "owner": row.owner,
+            "name": row.name,
+            "schedule_id": row.schedule_id,
+            "scheduled_time": "<aws.scheduler.scheduled-time>",
+        }
+    }
+    request = {
+        "Name": aws_schedule_name(settings, row),
+        "ScheduleExpression": expression,
+        "ScheduleExpressionTimezone": row.timezone,
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "State": "DISABLED" if row.paused else "ENABLED",
+        "Target": {"Arn": queue_arn, "RoleArn": settings.scheduler_role_arn, "Input": json.dumps(firing)},
+        "Description": f"skyless schedule {row.owner}/{row.name}"[:512],
+    }
+    scheduler = _scheduler(settings)
+    try:
+        scheduler.create_schedule(**request)
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ConflictException":
+            raise
+        scheduler.update_schedule(**request)

@@ -1,0 +1,242 @@
+"""Run a task file uploaded under the bucket's `tasks/` prefix.
+
+The submit queue receives S3's event notifications (`s3:ObjectCreated:*` on `tasks/`, `.yaml`/`.yml`).
+Each upload is one business identity, bucket/key/ETag: its job id is derived from it, so a re-delivered
+event finds the job it already made, and a changed file (a new ETag) runs again.
+
+Who owns the job and which env overrides apply (documented in docs/architecture.md):
+- `tasks/<user id>/<any path>.yaml` belongs to that user (the prefix wins: a bucket policy can confine
+  each user to their own prefix); `tasks/<file>.yaml` belongs to the object's `skyless-owner` metadata,
+  else to `SKYLESS_UPLOAD_OWNER` (default `u-local`, the local runtime's user).
+- `skyless-env` metadata: a JSON object of env overrides (`{"EPOCHS": "3"}`).
+
+A file that cannot run gets `<key>.error.json` beside it, holding what `skyless plan --json` prints for
+it (`UserError.to_dict()`), a note in the events table under `upload#<key>`, and a call of every
+function in `REJECTION_HOOKS` (the notification seam). Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote_plus
+
+import yaml
+from botocore.exceptions import ClientError
+
+from shared.config import Settings
+from shared.errors import TaskFileError, UserError
+from shared.stack import aws_client
+
+log = logging.getLogger("skyless.uploads")
+
+TASKS_PREFIX = "tasks/"
+TASK_SUFFIXES = (".yaml", ".yml")
+ERROR_SUFFIX = ".error.json"
+DEFAULT_UPLOAD_OWNER = "u-local"
+OWNER_METADATA = "skyless-owner"
+ENV_METADATA = "skyless-env"
+MAX_TASK_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Upload:
+    bucket: str
+    key: str
+    etag: str
+
+    @property
+    def job_id(self) -> str:
+        """The job this upload makes: the same for every delivery of the same bytes at the same key."""
+        digest = hashlib.sha256(f"{self.bucket}/{self.key}/{self.etag}".encode()).hexdigest()
+        return f"job-{digest[:12]}"
+
+
+@dataclass(frozen=True)
+class UploadRejection:
+    """What the notification seam receives for a file that could not run."""
+
+    upload: Upload
+    owner: str
+    error: dict[str, Any]  # UserError.to_dict()
+    report_key: str
+
+
+@dataclass
+class UploadOutcome:
+    submitted: list[str] = field(default_factory=list)  # job ids (new or already made by an earlier delivery)
+    rejected: list[str] = field(default_factory=list)  # keys that got an error report
+    ignored: list[str] = field(default_factory=list)  # keys that are not task files, test events
+
+
+RejectionHook = Callable[[Settings, UploadRejection], None]
+REJECTION_HOOKS: list[RejectionHook] = []
+
+
+def uploads_in(event: dict[str, Any]) -> list[Upload] | None:
+    """The task-file uploads an S3 event notification names; None when the body is not an S3 event.
+
+    S3 sends `s3:TestEvent` when a notification is configured (answered with []); keys arrive
+    URL-encoded (`+` for a space).
+    """
+    if event.get("Event") == "s3:TestEvent":
+        return []
+    records = event.get("Records")
+    if not isinstance(records, list):
+        return None
+    uploads = []
+    for record in records:
+        if record.get("eventSource") != "aws:s3" or not str(record.get("eventName", "")).startswith(
+            "ObjectCreated"
+        ):
+            continue
+        s3 = record["s3"]
+        key = unquote_plus(s3["object"]["key"])
+        uploads.append(Upload(s3["bucket"]["name"], key, str(s3["object"].get("eTag", "")).strip('"')))
+    return uploads
+
+
+def is_task_key(key: str) -> bool:
+    return key.startswith(TASKS_PREFIX) and key.lower().endswith(TASK_SUFFIXES)
+
+
+def owner_of(key: str, metadata: dict[str, str]) -> str:
+    parts = key[len(TASKS_PREFIX) :].split("/")
+    if len(parts) >= 2 and parts[0]:
+        return parts[0]
+    return metadata.get(OWNER_METADATA) or os.environ.get("SKYLESS_UPLOAD_OWNER") or DEFAULT_UPLOAD_OWNER
+
+
+def env_of(key: str, metadata: dict[str, str]) -> dict[str, str]:
+    raw = metadata.get(ENV_METADATA)
+    if not raw:
+        return {}
+    try:
+        env = json.loads(raw)
+    except json.JSONDecodeError:
+        env = None
+    if not isinstance(env, dict) or not all(isinstance(v, str | int | float) for v in env.values()):
+        raise UserError(
+            f"the {ENV_METADATA} metadata is not a JSON object of strings",
+            file=key,
+            field=f"x-amz-meta-{ENV_METADATA}",
+            hint='e.g. {"EPOCHS": "3"}',
+        )
+    return {str(k): str(v) for k, v in env.items()}
+
+
+def submit_uploads(settings: Settings, event: dict[str, Any]) -> UploadOutcome:
+    """Every task file the event names: submitted once per bucket/key/ETag, or given an error report."""
+    uploads = uploads_in(event)
+    if uploads is None:
+        raise ValueError("not an S3 event notification")
+    outcome = UploadOutcome()
+    for upload in uploads:
+        if not is_task_key(upload.key):
+            outcome.ignored.append(upload.key)
+            continue
+        submit_upload(settings, upload, outcome)
+    return outcome
+
+
+def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) -> None:
+    from shared.jobs.submission import submit_job
+    from shared.wiring import wiring_for
+
+    wiring = wiring_for(settings)
+    if wiring.store.get(upload.job_id) is not None:
+        outcome.submitted.append(upload.job_id)  # a re-delivery: this upload already ran
+        return
+    fetched = _read_object(settings, upload)
+    if fetched is None:  # overwritten since: the newer upload's own event runs it
+        outcome.ignored.append(upload.key)
+        return
+    body, metadata = fetched
+    owner = owner_of(upload.key, metadata)
+    try:
+        if len(body) > MAX_TASK_BYTES:
+            raise TaskFileError(f"a task file may be at most {MAX_TASK_BYTES} bytes", file=upload.key)
+        text = body.decode("utf-8", errors="replace")
+        env = env_of(upload.key, metadata)
+        check_task_runs(text, filename=upload.key, env=env)
+        job = submit_job(
+            settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id
+        )
+    except UserError as error:
+        reject(settings, upload, owner, error)
+        outcome.rejected.append(upload.key)
+        return
+    write_run_status(settings, job.job_id, job.state, source=upload)
+    outcome.submitted.append(job.job_id)
+
+
+def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> None:
+    """What `skyless plan` checks: the file loads and some offering can run it (errors name the file)."""
+    from shared.catalog import load_default_catalog
+    from shared.optimizer import plan_pipeline
+    from shared.task_loader import load_pipeline
+
+    try:
+        pipeline = load_pipeline(text, filename=filename, env_overrides=env)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise TaskFileError(
+            f"not readable as YAML: {exc}", file=filename, line=mark.line + 1 if mark is not None else None
+        ) from None
+    try:
+        plan_pipeline(pipeline, load_default_catalog())
+    except UserError as error:
+        error.file = error.file or filename
+        raise
+
+
+def reject(settings: Settings, upload: Upload, owner: str, error: UserError) -> None:
+    """Write the report beside the file, record it, and tell the notification seam."""
+    from shared.wiring import wiring_for
+
+    report = {**error.to_dict(), "bucket": upload.bucket, "key": upload.key, "etag": upload.etag}
+    report_key = upload.key + ERROR_SUFFIX
+    aws_client("s3", settings).put_object(
+        Bucket=upload.bucket,
+        Key=report_key,
+        Body=json.dumps(report, indent=2).encode(),
+        ContentType="application/json",
+        ServerSideEncryption="AES256",
+    )
+    wiring_for(settings).store.note(
+        f"upload#{upload.key}", "upload_rejected", str(error), {"etag": upload.etag, "owner": owner}
+    )
+    rejection = UploadRejection(upload, owner, error.to_dict(), report_key)
+    for hook in REJECTION_HOOKS:
+        try:
+            hook(settings, rejection)
+        except Exception:  # a failed notification never loses the report
+            log.exception("upload rejection hook %r failed", hook)
+
+
+def write_run_status(settings: Settings, job_id: str, state: str, *, source: Upload | None = None) -> None:
+    """`runs/<job>/status.json`: where the run came from and its state when written."""
+    from shared.wiring import wiring_for
+
+    status: dict[str, Any] = {"job_id": job_id, "state": state, "updated_at": time.time()}
+    if source is not None:
+        status["source"] = {"bucket": source.bucket, "key": source.key, "etag": source.etag}
+    wiring_for(settings).objects.put_text(f"runs/{job_id}/status.json", json.dumps(status))
+
+
+def _read_object(settings: Settings, upload: Upload) -> tuple[bytes, dict[str, str]] | None:
+    s3 = aws_client("s3", settings)
+    try:
+        answer = s3.get_object(Bucket=upload.bucket, Key=upload.key, IfMatch=f'"{upload.etag}"')
+    except ClientError as error:
+        if error.response["Error"]["Code"] in ("PreconditionFailed", "412", "NoSuchKey", "404"):
+            return None
+        raise
+    body = answer["Body"].read(MAX_TASK_BYTES + 1)
+    return body, {k.lower(): v for k, v in (answer.get("Metadata") or {}).items()}
