@@ -102,3 +102,25 @@ def test_a_revoked_webhook_404_is_not_retried(webhook: SlackWebhook) -> None:
 def test_nothing_listening_is_a_failed_delivery_not_an_exception() -> None:
     delivery = post_to_slack("http://127.0.0.1:9/hook", {"text": "hi"}, max_attempts=2, sleep=lambda _: None)
     assert not delivery.ok and delivery.attempts == 2 and "network error" in (delivery.error or "")
+
+
+def test_the_sam_template_feeds_notify_from_the_events_stream_with_partial_batches() -> None:
+    from pathlib import Path
+
+    from cfnlint.decode import decode
+
+    template, problems = decode(str(Path(__file__).resolve().parent.parent / "infra" / "template.yaml"))
+    assert not problems
+    resources = template["Resources"]
+    assert resources["EventsTable"]["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    notify = resources["NotifyFunction"]["Properties"]
+    assert notify["Handler"] == "functions.notify.handler.handler"
+    (event,) = notify["Events"].values()
+    assert event["Type"] == "DynamoDB"
+    assert event["Properties"]["Stream"] == {"Fn::GetAtt": ["EventsTable", "StreamArn"]}
+    assert event["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert event["Properties"]["DestinationConfig"]["OnFailure"]["Destination"] == {
+        "Fn::GetAtt": ["NotifyFailuresQueue", "Arn"]
+    }
+    assert "secretsmanager:GetSecretValue" in str(notify["Policies"])
+    assert "secretsmanager:CreateSecret" not in str(notify["Policies"])  # notify only reads webhooks

@@ -56,6 +56,7 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
         "functions.provision.handler.handler",
         "functions.spot_watch.handler.handler",
         "functions.reconcile.handler.handler",
+        "functions.notify.handler.handler",
         "functions.catalog_refresh.handler.handler",
         "functions.reaper.handler.handler",
         "functions.submit.handler.handler",
@@ -66,14 +67,13 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
 
 
 def test_tables_match_the_pynamodb_models(template: dict[str, Any]):
+    from shared.notifications.records import notifications_model
     from shared.store.models import models_for
     from shared.store.schedules import schedules_model
     from shared.store.users import users_model
 
-    models = models_for(SETTINGS)
-    expected = {
-        m.Meta.table_name: m for m in (*models.all(), users_model(SETTINGS), schedules_model(SETTINGS))
-    }
+    models = (*models_for(SETTINGS).all(), users_model(SETTINGS), schedules_model(SETTINGS))
+    expected = {m.Meta.table_name: m for m in (*models, notifications_model(SETTINGS))}
     tables = {_name(r["Properties"]["TableName"]): r["Properties"]
               for r in _of_type(template, "AWS::DynamoDB::Table").values()}  # fmt: skip
     assert set(tables) == set(expected)
