@@ -4,15 +4,19 @@ Usage: .venv/bin/python benchmarks/plan.py [--catalog DIR] [--repeat N] [--cold-
 
 Catalogs: the built-in one, and a SkyPilot catalog folder (default ../shared/catalog/skypilot/v8
 when it exists). "Warm" is the median and p99 of repeated plans in one process after a first plan
-(index built). "Cold start" runs a fresh interpreter that imports the optimize path
-(`functions.optimize.handler` when it exists, and `shared.optimizer` alone), loads the catalog and
-returns the first plan; it reports the median wall time of several runs.
+(index built). Two cold starts, each the median of several fresh interpreters:
+- the core: import `shared.optimizer`, load the built-in catalog, return the first plan;
+- the handler: import `functions.optimize.handler`, then call it with the SQS event of a submitted job
+  against a moto server (job read, catalog load through the bucket, plan, job update, launch message),
+  with the environment the SAM template's Globals give every function. Phases are reported apart:
+  imports, catalog, the first handler call (AWS clients are created there, at first use).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -145,9 +149,8 @@ LOAD_FOLDER = (
 )
 
 
-def cold_figures(label: str, load: str, runs: int, handler: bool) -> None:
-    script = COLD_SCRIPT.format(load=load, handler="import functions.optimize.handler" if handler else "")
-    label = f"{'functions.optimize.handler' if handler else 'shared.optimizer'}, {label}"
+def cold_figures(label: str, load: str, runs: int) -> None:
+    script = COLD_SCRIPT.format(load=load, handler="")
     inside, outside, cpu = [], [], []
     for _ in range(runs):
         start = time.perf_counter()
@@ -157,11 +160,109 @@ def cold_figures(label: str, load: str, runs: int, handler: bool) -> None:
         wall, process_cpu = out.stdout.strip().splitlines()[-1].split()
         inside.append(float(wall))
         cpu.append(float(process_cpu))
+    per_process, wall, cpu_ms = (statistics.median(x) * 1e3 for x in (outside, inside, cpu))
     print(
-        f"  cold start, {label}: median {statistics.median(outside) * 1e3:.0f} ms per process; "
-        f"import + load + first plan {statistics.median(inside) * 1e3:.0f} ms wall, "
-        f"{statistics.median(cpu) * 1e3:.0f} ms CPU of the whole process ({runs} runs)"
+        f"  cold start, core (shared.optimizer), {label}: median {per_process:.0f} ms per process; "
+        f"import + load + first plan {wall:.0f} ms wall, {cpu_ms:.0f} ms CPU of the process ({runs} runs)"
     )
+
+
+HANDLER_SCRIPT = """
+import json, os, sys, time
+start = time.perf_counter()
+from functions.optimize.handler import handler
+imported = time.perf_counter()
+from shared.wiring import current_wiring
+current_wiring().catalog
+loaded = time.perf_counter()
+answer = handler({"Records": [json.loads(os.environ["BENCH_RECORD"])]}, None)
+done = time.perf_counter()
+assert answer == {"batchItemFailures": []}, answer
+print(imported - start, loaded - imported, done - loaded, time.process_time())
+"""
+TEMPLATE_GLOBALS_ENV = ("PYDANTIC_DISABLE_PLUGINS",)  # what infra/template.yaml's Globals set, besides names
+HANDLER_TASK = "name: bench\nresources:\n  cloud: aws\n  cpus: 2+\nrun: echo hi\n"
+
+
+def handler_cold_figures(runs: int) -> None:
+    """The optimize handler's real first invocation, in fresh processes, against a moto server."""
+    import logging
+    import tempfile
+
+    from moto.server import ThreadedMotoServer
+
+    from local_runtime.moto_endpoint import free_port
+    from shared.config import Settings
+    from shared.jobs.submission import submit_job
+    from shared.stack import aws_client, create_stack
+
+    fake = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
+    os.environ.update(fake)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        settings = Settings(
+            prefix="bench",
+            region="us-east-1",
+            endpoint_url=f"http://127.0.0.1:{port}",
+            home=Path(tempfile.mkdtemp(prefix="skyless-bench-")),
+            providers="*=local",
+        )
+        create_stack(settings)
+        sqs = aws_client("sqs", settings)
+        url = sqs.get_queue_url(QueueName=settings.queue_name("optimize"))["QueueUrl"]
+        template_env = {
+            name: value for name, value in template_globals_env().items() if name in TEMPLATE_GLOBALS_ENV
+        }
+        for with_template_env in (False, True):
+            phases: list[tuple[float, float, float, float]] = []
+            outside = []
+            for _ in range(runs):
+                submit_job(settings, owner="bench", task_text=HANDLER_TASK)
+                (message,) = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1)["Messages"]
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                record = {"messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"],
+                          "body": message["Body"], "attributes": {}, "messageAttributes": {},
+                          "eventSource": "aws:sqs"}  # fmt: skip
+                env = {**os.environ, **settings.to_env(), "AWS_ENDPOINT_URL": settings.endpoint_url or "",
+                       "BENCH_RECORD": json.dumps(record)}  # fmt: skip
+                env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+                if with_template_env:
+                    env.update(template_env)
+                start = time.perf_counter()
+                out = subprocess.run(
+                    [sys.executable, "-c", HANDLER_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True
+                )
+                outside.append(time.perf_counter() - start)
+                if out.returncode != 0:
+                    raise SystemExit(f"the handler run failed:\n{out.stderr[-2000:]}")
+                a, b, c, d = (float(x) for x in out.stdout.strip().splitlines()[-1].split())
+                phases.append((a, b, c, d))
+            imports, catalog, first_call, cpu = (
+                statistics.median(p[i] for p in phases) * 1e3 for i in range(4)
+            )
+            label = (
+                "with the template's Globals env " + str(template_env) if with_template_env else "bare env"
+            )
+            per_process = statistics.median(outside) * 1e3
+            total = imports + catalog + first_call
+            print(
+                f"  cold start, handler (functions.optimize.handler), {label}: median {per_process:.0f} ms "
+                f"per process; imports {imports:.0f} ms + catalog {catalog:.0f} ms + first invocation "
+                f"{first_call:.0f} ms = {total:.0f} ms wall, {cpu:.0f} ms CPU of the process ({runs} runs)"
+            )
+    finally:
+        server.stop()
+
+
+def template_globals_env() -> dict[str, str]:
+    from cfnlint.decode import decode
+
+    parsed, _ = decode(str(ROOT / "infra" / "template.yaml"))
+    variables = parsed["Globals"]["Function"].get("Environment", {}).get("Variables", {})
+    return {name: value for name, value in variables.items() if isinstance(value, str)}
 
 
 def main() -> None:
@@ -170,9 +271,6 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=500)
     parser.add_argument("--cold-runs", type=int, default=7)
     args = parser.parse_args()
-    handler = importlib.util.find_spec("functions.optimize.handler") is not None
-    print(f"functions.optimize.handler exists: {handler} (cold start measured through it when it does)")
-
     warm_figures("built-in catalog", load_default_catalog(), args.repeat)
     if args.catalog.is_dir():
         from shared.catalog_import import import_skypilot_catalog
@@ -182,10 +280,10 @@ def main() -> None:
         print(f"\n(imported {args.catalog} in {(time.perf_counter() - start) * 1e3:.0f} ms)")
         warm_figures(f"SkyPilot catalog {args.catalog}", full, args.repeat)
     print()
-    for path in ([True] if handler else []) + [False]:
-        cold_figures("built-in catalog", LOAD_DEFAULT, args.cold_runs, path)
+    cold_figures("built-in catalog", LOAD_DEFAULT, args.cold_runs)
     if args.catalog.is_dir():
-        cold_figures(f"{args.catalog.name} folder", LOAD_FOLDER.format(folder=str(args.catalog)), 3, handler)
+        cold_figures(f"{args.catalog.name} folder", LOAD_FOLDER.format(folder=str(args.catalog)), 3)
+    handler_cold_figures(args.cold_runs)
 
 
 if __name__ == "__main__":
