@@ -75,10 +75,14 @@ class SkylessClient:
         minimize: str = "cost",
         clouds: list[str] | None = None,
         workdir_key: str | None = None,
+        file_mount_keys: dict[str, str] | None = None,
     ) -> SubmitJobResponse:
+        """`file_mount_keys`: for each file mount with a local source, remote path -> `upload_path` key."""
         body = _task_body(task, filename, env, minimize, clouds)
         if workdir_key:
             body["workdir_key"] = workdir_key
+        if file_mount_keys:
+            body["file_mount_keys"] = file_mount_keys
         return SubmitJobResponse.model_validate(self._call("POST", "/jobs", json=body))
 
     def plan(
@@ -120,14 +124,20 @@ class SkylessClient:
 
     def upload_workdir(self, workdir: Path) -> str:
         """Tar and gzip `workdir`, PUT it where the API says, and answer the key to submit with."""
-        payload = tar_workdir(workdir)
-        upload = self.create_upload(size_bytes=len(payload))
+        return self._put_upload(tar_workdir(workdir), "workdir.tar.gz", "workdir")
+
+    def upload_path(self, source: Path, *, field: str = "file_mounts") -> str:
+        """Tar and gzip a file or a folder (a file mount's source), upload it, answer its key."""
+        return self._put_upload(tar_path(source, field=field), "mount.tar.gz", field)
+
+    def _put_upload(self, payload: bytes, filename: str, field: str) -> str:
+        upload = self.create_upload(filename=filename, size_bytes=len(payload))
         try:
             answer = httpx.put(upload.url, content=payload, headers=upload.headers, timeout=300.0)
         except httpx.HTTPError as exc:
-            raise ApiUnreachableError(f"could not upload the workdir: {exc}", field="workdir") from exc
+            raise ApiUnreachableError(f"could not upload: {exc}", field=field) from exc
         if answer.status_code >= 300:
-            raise ApiError(f"the workdir upload was refused ({answer.status_code})", field="workdir")
+            raise ApiError(f"the upload was refused ({answer.status_code})", field=field)
         return upload.key
 
     def openapi(self) -> dict[str, Any]:
@@ -152,13 +162,23 @@ class SkylessClient:
 def tar_workdir(workdir: Path) -> bytes:
     if not workdir.is_dir():
         raise UserError(f"workdir {workdir} is not a directory", field="workdir")
+    return tar_path(workdir, field="workdir")
+
+
+def tar_path(source: Path, *, field: str) -> bytes:
+    """A folder as `./…` members (VCS and cache folders left out); a file as its one member."""
+    if not source.exists():
+        raise UserError(f"{source} does not exist", field=field)
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         return None if Path(info.name).name in SKIPPED_IN_WORKDIR else info
 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(workdir, arcname=".", filter=keep)
+        if source.is_dir():
+            tar.add(source, arcname=".", filter=keep)
+        else:
+            tar.add(source, arcname=source.name)
     return buffer.getvalue()
 
 

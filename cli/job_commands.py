@@ -19,6 +19,7 @@ from rich.table import Table
 from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
+from cli.log_streams import LogStreams
 from shared.api_models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
 
@@ -93,6 +94,10 @@ def launch(
         if workdirs:
             console.print(f"Uploading workdir {workdirs[0]} …")
             workdir_key = client.upload_workdir(workdirs[0])
+        mount_keys: dict[str, str] = {}
+        for remote, source in local_file_mounts(text, str(file), overrides).items():
+            console.print(f"Uploading file mount {source} -> {remote} …")
+            mount_keys[remote] = client.upload_path(source, field=f"file_mounts.{remote}")
         job = client.submit_job(
             text,
             filename=str(file),
@@ -100,6 +105,7 @@ def launch(
             minimize=minimize,
             clouds=cloud_list,
             workdir_key=workdir_key,
+            file_mount_keys=mount_keys,
         )
         console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
         if detach:
@@ -159,21 +165,24 @@ def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> Non
 
 def logs(
     job_id: JobId,
-    rank: Annotated[int, typer.Option("--rank", min=0, help="Which node's log.")] = 0,
+    rank: Annotated[
+        int | None, typer.Option("--rank", min=0, help="Only this node's log (default: every node's).")
+    ] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep reading until the job ends.")] = False,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """A job's log (one node's: --rank)."""
+    """A job's log: every node's, lines prefixed `(head, rank=0)`, `(worker1, rank=1)`, … (or --rank N)."""
     with _client(api_url, api_key) as client:
-        cursor: str | None = None
+        streams = LogStreams(client, job_id, ranks=None if rank is None else [rank])
         while True:
-            page = client.read_logs(job_id, rank=rank, after=cursor)
-            _print_log(page.text)
-            cursor = page.cursor or cursor
-            if not follow or page.finished:
+            job = client.get_job(job_id) if rank is None else None
+            text = streams.read(job)
+            _print_log(text)
+            if not follow or streams.finished:
+                _print_log(streams.flush())
                 return
-            if not page.text:
+            if not text:
                 time.sleep(1.0)
 
 
@@ -191,9 +200,9 @@ def follow_job(
     poll_seconds: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> str:
-    """Print each new timeline event and the rank-0 log as they come; answer the terminal state."""
+    """Print each new timeline event and every node's log as they come; answer the terminal state."""
     seen: set[tuple[str, str, str]] = set()
-    cursor: str | None = None
+    streams = LogStreams(client, job_id)
     state = ""
     with console.status("waiting for the job…") as spinner:
         while True:
@@ -205,12 +214,12 @@ def follow_job(
                     console.print(_event_line(event, job))
             state = job.state
             spinner.update(f"{state}…")
-            page = client.read_logs(job_id, rank=0, after=cursor)
-            _print_log(page.text)
-            cursor = page.cursor or cursor
-            if state in TERMINAL_STATES and (page.finished or not page.text):
+            text = streams.read(job)
+            _print_log(text)
+            if state in TERMINAL_STATES and (streams.finished or not text):
+                _print_log(streams.flush())
                 break
-            if not page.text:
+            if not text:
                 sleep(poll_seconds)
     console.print(
         f"Job [bold]{job_id}[/bold] {_state(state)}" + (f": {_escape(job.reason)}" if job.reason else "")
@@ -233,6 +242,23 @@ def local_workdirs(text: str, filename: str, env: dict[str, str]) -> list[Path]:
             if not path.is_dir():
                 raise UserError(f"{workdir} is not a directory", file=filename, field="workdir")
             found.append(path.resolve())
+    return found
+
+
+def local_file_mounts(text: str, filename: str, env: dict[str, str]) -> dict[str, Path]:
+    """{remote path: local file or folder} of the task's file mounts with a local source (to upload)."""
+    try:
+        from shared.jobs.file_mounts import local_mounts
+        from shared.task_loader import load_pipeline
+    except ImportError:  # the parser is not installed in this build: the API validates instead
+        return {}
+    found: dict[str, Path] = {}
+    for task in load_pipeline(text, filename=filename, env_overrides=env).tasks:
+        for remote, source in local_mounts(task).items():
+            path = Path(source).expanduser()
+            if not path.exists():
+                raise UserError(f"{source} does not exist", file=filename, field=f"file_mounts.{remote}")
+            found[remote] = path.resolve()
     return found
 
 

@@ -256,18 +256,43 @@ def fetch_workdir(url: str | None, workdir: Path) -> None:
         safe_extract(archive, workdir)
 
 
-def mount_path(path: str, home: Path) -> Path:
-    """Where a file mount lands: `~` is the node's home (the sandbox for the local cloud)."""
+def mount_path(path: str, home: Path, sandboxed: bool = False) -> Path:
+    """Where a file mount lands: `~` is the node's home. A sandboxed node (the local cloud, a process on
+    the user's machine) puts absolute paths under its home too: `/data` lands at `<home>/data`."""
     if path == "~" or path.startswith("~/"):
         return home / path[2:]
-    return Path(path) if os.path.isabs(path) else home / path
+    if os.path.isabs(path):
+        return home / path.lstrip("/") if sandboxed else Path(path)
+    return home / path
 
 
-def fetch_file_mounts(mounts: list[dict[str, str]], home: Path) -> None:
+def unpack_mount(data: bytes, target: Path) -> None:
+    """A tarball of one regular file is that file at `target`; any other tarball is a folder at `target`."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+        members = archive.getmembers()
+        if len(members) == 1 and members[0].isfile():
+            source = archive.extractfile(members[0])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read() if source else b"")
+            return
+        target.mkdir(parents=True, exist_ok=True)
+        safe_extract(archive, target)
+
+
+def fetch_file_mounts(mounts: list[dict[str, Any]], home: Path, sandboxed: bool = False) -> list[str]:
+    """Fetch each mount to its path; answer a note for each absolute path a sandbox moved."""
+    notes = []
     for mount in mounts or []:
-        target = mount_path(mount["path"], home)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(download(mount["url"]))
+        target = mount_path(mount["path"], home, sandboxed)
+        if sandboxed and os.path.isabs(mount["path"]):
+            notes.append(f"skyless: file mount {mount['path']} is at {target} on the local cloud\n")
+        data = download(mount["url"])
+        if mount.get("archive"):
+            unpack_mount(data, target)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return notes
 
 
 def skypilot_env(config: dict[str, Any], node_ip: str) -> dict[str, str]:
@@ -496,7 +521,9 @@ class Agent:
             self.api.report("setting_up")
             try:
                 fetch_workdir(config.get("workdir_url"), workdir)
-                fetch_file_mounts(config.get("file_mounts") or [], self.home)
+                sandboxed = self.cloud == "local"
+                for note in fetch_file_mounts(config.get("file_mounts") or [], self.home, sandboxed):
+                    shipper.write(note.encode())
             except (OSError, ValueError, tarfile.TarError, AgentHttpError) as error:
                 shipper.write((f"skyless: could not fetch the workdir or file mounts: {error}\n").encode())
                 return self.finish("failed", 1, f"fetching workdir/file mounts failed: {error}", shipper)

@@ -42,6 +42,11 @@ class SubmitJobRequest(PlanRequest):
     workdir_key: str | None = Field(
         None, max_length=1024, description="The object key an upload from POST /uploads answered."
     )
+    file_mount_keys: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="For each `file_mounts` entry with a local source: remote path -> its upload's key.",
+    )
 
 
 class UploadRequest(RequestBody):
@@ -128,6 +133,7 @@ class AgentStatusResponse(BaseModel):
 class FileMount(BaseModel):
     path: str
     url: str
+    archive: bool = Field(False, description="A tarball to unpack at `path` (else the file at `path`).")
 
 
 class LogUpload(BaseModel):

@@ -82,6 +82,7 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         minimize=body.minimize,
         clouds=body.clouds,
         workdir_key=body.workdir_key,
+        file_mount_keys=body.file_mount_keys,
     )
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 

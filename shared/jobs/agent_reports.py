@@ -14,6 +14,7 @@ from typing import Any
 from shared.config import Settings
 from shared.errors import NotFoundError
 from shared.jobs.costs import cost_with
+from shared.jobs.file_mounts import decode_keys, node_file_mounts
 from shared.jobs.messages import send_launch, send_teardown
 from shared.jobs.nodes import by_rank, nodes_of
 from shared.jobs.outcomes import Outcome
@@ -47,7 +48,7 @@ class AgentConfig:
     run: str | None
     envs: dict[str, str]
     workdir_url: str | None
-    file_mounts: list[dict[str, str]]
+    file_mounts: list[dict[str, Any]]
     log_upload: dict[str, Any]
     heartbeat_seconds: int
     cloud: str = ""
@@ -93,7 +94,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         run=task.run,
         envs={**task.envs, **secrets_of(wiring, job, task_index)},
         workdir_url=workdir_url,
-        file_mounts=[],
+        file_mounts=node_file_mounts(wiring.objects, settings.bucket, task, decode_keys(job.file_mounts)),
         log_upload={**wiring.objects.presigned_post(key_prefix), "key_prefix": key_prefix},
         heartbeat_seconds=settings.heartbeat_seconds,
         cloud=cluster.cloud,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from shared.config import Settings
 from shared.errors import UserError
+from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
 from shared.states import JobState
@@ -38,6 +39,7 @@ def submit_job(
     minimize: str = "cost",
     clouds: list[str] | None = None,
     workdir_key: str | None = None,
+    file_mount_keys: dict[str, str] | None = None,
     job_id: str | None = None,
 ) -> SubmittedJob:
     """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
@@ -52,6 +54,8 @@ def submit_job(
     pipeline = load_pipeline(
         task_text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {}
     )
+    keys = file_mount_keys or {}
+    check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     wiring = wiring_for(settings)
     job = wiring.store.jobs(
         job_id=job_id or new_job_id(),
@@ -63,6 +67,7 @@ def submit_job(
         minimize=minimize,
         clouds=json.dumps(sorted(c.lower() for c in clouds)) if clouds else None,
         workdir_key=workdir_key,
+        file_mounts=encode_keys(keys),
         token_hash="-",  # set per attempt when provisioning starts
     )
     store_pipeline(wiring, job, pipeline)

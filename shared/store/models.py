@@ -43,6 +43,7 @@ class JobModel(Model):
     minimize = UnicodeAttribute(default="cost")
     clouds = UnicodeAttribute(null=True)  # JSON list of enabled clouds, None = all
     workdir_key = UnicodeAttribute(null=True)
+    file_mounts = UnicodeAttribute(null=True)  # JSON {remote path: upload key} of local file mounts
     cluster_id = UnicodeAttribute(null=True)
     token_hash = UnicodeAttribute()
     reason = UnicodeAttribute(null=True)

@@ -1,0 +1,216 @@
+"""`file_mounts`: local files and folders are uploaded by the CLI and unpacked on every node; https:// and
+objects of the skyless bucket are downloaded by the node; other sources are refused at submit."""
+
+from __future__ import annotations
+
+import io
+import socket
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from cli.api_client import tar_path
+from cli.main import app as cli
+from functions.submit.app import app as api_app
+from local_runtime.api_server import ApiServer
+from node_agent.agent import mount_path, unpack_mount
+from shared.config import Settings
+from shared.errors import UserError
+from shared.jobs.file_mounts import check_file_mounts, decode_keys, mount_sources
+from shared.store.users import create_user
+from shared.task_loader import load_pipeline
+from shared.wiring import wiring_for
+
+BUCKET = "prefix-artifacts"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), env={"COLUMNS": "200"})
+
+
+def _task(mounts: str) -> object:
+    text = f"name: m\nresources:\n  cpus: 1+\nfile_mounts:\n{mounts}run: ls\n"
+    return load_pipeline(text, filename="m.yaml").tasks[0]
+
+
+def test_sources_are_sorted_by_what_fetches_them() -> None:
+    task = _task(
+        "  ~/code: ./code\n  /data/a.csv: https://example.com/a.csv\n"
+        f"  /data/b.bin: s3://{BUCKET}/datasets/b.bin\n"
+    )
+
+    found = {(m.path, m.kind, m.source) for m in mount_sources(task, bucket=BUCKET)}
+
+    assert found == {
+        ("~/code", "upload", "./code"),
+        ("/data/a.csv", "web", "https://example.com/a.csv"),
+        ("/data/b.bin", "bucket", "datasets/b.bin"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("mount", "message"),
+    [
+        ("  /datasets: gs://some-bucket/x\n", "gs:// sources are not fetched by skyless yet"),
+        ("  /imagenet: s3://someone-elses-bucket/imagenet\n", "s3:// sources are not fetched"),
+        ("  /ckpt:\n    name: ckpt\n    store: s3\n    mode: MOUNT\n", "storage objects"),
+    ],
+)
+def test_a_source_skyless_cannot_fetch_is_refused_naming_the_mount(mount: str, message: str) -> None:
+    path = mount.split(":")[0].strip()
+    pipeline = load_pipeline(f"resources:\n  cpus: 1+\nfile_mounts:\n{mount}run: ls\n", filename="t.yaml")
+
+    with pytest.raises(UserError) as caught:
+        check_file_mounts(pipeline, {}, owner="u1", bucket=BUCKET, filename="t.yaml")
+
+    assert message in caught.value.message
+    assert caught.value.field == f"file_mounts.{path}" and caught.value.file == "t.yaml"
+
+
+def test_local_sources_need_the_callers_own_upload_and_bucket_objects_are_not_others_runs() -> None:
+    pipeline = load_pipeline("resources:\n  cpus: 1+\nfile_mounts:\n  ~/c: ./c\nrun: ls\n")
+    with pytest.raises(UserError, match="was not uploaded"):
+        check_file_mounts(pipeline, {}, owner="u1", bucket=BUCKET)
+    with pytest.raises(UserError, match="POST /uploads"):
+        check_file_mounts(pipeline, {"~/c": "uploads/u2/abc/mount.tar.gz"}, owner="u1", bucket=BUCKET)
+    check_file_mounts(pipeline, {"~/c": "uploads/u1/abc/mount.tar.gz"}, owner="u1", bucket=BUCKET)
+
+    secrets = load_pipeline(
+        f"resources:\n  cpus: 1+\nfile_mounts:\n  /s: s3://{BUCKET}/runs/job-1/secrets.json\n"
+    )
+    with pytest.raises(UserError, match="not yours"):
+        check_file_mounts(secrets, {}, owner="u1", bucket=BUCKET)
+
+
+def test_a_file_lands_as_that_file_and_a_folder_as_that_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "src"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "x.txt").write_text("in a folder\n")
+    single = tmp_path / "settings.yaml"
+    single.write_text("lr: 0.1\n")
+    home = tmp_path / "home"
+
+    unpack_mount(tar_path(folder, field="f"), mount_path("~/data", home))
+    unpack_mount(tar_path(single, field="f"), mount_path("/etc/app/config.yaml", home, sandboxed=True))
+
+    assert (home / "data" / "sub" / "x.txt").read_text() == "in a folder\n"
+    assert (home / "etc" / "app" / "config.yaml").read_text() == "lr: 0.1\n"
+    assert mount_path("/etc/app", home) == Path("/etc/app")  # a VM writes where the task says
+
+
+def test_a_mount_archive_that_escapes_its_folder_is_refused(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name in ("./ok.txt", "../escape.txt"):
+            info = tarfile.TarInfo(name)
+            tar.addfile(info, io.BytesIO(b""))
+
+    with pytest.raises(ValueError, match="escapes"):
+        unpack_mount(buffer.getvalue(), tmp_path / "mount")
+    assert not (tmp_path / "escape.txt").exists()
+
+
+@pytest.fixture
+def api(stack: Settings) -> Iterator[list[str]]:
+    server = ApiServer(api_app, "127.0.0.1", _free_port())
+    server.start()
+    try:
+        yield ["--api-url", server.url, "--api-key", create_user("mounter", stack)]
+    finally:
+        server.stop()
+
+
+def test_launch_uploads_each_local_mount_and_the_job_keeps_their_keys(
+    stack: Settings, tmp_path: Path, api: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.csv").write_text("a,b\n")
+    (tmp_path / "lr.txt").write_text("0.1\n")
+    monkeypatch.chdir(tmp_path)
+    task = tmp_path / "t.yaml"
+    task.write_text(
+        "resources:\n  cpus: 1+\nfile_mounts:\n  ~/data: ./data\n  /cfg/lr.txt: lr.txt\nrun: ls\n"
+    )
+
+    result = _run("launch", str(task), "-d", *api)
+
+    assert result.exit_code == 0, result.output
+    job = wiring_for(stack).store.get(result.output.split("Job ", 1)[1].split()[0])
+    assert job is not None
+    keys = decode_keys(job.file_mounts)
+    assert set(keys) == {"~/data", "/cfg/lr.txt"}
+    assert all(key.startswith("uploads/") for key in keys.values())
+
+
+def test_launch_refuses_an_unfetchable_mount_and_a_missing_local_source_clearly(
+    tmp_path: Path, api: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    gcs = tmp_path / "gcs.yaml"
+    gcs.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  /data: gs://bucket/data\nrun: ls\n")
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  /data: ./nowhere\nrun: ls\n")
+
+    refused = _run("launch", str(gcs), "-d", *api)
+    absent = _run("launch", str(missing), "-d", *api)
+
+    assert refused.exit_code == 2
+    assert "file_mounts./data: gs:// sources are not fetched by skyless yet" in refused.output
+    assert absent.exit_code == 2 and "file_mounts./data: ./nowhere does not exist" in absent.output
+    assert "Traceback" not in refused.output + absent.output
+
+
+@pytest.fixture
+def local_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Nothing configured: the CLI starts the local runtime itself (stopped at the end)."""
+    from local_runtime import stop_local_runtime
+
+    home = tmp_path / "skyless-home"
+    for name in ("SKYLESS_API_URL", "SKYLESS_API_KEY", "SKYLESS_PREFIX", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SKYLESS_HOME", str(home))
+    monkeypatch.setenv("SKYLESS_LOCAL_MOTO_PORT", str(_free_port()))
+    monkeypatch.setenv("SKYLESS_LOCAL_API_PORT", str(_free_port()))
+    try:
+        yield home
+    finally:
+        stop_local_runtime(home)
+
+
+def test_two_nodes_read_the_workdir_and_every_mount_and_launch_shows_both_logs(
+    tmp_path: Path, local_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("print('from the workdir')\n")
+    (tmp_path / "data" / "part").mkdir(parents=True)
+    (tmp_path / "data" / "part" / "rows.csv").write_text("from a mounted folder\n")
+    (tmp_path / "lr.txt").write_text("from a mounted file\n")
+    monkeypatch.chdir(tmp_path)
+    task = tmp_path / "mounts.yaml"
+    task.write_text(
+        "name: mounts\nnum_nodes: 2\nworkdir: code\nresources:\n  cpus: 1+\n"
+        "file_mounts:\n  ~/data: ./data\n  /etc/skyless-test/lr.txt: ./lr.txt\n"
+        "run: |\n  python3 train.py\n  cat ~/data/part/rows.csv\n"
+        "  cat ~/etc/skyless-test/lr.txt\n  echo node $SKYPILOT_NODE_RANK done\n"
+    )
+
+    result = _run("launch", str(task))
+
+    assert result.exit_code == 0, result.output
+    for rank, name in ((0, "head"), (1, "worker1")):
+        prefix = f"({name}, rank={rank}) "
+        for line in ("from the workdir", "from a mounted folder", "from a mounted file", f"node {rank} done"):
+            assert prefix + line in result.output, result.output
+    assert "\nnode 0 done" not in result.output  # every line of a multi-node job carries its node
+
+    logs = _run("logs", result.output.split("Job ", 1)[1].split()[0], "--rank", "1")
+    assert "node 1 done" in logs.output and "(worker1" not in logs.output and "node 0" not in logs.output
