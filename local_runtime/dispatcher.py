@@ -30,6 +30,7 @@ QUEUE_HANDLERS = {
     "optimize": "functions.optimize.handler",
     "provision": "functions.provision.handler",
     "spot_watch": "functions.spot_watch.handler",
+    "submit": "functions.submit.handler",
 }
 # The template's schedule rules, at the same rates. Not the catalog refresh: it fetches prices from the
 # clouds' APIs, and the local runtime has no network; it plans from the bundled catalog.
@@ -37,6 +38,7 @@ SCHEDULED_HANDLERS = {
     "reconcile": ("functions.reconcile.handler", 60.0),
     "reaper": ("functions.reaper.handler", 300.0),
 }
+CRON_CHECK_SECONDS = 5.0  # how often the local EventBridge Scheduler looks for due user-schedule firings
 BATCH_SIZE = 10
 LONG_POLL_SECONDS = 2  # short enough that `local down` stops promptly
 STREAM_POLL_SECONDS = 1.0
@@ -191,8 +193,10 @@ class Dispatcher:
         handlers: dict[str, Handler] | None = None,
         pollers_per_queue: int = POLLERS_PER_QUEUE,
         notify_stream: bool = True,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.settings = settings
+        self.clock = clock or (lambda: datetime.now(UTC))
         self.workers = [QueueWorker(settings, kind, (handlers or {}).get(kind)) for kind in QUEUE_HANDLERS]
         self.schedules = SCHEDULED_HANDLERS if schedules is None else schedules
         self.stopping = threading.Event()
@@ -212,6 +216,7 @@ class Dispatcher:
             )
         if self.stream_worker is not None:
             self.threads.append(threading.Thread(target=self._stream, name="stream-notify"))
+        self.threads.append(threading.Thread(target=self._cron, name="schedule-firings"))
         for thread in self.threads:
             thread.daemon = True
             thread.start()
@@ -244,6 +249,20 @@ class Dispatcher:
     def _schedule(self, name: str, module: str, every: float) -> None:
         while not self.stopping.wait(every):
             self.fire(name, module)
+
+    def _cron(self) -> None:
+        while not self.stopping.wait(CRON_CHECK_SECONDS):
+            try:
+                self.fire_schedules()
+            except Exception:
+                log.exception("firing due schedules failed; retrying")
+
+    def fire_schedules(self) -> list[Any]:
+        """Send the submit queue every user schedule's firing due by `clock()` (what EventBridge
+        Scheduler does in AWS; moto stores schedules but never fires them)."""
+        from shared.schedules import fire_due_schedules
+
+        return fire_due_schedules(self.settings, self.clock())
 
     def fire(self, name: str, module: str) -> None:
         """Run one scheduled handler now (what the schedule rule does at each tick)."""

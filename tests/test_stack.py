@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import boto3
 
-from shared.config import Settings
+from shared.config import QUEUE_KINDS, Settings
 from shared.stack import create_stack
 
 
@@ -25,8 +25,7 @@ def test_creating_the_stack_twice_changes_nothing(stack: Settings) -> None:
     sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url)
     names = [u.rsplit("/", 1)[1] for u in sqs.list_queues(QueueNamePrefix=stack.prefix)["QueueUrls"]]
     assert sorted(names) == sorted(
-        [stack.queue_name(k) for k in ("optimize", "provision", "spot_watch")]
-        + [f"{stack.queue_name(k)}-dlq" for k in ("optimize", "provision", "spot_watch")]
+        [stack.queue_name(k) for k in QUEUE_KINDS] + [f"{stack.queue_name(k)}-dlq" for k in QUEUE_KINDS]
     )
 
 

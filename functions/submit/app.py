@@ -12,7 +12,7 @@ from typing import Any
 
 from chalice import Chalice, Response
 
-from functions.submit import gateway_events, job_views
+from functions.submit import gateway_events, job_views, schedule_views
 from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.openapi import build_openapi
 from functions.submit.route_table import ROUTES, Auth, QueryParam, RouteSpec, int_param, register_route
@@ -31,6 +31,7 @@ from shared.api_models import (
 )
 from shared.auth import authenticate_agent, authenticate_user
 from shared.config import Settings
+from shared.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.store.users import User
 
 app = Chalice(app_name="skyless")
@@ -128,3 +129,37 @@ def _openapi_document() -> dict[str, Any]:
 @_route("/openapi.json", "GET", "This description", auth="none")
 def openapi() -> Response:
     return Response(body=_openapi_document(), status_code=200)
+
+
+# ---------------------------------------------------------------- schedules (views: schedule_views.py)
+
+
+@_route("/schedules", "POST", "Create a cron schedule that runs a task file", status=201,
+        body=CreateScheduleRequest, response=ScheduleView, errors=(400, 409))  # fmt: skip
+def create_schedule(caller: User, body: CreateScheduleRequest) -> ScheduleView:
+    return schedule_views.create(Settings.from_env(), caller, body)
+
+
+@_route("/schedules", "GET", "The caller's schedules", response=ScheduleList)
+def list_schedules(caller: User) -> ScheduleList:
+    return schedule_views.list_for(Settings.from_env(), caller)
+
+
+@_route("/schedules/{name}", "GET", "One schedule", response=ScheduleView, errors=(404,))
+def get_schedule(name: str, caller: User) -> ScheduleView:
+    return schedule_views.show(Settings.from_env(), caller, name)
+
+
+@_route("/schedules/{name}/pause", "POST", "Pause a schedule", response=ScheduleView, errors=(404,))
+def pause_schedule(name: str, caller: User) -> ScheduleView:
+    return schedule_views.pause(Settings.from_env(), caller, name, paused=True)
+
+
+@_route("/schedules/{name}/resume", "POST", "Resume a paused schedule", response=ScheduleView, errors=(404,))
+def resume_schedule(name: str, caller: User) -> ScheduleView:
+    return schedule_views.pause(Settings.from_env(), caller, name, paused=False)
+
+
+@_route("/schedules/{name}", "DELETE", "Delete a schedule", errors=(404,))
+def delete_schedule(name: str, caller: User) -> dict[str, str]:
+    return schedule_views.delete(Settings.from_env(), caller, name)
