@@ -219,3 +219,25 @@ def test_the_local_dispatcher_reads_the_stream_and_notifies(stack: Settings, web
     finally:
         dispatcher.stop()
     assert [post["text"] for post in webhook.posts] == ["skyless: train succeeded"]
+
+
+def test_a_rejected_upload_notifies_its_owner_through_the_timeline(
+    stack: Settings, webhook: SlackWebhook, moto_endpoint: str
+) -> None:
+    from shared.errors import TaskFileError
+    from shared.uploads import Upload, reject
+
+    update_user_settings(stack, OWNER, slack_webhook=webhook.url)
+    reader = EventsStreamReader(stack)
+    upload = Upload(bucket=stack.bucket, key="tasks/bad.yaml", etag="abc123")
+    reject(
+        stack, upload, OWNER, TaskFileError("unknown field 'rn'", file="tasks/bad.yaml", line=3, field="rn")
+    )
+    records = deliver(stack, reader)
+    handler({"Records": records}, None)  # delivered twice: still one post
+    (post,) = webhook.posts
+    assert post["text"] == "skyless: tasks/bad.yaml was rejected"
+    text = str(post["blocks"])
+    assert "unknown field 'rn'" in text and "tasks/bad.yaml.error.json" in text and "skyless plan" in text
+    (event,) = notify_events(JobStore(stack), "upload#tasks/bad.yaml")
+    assert event.detail["status"] == "sent"

@@ -16,6 +16,7 @@ from shared.notifications.deliveries import Delivery
 from shared.notifications.email import send_email
 from shared.notifications.events import (
     NOTIFY_KIND,
+    UPLOAD_PREFIX,
     JobFacts,
     Notification,
     TimelineRecord,
@@ -31,6 +32,7 @@ from shared.notifications.webhook_secrets import mask_webhook
 from shared.wiring import wiring_for
 
 log = logging.getLogger("skyless.notify")
+TOPIC_GATE = {"upload_rejected": "failed"}  # which user topic lets this one through
 
 
 def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
@@ -48,13 +50,17 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
     topic = topic_of(record, earlier)
     if topic is None:
         return []
-    job = store.get(record.job_id)
-    if job is None:
+    if record.job_id.startswith(UPLOAD_PREFIX):  # a task file that could not run: no job, the owner is noted
+        owner, job_id = str(record.detail.get("owner") or ""), None
+    else:
+        job = store.get(record.job_id)
+        if job is None:
+            return []
+        owner, job_id = job.owner, job.job_id
+    channels = channels_for(settings, owner, job_id)
+    if TOPIC_GATE.get(topic, topic) not in channels.topics:
         return []
-    channels = channels_for(settings, job.owner, job.job_id)
-    if topic not in channels.topics:
-        return []
-    notification = compose(topic, record, job_facts(settings, record.job_id))
+    notification = compose(topic, record, facts_for(settings, record))
     deliveries = []
     for channel, target in (("slack", channels.slack_webhook), ("email", channels.email)):
         if not target:
@@ -84,6 +90,14 @@ def deliver(settings: Settings, channel: str, target: str, notification: Notific
     except Exception as error:
         shown = mask_webhook(target) if channel == "slack" else target
         return Delivery(channel, False, 1, shown, f"{type(error).__name__}")
+
+
+def facts_for(settings: Settings, record: TimelineRecord) -> JobFacts:
+    if record.job_id.startswith(UPLOAD_PREFIX):
+        return JobFacts(
+            job_id=record.job_id, name=record.job_id.removeprefix(UPLOAD_PREFIX), state="REJECTED"
+        )
+    return job_facts(settings, record.job_id)
 
 
 def job_facts(settings: Settings, job_id: str) -> JobFacts:

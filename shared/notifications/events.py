@@ -6,6 +6,8 @@ A timeline event is a row of the events table (shared/store/models.py: EventMode
 - `succeeded` / `failed`: the terminal states (CANCELLED does not notify: the user asked for it);
 - `no_capacity`: the first WAITING of an attempt (nothing had capacity; it retries), and a FAILED
   whose reason is "no capacity anywhere ...".
+- `upload_rejected`: a task file uploaded under `tasks/` could not run (shared/uploads.py notes it under
+  `upload#<key>` with kind `upload_rejected`); it is gated by the owner's `failed` topic.
 Events the notifier writes itself (kind `notify`) never notify.
 """
 
@@ -20,6 +22,8 @@ from boto3.dynamodb.types import TypeDeserializer
 TOPICS: tuple[str, ...] = ("preempted", "recovered", "succeeded", "failed", "no_capacity")
 DEFAULT_TOPICS: tuple[str, ...] = TOPICS
 NOTIFY_KIND = "notify"
+UPLOAD_REJECTED_KIND = "upload_rejected"
+UPLOAD_PREFIX = "upload#"
 NO_CAPACITY_REASON = "no capacity"
 
 HEADLINES = {
@@ -28,6 +32,7 @@ HEADLINES = {
     "succeeded": "succeeded",
     "failed": "failed",
     "no_capacity": "found no capacity anywhere",
+    "upload_rejected": "was rejected",
     "test": "test notification",
 }
 
@@ -66,7 +71,13 @@ class Notification:
     facts: JobFacts
 
     @property
+    def is_upload(self) -> bool:
+        return self.topic == "upload_rejected"
+
+    @property
     def logs_command(self) -> str:
+        if self.is_upload:
+            return f"skyless plan {self.facts.name}"
         return f"skyless logs {self.facts.job_id}"
 
     def where(self) -> str:
@@ -79,6 +90,8 @@ class Notification:
 
     def lines(self) -> list[tuple[str, str]]:
         f = self.facts
+        if self.is_upload:
+            return [("File", f.name or "-"), ("State", f.state), ("Report", f"{f.name}.error.json")]
         return [
             ("Job", f"{f.job_id} ({f.name})" if f.name else f.job_id),
             ("State", f.state),
@@ -88,9 +101,15 @@ class Notification:
             ("Logs", self.logs_command),
         ]
 
+    @property
+    def hint(self) -> str:
+        if self.is_upload:
+            return f"Fix the file and upload it again; `{self.logs_command}` shows the same error."
+        return f"Logs: `{self.logs_command}`"
+
     def text(self) -> str:
         body = "\n".join(f"{label}: {value}" for label, value in self.lines())
-        return f"{self.subject}\n\n{self.event_message}\n\n{body}\n"
+        return f"{self.subject}\n\n{self.event_message}\n\n{body}\n\n{self.hint.replace('`', '')}\n"
 
 
 _deserializer = TypeDeserializer()
@@ -103,7 +122,9 @@ def record_from_image(image: dict[str, Any]) -> TimelineRecord | None:
     except (TypeError, ValueError):
         return None
     job_id, at = plain.get("job_id"), plain.get("at")
-    if not isinstance(job_id, str) or not isinstance(at, str) or not job_id.startswith("job-"):
+    if not isinstance(job_id, str) or not isinstance(at, str):
+        return None
+    if not (job_id.startswith("job-") or job_id.startswith(UPLOAD_PREFIX)):
         return None
     detail = plain.get("detail")
     return TimelineRecord(
@@ -123,6 +144,8 @@ def needs_history(record: TimelineRecord) -> bool:
 
 def topic_of(record: TimelineRecord, earlier_states: Sequence[str] = ()) -> str | None:
     """The topic this event notifies, or None. `earlier_states`: the job's states before it, oldest first."""
+    if record.kind == UPLOAD_REJECTED_KIND and record.job_id.startswith(UPLOAD_PREFIX):
+        return "upload_rejected"
     if record.kind != "state":
         return None
     if record.state == "SUCCEEDED":

@@ -24,7 +24,7 @@ TIMEOUT_SECONDS = 10.0
 
 
 def slack_payload(notification: Notification) -> dict[str, Any]:
-    """Block Kit: a header, the event, the facts as fields, and how to read the logs."""
+    """Block Kit: a header, the event, the facts as fields, and how to read the logs (or check the file)."""
     facts = notification.lines()
     fields = [{"type": "mrkdwn", "text": f"*{label}*\n{value}"} for label, value in facts if label != "Logs"]
     return {
@@ -35,7 +35,7 @@ def slack_payload(notification: Notification) -> dict[str, Any]:
             {"type": "section", "fields": fields},
             {
                 "type": "context",
-                "elements": [{"type": "mrkdwn", "text": f"Logs: `{notification.logs_command}`"}],
+                "elements": [{"type": "mrkdwn", "text": notification.hint}],
             },
         ],
     }
