@@ -169,10 +169,13 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
             settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id
         )
     except UserError as error:
-        reject(settings, upload, owner, error)
+        if not _already_rejected(settings, upload):  # a re-delivery records and notifies nothing new
+            reject(settings, upload, owner, error)
         outcome.rejected.append(upload.key)
         return
     write_run_status(settings, job.job_id, job.state, source=upload)
+    # a fixed file: the report about its earlier, bad version no longer applies
+    aws_client("s3", settings).delete_object(Bucket=upload.bucket, Key=upload.key + ERROR_SUFFIX)
     outcome.submitted.append(job.job_id)
 
 
@@ -218,6 +221,19 @@ def reject(settings: Settings, upload: Upload, owner: str, error: UserError) -> 
             hook(settings, rejection)
         except Exception:  # a failed notification never loses the report
             log.exception("upload rejection hook %r failed", hook)
+
+
+def _already_rejected(settings: Settings, upload: Upload) -> bool:
+    try:
+        answer = aws_client("s3", settings).get_object(Bucket=upload.bucket, Key=upload.key + ERROR_SUFFIX)
+        report = json.loads(answer["Body"].read())
+    except ClientError as error:
+        if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
+            return False
+        raise
+    except ValueError:
+        return False
+    return isinstance(report, dict) and report.get("etag") == upload.etag
 
 
 def write_run_status(settings: Settings, job_id: str, state: str, *, source: Upload | None = None) -> None:

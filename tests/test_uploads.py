@@ -150,10 +150,15 @@ def test_a_malformed_upload_gets_the_plan_error_beside_it_a_record_and_a_notific
     assert report["line"] == 5 and report["field"] and "cpus" in json.dumps(report)
     assert report["key"] == "tasks/u-erin/bad.yaml" and report["etag"]
     assert told and told[0].owner == "u-erin" and told[0].report_key.endswith(".error.json")
-    (note,) = wiring_for(stack).store.timeline("upload#tasks/u-erin/bad.yaml")[:1]
-    assert note.kind == "upload_rejected"
+    (note,) = wiring_for(stack).store.timeline("upload#tasks/u-erin/bad.yaml")  # delivered twice, noted once
+    assert note.kind == "upload_rejected" and len(told) == 1
     assert jobs_of(stack, "u-erin") == [] and queues.bodies("optimize") == []
     deliver_submit(queues)  # the report itself (.error.json) does not trigger anything
+    upload(stack, "tasks/u-erin/bad.yaml", TASK)  # fixed: it runs, and the stale report goes
+    deliver_submit(queues)
+    assert len(jobs_of(stack, "u-erin")) == 1
+    listed = s3(stack).list_objects_v2(Bucket=stack.bucket, Prefix="tasks/u-erin/")["Contents"]
+    assert [o["Key"] for o in listed] == ["tasks/u-erin/bad.yaml"]
 
 
 def test_a_task_nothing_can_run_is_rejected_like_skyless_plan(stack: Settings, queues: QueueDriver) -> None:
