@@ -12,7 +12,7 @@ from typing import Any
 
 from chalice import Chalice, Response
 
-from functions.submit import gateway_events, job_views, schedule_views
+from functions.submit import gateway_events, job_views, notification_views, schedule_views
 from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.openapi import build_openapi
 from functions.submit.route_table import ROUTES, Auth, QueryParam, RouteSpec, int_param, register_route
@@ -31,6 +31,11 @@ from shared.api_models import (
 )
 from shared.auth import authenticate_agent, authenticate_user
 from shared.config import Settings
+from shared.notification_models import (
+    NotificationSettingsRequest,
+    NotificationSettingsResponse,
+    NotificationTestResponse,
+)
 from shared.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.store.users import User
 
@@ -163,3 +168,24 @@ def resume_schedule(name: str, caller: User) -> ScheduleView:
 @_route("/schedules/{name}", "DELETE", "Delete a schedule", errors=(404,))
 def delete_schedule(name: str, caller: User) -> dict[str, str]:
     return schedule_views.delete(Settings.from_env(), caller, name)
+
+
+# ------------------------------------------------------------ notifications (views: notification_views.py)
+
+
+@_route("/notifications", "GET", "The caller's notification settings (webhook masked)",
+        response=NotificationSettingsResponse)  # fmt: skip
+def get_notifications(caller: User) -> NotificationSettingsResponse:
+    return notification_views.show(Settings.from_env(), caller)
+
+
+@_route("/notifications", "PUT", "Change the caller's notification settings (omitted fields unchanged)",
+        body=NotificationSettingsRequest, response=NotificationSettingsResponse, errors=(400,))  # fmt: skip
+def put_notifications(caller: User, body: NotificationSettingsRequest) -> NotificationSettingsResponse:
+    return notification_views.update(Settings.from_env(), caller, body)
+
+
+@_route("/notifications/test", "POST", "Send a test notification to the caller's channels now",
+        response=NotificationTestResponse)  # fmt: skip
+def test_notifications(caller: User) -> NotificationTestResponse:
+    return notification_views.test(Settings.from_env(), caller)

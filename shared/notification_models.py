@@ -1,0 +1,51 @@
+"""The API bodies of notification settings (`/notifications`) and the per-submission override."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from shared.api_models import RequestBody
+
+Topic = Literal["preempted", "recovered", "succeeded", "failed", "no_capacity"]
+
+
+class NotificationSettingsRequest(RequestBody):
+    """Fields left out are unchanged; `null` or "" clears a channel."""
+
+    slack_webhook: str | None = Field(
+        None,
+        max_length=2048,
+        description="A Slack incoming webhook URL; kept as a secret, shown masked.",
+    )
+    email: str | None = Field(None, max_length=254, description="Where SES sends the notifications.")
+    on: list[Topic] | None = Field(None, max_length=5, description="The events to hear about (default: all).")
+
+
+class NotificationSettingsResponse(BaseModel):
+    configured: bool
+    slack_webhook: str | None = Field(None, description="Masked: the host and the last 4 characters.")
+    email: str | None = None
+    on: list[str]
+    message: str
+
+
+class NotifyOverride(RequestBody):
+    """One submission's channels instead of the user's (each one replaces the user's for this job)."""
+
+    slack_webhook: str | None = Field(None, max_length=2048, description="Kept as a secret for this job.")
+    email: str | None = Field(None, max_length=254)
+
+
+class DeliveryResult(BaseModel):
+    channel: str
+    status: str
+    attempts: int
+    target: str
+    error: str | None = None
+
+
+class NotificationTestResponse(BaseModel):
+    deliveries: list[DeliveryResult]
+    message: str
