@@ -135,7 +135,7 @@ def queue(api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
             _state(job.state),
             _place(job),
             job.instance_type or "-",
-            {True: "yes", False: "no", None: "-"}[job.use_spot],
+            _yes_no(job.use_spot),
             str(job.recoveries),
             _age(job.created_at),
         )
@@ -147,9 +147,11 @@ def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> Non
     with _client(api_url, api_key) as client:
         job = client.get_job(job_id)
     console.print(f"[bold]{job.job_id}[/bold] {_escape(job.name or '')}  {_state(job.state)}")
-    console.print(f"  where: {_place(job)}  instance: {job.instance_type or '-'}  spot: {job.use_spot}")
+    where = f"  where: {_place(job)}  instance: {job.instance_type or '-'}"
+    console.print(f"{where}  spot: {_yes_no(job.use_spot)}")
     console.print(
-        f"  attempt: {job.attempt}  recoveries: {job.recoveries}  submitted: {job.created_at or '-'}"
+        f"  attempt: {job.attempt}  recoveries: {job.recoveries}  cost so far: ${job.cost:.4f}"
+        f"  submitted: {_when(job.created_at)}"
     )
     if job.reason:
         console.print(f"  reason: {_escape(job.reason)}")
@@ -316,6 +318,16 @@ def _parse_time(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _yes_no(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "-"}[value]
+
+
+def _when(value: str | None) -> str:
+    """An API time as local date and time to the second (`2026-11-22 00:38:57`)."""
+    moment = _parse_time(value)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else (value or "-")
 
 
 def _clock(value: str) -> str:

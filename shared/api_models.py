@@ -99,6 +99,7 @@ class JobSummary(BaseModel):
 
 
 class JobDetail(JobSummary):
+    cost: float = Field(0.0, description="USD so far: finished attempts, plus the live cluster up to now.")
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)

@@ -145,6 +145,8 @@ def test_status_shows_the_job_and_its_timeline(tmp_path: Path, api: list[str]) -
     assert job_id in result.output
     assert "timeline" in result.output
     assert "submitted" in result.output
+    assert "cost so far: $0.0000" in result.output and "spot: -" in result.output
+    assert "+00:00" not in result.output  # times read as local date and time, not raw ISO
 
 
 def test_cancel_cancels_and_a_second_cancel_is_harmless(tmp_path: Path, api: list[str]) -> None:
