@@ -106,11 +106,15 @@ def is_task_key(key: str) -> bool:
     return key.startswith(TASKS_PREFIX) and key.lower().endswith(TASK_SUFFIXES)
 
 
-def owner_of(key: str, metadata: dict[str, str]) -> str:
+def owner_of(key: str, metadata: dict[str, str]) -> str | None:
+    """None: a top-level file with no owner metadata on a stack with no default upload owner (the SAM
+    template sets SKYLESS_UPLOAD_OWNER empty: in AWS a file must say whose it is)."""
     parts = key[len(TASKS_PREFIX) :].split("/")
     if len(parts) >= 2 and parts[0]:
         return parts[0]
-    return metadata.get(OWNER_METADATA) or os.environ.get("SKYLESS_UPLOAD_OWNER") or DEFAULT_UPLOAD_OWNER
+    return (
+        metadata.get(OWNER_METADATA) or os.environ.get("SKYLESS_UPLOAD_OWNER", DEFAULT_UPLOAD_OWNER) or None
+    )
 
 
 def env_of(key: str, metadata: dict[str, str]) -> dict[str, str]:
@@ -160,6 +164,13 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
     body, metadata = fetched
     owner = owner_of(upload.key, metadata)
     try:
+        if owner is None:
+            raise UserError(
+                "whose task is this? a file directly under tasks/ needs an owner",
+                file=upload.key,
+                field=f"x-amz-meta-{OWNER_METADATA}",
+                hint=f"upload it as tasks/<your user id>/{upload.key.removeprefix(TASKS_PREFIX)} instead",
+            )
         if len(body) > MAX_TASK_BYTES:
             raise TaskFileError(f"a task file may be at most {MAX_TASK_BYTES} bytes", file=upload.key)
         text = body.decode("utf-8", errors="replace")
@@ -170,7 +181,7 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         )
     except UserError as error:
         if not _already_rejected(settings, upload):  # a re-delivery records and notifies nothing new
-            reject(settings, upload, owner, error)
+            reject(settings, upload, owner or "", error)
         outcome.rejected.append(upload.key)
         return
     write_run_status(settings, job.job_id, job.state, source=upload)

@@ -166,3 +166,17 @@ def test_a_task_nothing_can_run_is_rejected_like_skyless_plan(stack: Settings, q
     deliver_submit(queues)
     got = s3(stack).get_object(Bucket=stack.bucket, Key="tasks/u-fay/huge.yaml.error.json")["Body"].read()
     assert json.loads(got)["error"] == "NoOfferingError"
+
+
+def test_without_a_default_owner_a_top_level_file_must_name_its_owner(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKYLESS_UPLOAD_OWNER", "")  # as the SAM template sets it
+    upload(stack, "tasks/whose.yaml", TASK)
+    deliver_submit(queues)
+    got = s3(stack).get_object(Bucket=stack.bucket, Key="tasks/whose.yaml.error.json")["Body"].read()
+    report = json.loads(got)
+    assert (
+        report["field"] == "x-amz-meta-skyless-owner" and "tasks/<your user id>/whose.yaml" in report["hint"]
+    )
+    assert queues.bodies("optimize") == []
