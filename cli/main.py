@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from cli import catalog_commands, check_commands, job_commands, local_commands, plan_commands
+from cli import (
+    catalog_commands,
+    check_commands,
+    job_commands,
+    local_commands,
+    notify_commands,
+    plan_commands,
+    schedule_commands,
+)
 
 app = typer.Typer(
     name="skyless",
@@ -14,5 +22,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for area in (plan_commands, catalog_commands, job_commands, local_commands, check_commands):
+for area in (
+    plan_commands,
+    catalog_commands,
+    job_commands,
+    schedule_commands,
+    notify_commands,
+    local_commands,
+    check_commands,
+):
     area.register(app)
