@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +43,11 @@ def resolve_api(api_url: str | None = None, api_key: str | None = None) -> ApiTa
     if from_file is not None:
         url, key = from_file
         return ApiTarget(url, api_key or key, f"config file {config_path()}")
-    from local_runtime import ensure_local_runtime  # imported late: it is only needed without a deployment
+    # imported late: it is only needed without a deployment
+    from local_runtime import ensure_local_runtime, running_runtime
 
+    if running_runtime() is None:  # a first start takes seconds: say what is happening, on stderr
+        print("Starting the local runtime (stop it with `skyless local down`) …", file=sys.stderr, flush=True)
     info = ensure_local_runtime()
     return ApiTarget(info.api_url, api_key or info.api_key, "local runtime")
 

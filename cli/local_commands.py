@@ -70,8 +70,8 @@ def down() -> None:
         cloud = LocalCloud(skyless_home())
         for cluster_id in {r["cluster_id"] for r in leftover}:
             cloud.terminate(cluster_id)
-    console.print("stopped" if stopped else "not running", f"({len(leftover)} leftover node(s) stopped)"
-                  if leftover else "")  # fmt: skip
+    note = f" ({len(leftover)} leftover node(s) stopped)" if leftover else ""
+    console.print(("stopped" if stopped else "not running") + note)
 
 
 @local_app.command("status")

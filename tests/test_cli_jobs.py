@@ -250,6 +250,8 @@ def test_launch_with_nothing_configured_runs_the_job_on_the_local_runtime_to_the
     failed = _run("launch", bad)
 
     assert succeeded.exit_code == 0, succeeded.output
+    assert "Starting the local runtime" in succeeded.output  # a first start takes seconds: say so
+    assert "Starting the local runtime" not in failed.output  # the second finds it running
     for expected in ("PLANNED", "SUCCEEDED", "the answer is 42", "shipped with the workdir"):
         assert expected in succeeded.output
     running = next(line for line in succeeded.output.splitlines() if "RUNNING" in line)
