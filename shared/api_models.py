@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.notification_models import NotifyOverride
+
 MAX_TASK_CHARS = 256 * 1024
 Objective = Literal["cost", "time"]
 TaskText = Annotated[str, Field(min_length=1, max_length=MAX_TASK_CHARS)]
@@ -46,6 +48,10 @@ class SubmitJobRequest(PlanRequest):
         default_factory=dict,
         max_length=64,
         description="For each `file_mounts` entry with a local source: remote path -> its upload's key.",
+    )
+    notify: NotifyOverride | None = Field(
+        None,
+        description="This job's notification channels instead of the user's (kept out of the task file).",
     )
 
 

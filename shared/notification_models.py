@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from shared.api_models import RequestBody
+
+class RequestBody(BaseModel):
+    """As shared.api_models.RequestBody (which imports this module): unknown fields are named, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
 
 Topic = Literal["preempted", "recovered", "succeeded", "failed", "no_capacity"]
 

@@ -83,6 +83,8 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         clouds=body.clouds,
         workdir_key=body.workdir_key,
         file_mount_keys=body.file_mount_keys,
+        notify_slack=body.notify.slack_webhook if body.notify else None,
+        notify_email=body.notify.email if body.notify else None,
     )
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 
