@@ -3,18 +3,24 @@ objects of the skyless bucket are downloaded by the node; other sources are refu
 
 from __future__ import annotations
 
+import functools
 import io
 import socket
 import tarfile
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import boto3
 import pytest
 from typer.testing import CliRunner, Result
 
 from cli.api_client import tar_path
 from cli.main import app as cli
 from functions.submit.app import app as api_app
+from local_runtime import ensure_local_runtime
 from local_runtime.api_server import ApiServer
 from node_agent.agent import mount_path, unpack_mount
 from shared.config import Settings
@@ -169,6 +175,27 @@ def test_launch_refuses_an_unfetchable_mount_and_a_missing_local_source_clearly(
     assert "Traceback" not in refused.output + absent.output
 
 
+LOCAL_CREDENTIALS = {
+    "region_name": "us-east-1",
+    "aws_access_key_id": "skyless-local",
+    "aws_secret_access_key": "skyless-local",
+}
+
+
+@contextmanager
+def web_server(folder: Path) -> Iterator[int]:
+    """A real HTTP server of `folder` on a free port (an https:// source's stand-in)."""
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(folder))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture
 def local_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Nothing configured: the CLI starts the local runtime itself (stopped at the end)."""
@@ -194,21 +221,32 @@ def test_two_nodes_read_the_workdir_and_every_mount_and_launch_shows_both_logs(
     (tmp_path / "data" / "part").mkdir(parents=True)
     (tmp_path / "data" / "part" / "rows.csv").write_text("from a mounted folder\n")
     (tmp_path / "lr.txt").write_text("from a mounted file\n")
+    (tmp_path / "web").mkdir()
+    (tmp_path / "web" / "page.txt").write_text("from a web server\n")
     monkeypatch.chdir(tmp_path)
+    runtime = ensure_local_runtime()
+    s3 = boto3.client("s3", endpoint_url=runtime.aws_endpoint_url, **LOCAL_CREDENTIALS)
+    s3.put_object(Bucket="skyless-artifacts", Key="datasets/obj.txt", Body=b"from the skyless bucket\n")
     task = tmp_path / "mounts.yaml"
     task.write_text(
         "name: mounts\nnum_nodes: 2\nworkdir: code\nresources:\n  cpus: 1+\n"
         "file_mounts:\n  ~/data: ./data\n  /etc/skyless-test/lr.txt: ./lr.txt\n"
-        "run: |\n  python3 train.py\n  cat ~/data/part/rows.csv\n"
-        "  cat ~/etc/skyless-test/lr.txt\n  echo node $SKYPILOT_NODE_RANK done\n"
+        "  ~/page.txt: http://127.0.0.1:$WEB_PORT/page.txt\n"
+        "  ~/obj.txt: s3://skyless-artifacts/datasets/obj.txt\n"
+        "run: |\n  python3 train.py\n"
+        "  cat ~/data/part/rows.csv ~/etc/skyless-test/lr.txt ~/page.txt ~/obj.txt\n"
+        "  echo node $SKYPILOT_NODE_RANK done\n"
     )
 
-    result = _run("launch", str(task))
+    with web_server(tmp_path / "web") as port:
+        result = _run("launch", str(task), "--env", f"WEB_PORT={port}")
 
     assert result.exit_code == 0, result.output
+    fetched = ("from the workdir", "from a mounted folder", "from a mounted file", "from a web server",
+               "from the skyless bucket")  # fmt: skip
     for rank, name in ((0, "head"), (1, "worker1")):
         prefix = f"({name}, rank={rank}) "
-        for line in ("from the workdir", "from a mounted folder", "from a mounted file", f"node {rank} done"):
+        for line in (*fetched, f"node {rank} done"):
             assert prefix + line in result.output, result.output
     assert "\nnode 0 done" not in result.output  # every line of a multi-node job carries its node
 
