@@ -74,6 +74,12 @@ def launch(
     clouds: Annotated[
         str | None, typer.Option("--clouds", help="Only these clouds, comma-separated.")
     ] = None,
+    notify_slack: Annotated[
+        str | None, typer.Option("--notify-slack", help="Notify this Slack webhook about this job.")
+    ] = None,
+    notify_email: Annotated[
+        str | None, typer.Option("--notify-email", help="Notify this address about this job.")
+    ] = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -98,6 +104,7 @@ def launch(
         for remote, source in local_file_mounts(text, str(file), overrides).items():
             console.print(f"Uploading file mount {source} -> {remote} …")
             mount_keys[remote] = client.upload_path(source, field=f"file_mounts.{remote}")
+        notify = {k: v for k, v in (("slack_webhook", notify_slack), ("email", notify_email)) if v}
         job = client.submit_job(
             text,
             filename=str(file),
@@ -106,6 +113,7 @@ def launch(
             clouds=cloud_list,
             workdir_key=workdir_key,
             file_mount_keys=mount_keys,
+            notify=notify or None,
         )
         console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
         if detach:
@@ -250,12 +258,15 @@ def local_workdirs(text: str, filename: str, env: dict[str, str]) -> list[Path]:
 def local_file_mounts(text: str, filename: str, env: dict[str, str]) -> dict[str, Path]:
     """{remote path: local file or folder} of the task's file mounts with a local source (to upload)."""
     try:
-        from shared.jobs.file_mounts import local_mounts
+        from shared.jobs.file_mounts import local_mounts, mount_sources
         from shared.task_loader import load_pipeline
     except ImportError:  # the parser is not installed in this build: the API validates instead
         return {}
     found: dict[str, Path] = {}
-    for task in load_pipeline(text, filename=filename, env_overrides=env).tasks:
+    tasks = load_pipeline(text, filename=filename, env_overrides=env).tasks
+    for task in tasks:  # sources no node can fetch are refused before anything is uploaded
+        mount_sources(task, bucket=None, filename=filename)
+    for task in tasks:
         for remote, source in local_mounts(task).items():
             path = Path(source).expanduser()
             if not path.exists():

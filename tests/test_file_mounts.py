@@ -162,7 +162,7 @@ def test_launch_refuses_an_unfetchable_mount_and_a_missing_local_source_clearly(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     gcs = tmp_path / "gcs.yaml"
-    gcs.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  /data: gs://bucket/data\nrun: ls\n")
+    gcs.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  ~/here: .\n  /data: gs://bucket/data\nrun: ls\n")
     missing = tmp_path / "missing.yaml"
     missing.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  /data: ./nowhere\nrun: ls\n")
 
@@ -171,6 +171,7 @@ def test_launch_refuses_an_unfetchable_mount_and_a_missing_local_source_clearly(
 
     assert refused.exit_code == 2
     assert "file_mounts./data: gs:// sources are not fetched by skyless yet" in refused.output
+    assert "Uploading" not in refused.output  # refused before the local folder is uploaded
     assert absent.exit_code == 2 and "file_mounts./data: ./nowhere does not exist" in absent.output
     assert "Traceback" not in refused.output + absent.output
 

@@ -42,8 +42,9 @@ def local_mounts(task: Any) -> dict[str, str]:
     return {path: src for path, src in (task.file_mounts or {}).items() if is_local_source(src)}
 
 
-def mount_sources(task: Any, *, bucket: str, filename: str | None = None) -> list[MountSource]:
-    """Each file mount of `task` as what fetches it; a UserError for one skyless cannot fetch."""
+def mount_sources(task: Any, *, bucket: str | None, filename: str | None = None) -> list[MountSource]:
+    """Each file mount of `task` as what fetches it; a UserError for one skyless cannot fetch.
+    With `bucket` None (a client that does not know it), every s3:// source is let through."""
     found: list[MountSource] = []
     for path, source in (task.file_mounts or {}).items():
         field = f"file_mounts.{path}"
@@ -58,6 +59,8 @@ def mount_sources(task: Any, *, bucket: str, filename: str | None = None) -> lis
             found.append(MountSource(path, "upload", source))
         elif source.startswith(WEB_SCHEMES):
             found.append(MountSource(path, "web", source))
+        elif bucket is None and source.startswith("s3://"):
+            found.append(MountSource(path, "bucket", source))
         elif source.startswith(f"s3://{bucket}/"):
             found.append(MountSource(path, "bucket", source[len(f"s3://{bucket}/") :]))
         else:
@@ -66,7 +69,7 @@ def mount_sources(task: Any, *, bucket: str, filename: str | None = None) -> lis
                 f"{scheme}:// sources are not fetched by skyless yet",
                 file=filename,
                 field=field,
-                hint=f"use a local path, an https:// URL or s3://{bucket}/<key>",
+                hint=f"use a local path, an https:// URL or s3://{bucket or '<the skyless bucket>'}/<key>",
             )
     return found
 
