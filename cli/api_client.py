@@ -76,13 +76,17 @@ class SkylessClient:
         clouds: list[str] | None = None,
         workdir_key: str | None = None,
         file_mount_keys: dict[str, str] | None = None,
+        notify: dict[str, str] | None = None,
     ) -> SubmitJobResponse:
-        """`file_mount_keys`: for each file mount with a local source, remote path -> `upload_path` key."""
+        """`file_mount_keys`: for each file mount with a local source, remote path -> `upload_path` key.
+        `notify`: `{"slack_webhook"?, "email"?}` for this job instead of the user's notification settings."""
         body = _task_body(task, filename, env, minimize, clouds)
         if workdir_key:
             body["workdir_key"] = workdir_key
         if file_mount_keys:
             body["file_mount_keys"] = file_mount_keys
+        if notify:
+            body["notify"] = notify
         return SubmitJobResponse.model_validate(self._call("POST", "/jobs", json=body))
 
     def plan(
