@@ -308,8 +308,9 @@ def _event_line(event: TimelineEvent, job: JobDetail) -> str:
 
 
 def _print_log(text: str) -> None:
+    """Log text as it is: a line split across reads is printed as one (LogStreams.flush ends it)."""
     if text:
-        console.out(text, end="" if text.endswith("\n") else "\n", highlight=False)
+        console.out(text, end="", highlight=False)
 
 
 def _state(state: str) -> str:

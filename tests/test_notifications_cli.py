@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import typer
@@ -14,6 +15,7 @@ from cli import notify_commands
 from functions.submit.app import app as api_app
 from local_runtime.api_server import ApiServer
 from shared.config import Settings
+from shared.notifications.settings import channels_for
 from shared.store.users import create_user
 
 cli = typer.Typer()
@@ -74,3 +76,19 @@ def test_set_refuses_unknown_events_and_bad_addresses(api: list[str]) -> None:
     bad_email = run("notify", "set", "--email", "nobody", *api)
     assert bad_email.exit_code == 2 and "email" in bad_email.output
     assert run("notify", "set", *api).exit_code == 2
+
+
+def test_launch_notify_flags_become_the_jobs_override(
+    api: list[str], stack: Settings, webhook: SlackWebhook, tmp_path: Path
+) -> None:
+    from cli.main import app as skyless
+
+    task = tmp_path / "task.yaml"
+    task.write_text("name: n\nresources:\n  cpus: 1+\nrun: echo hi\n")
+    flags = ["--notify-slack", webhook.url, "--notify-email", "l@example.com", "--detach"]
+    result = CliRunner().invoke(skyless, ["launch", str(task), *flags, *api], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    job_id = result.output.split("Job ", 1)[1].split()[0]
+    channels = channels_for(stack, "-", job_id)
+    assert channels.slack_webhook == webhook.url and channels.email == "l@example.com"
+    assert "XXXXsecretXXXX" not in result.output
