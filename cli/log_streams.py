@@ -41,6 +41,7 @@ class LogStreams:
     ranks: list[int] | None = None
     logs: dict[int, RankLog] = field(default_factory=dict)
     prefixed: bool = False
+    open_line: bool = False  # the text answered so far ends inside a line
 
     def read(self, job: JobDetail | None = None) -> str:
         """New text of every followed rank; `job` (when given) says how many ranks there are."""
@@ -53,15 +54,21 @@ class LogStreams:
             log.cursor = page.cursor or log.cursor
             log.finished = page.finished
             out.append(self._lines(log, page.text, flush=page.finished))
-        return "".join(out)
+        return self._answered("".join(out))
 
     @property
     def finished(self) -> bool:
         return bool(self.logs) and all(log.finished for log in self.logs.values())
 
     def flush(self) -> str:
-        """What remains of lines no newline ended (the job is over)."""
-        return "".join(self._lines(log, "", flush=True) for log in self.logs.values())
+        """What remains of lines no newline ended (the job is over), ending in a newline."""
+        text = self._answered("".join(self._lines(log, "", flush=True) for log in self.logs.values()))
+        return text + "\n" if self.open_line else text
+
+    def _answered(self, text: str) -> str:
+        if text:
+            self.open_line = not text.endswith("\n")
+        return text
 
     def _lines(self, log: RankLog, text: str, *, flush: bool) -> str:
         text = log.partial + text

@@ -44,7 +44,14 @@ def test_a_single_node_log_is_passed_through_without_prefix() -> None:
     pages = Pages({0: [("progress 50%", False), (" 100%\n", True)]})
     streams = LogStreams(pages, "job-1")  # type: ignore[arg-type]
 
-    assert streams.read(_job(1)) + streams.read(_job(1)) == "progress 50% 100%\n"
+    assert streams.read(_job(1)) + streams.read(_job(1)) + streams.flush() == "progress 50% 100%\n"
+
+
+def test_a_log_that_ends_inside_a_line_is_ended_once_at_the_end() -> None:
+    pages = Pages({0: [("no newline at the end", True)]})
+    streams = LogStreams(pages, "job-1")  # type: ignore[arg-type]
+
+    assert streams.read(_job(1)) + streams.flush() == "no newline at the end\n"
 
 
 def test_one_rank_asked_for_is_the_only_one_read_and_has_no_prefix() -> None:
