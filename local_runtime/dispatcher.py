@@ -204,6 +204,12 @@ class Dispatcher:
         self.schedule_runs: dict[str, int] = dict.fromkeys(self.schedules, 0)
         self.pollers_per_queue = pollers_per_queue
         self.stream_worker = StreamWorker(settings, (handlers or {}).get("notify")) if notify_stream else None
+        # runs/<job>/status.json when a job ends: the submit function's second event source in the template
+        self.status_worker = (
+            StreamWorker(settings, (handlers or {}).get("submit") or load_handler(QUEUE_HANDLERS["submit"]))
+            if notify_stream
+            else None
+        )
 
     def start(self) -> None:
         for worker in self.workers:
@@ -216,6 +222,10 @@ class Dispatcher:
             )
         if self.stream_worker is not None:
             self.threads.append(threading.Thread(target=self._stream, name="stream-notify"))
+        if self.status_worker is not None:
+            self.threads.append(
+                threading.Thread(target=self._stream, args=(self.status_worker,), name="stream-run-status")
+            )
         self.threads.append(threading.Thread(target=self._cron, name="schedule-firings"))
         for thread in self.threads:
             thread.daemon = True
@@ -236,11 +246,12 @@ class Dispatcher:
                 log.exception("polling %s failed; retrying", worker.kind)
                 self.stopping.wait(1.0)
 
-    def _stream(self) -> None:
-        assert self.stream_worker is not None
+    def _stream(self, worker: StreamWorker | None = None) -> None:
+        worker = worker or self.stream_worker
+        assert worker is not None
         while not self.stopping.wait(STREAM_POLL_SECONDS):
             try:
-                self.stream_worker.poll_once()
+                worker.poll_once()
             except Exception:
                 if self.stopping.is_set():
                     return

@@ -213,8 +213,8 @@ def firing_in(body: dict[str, Any]) -> Firing | None:
 def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
     """Submit the schedule's task for this scheduled time, once."""
     from shared.jobs.submission import submit_job
+    from shared.run_status import write_run_status
     from shared.states import LIVE, JobState
-    from shared.uploads import write_run_status
     from shared.wiring import wiring_for
 
     store = wiring_for(settings).store
@@ -256,7 +256,12 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
             model.runs.add(1),
         ]
     )
-    write_run_status(settings, job.job_id, job.state)
+    write_run_status(
+        settings,
+        job.job_id,
+        job.state,
+        source={"schedule": row.name, "scheduled_time": firing.scheduled_time},
+    )
     return FiringOutcome("submitted", job.job_id)
 
 

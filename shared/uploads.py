@@ -21,7 +21,6 @@ import hashlib
 import json
 import logging
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from botocore.exceptions import ClientError
 
 from shared.config import Settings
 from shared.errors import TaskFileError, UserError
+from shared.run_status import write_run_status
 from shared.stack import aws_client
 
 log = logging.getLogger("skyless.uploads")
@@ -184,7 +184,8 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
             reject(settings, upload, owner or "", error)
         outcome.rejected.append(upload.key)
         return
-    write_run_status(settings, job.job_id, job.state, source=upload)
+    source = {"bucket": upload.bucket, "key": upload.key, "etag": upload.etag}
+    write_run_status(settings, job.job_id, job.state, source=source)
     # a fixed file: the report about its earlier, bad version no longer applies
     aws_client("s3", settings).delete_object(Bucket=upload.bucket, Key=upload.key + ERROR_SUFFIX)
     outcome.submitted.append(job.job_id)
@@ -245,16 +246,6 @@ def _already_rejected(settings: Settings, upload: Upload) -> bool:
     except ValueError:
         return False
     return isinstance(report, dict) and report.get("etag") == upload.etag
-
-
-def write_run_status(settings: Settings, job_id: str, state: str, *, source: Upload | None = None) -> None:
-    """`runs/<job>/status.json`: where the run came from and its state when written."""
-    from shared.wiring import wiring_for
-
-    status: dict[str, Any] = {"job_id": job_id, "state": state, "updated_at": time.time()}
-    if source is not None:
-        status["source"] = {"bucket": source.bucket, "key": source.key, "etag": source.etag}
-    wiring_for(settings).objects.put_text(f"runs/{job_id}/status.json", json.dumps(status))
 
 
 def _read_object(settings: Settings, upload: Upload) -> tuple[bytes, dict[str, str]] | None:

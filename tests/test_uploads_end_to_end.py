@@ -74,8 +74,14 @@ def test_a_task_file_copied_into_the_bucket_runs_to_success(daemon: Daemon) -> N
     assert job["state"] == "SUCCEEDED"
     logs = daemon.api.get(f"/jobs/{job['job_id']}/logs").json()["text"]
     assert "hello from the bucket" in logs
-    status = daemon.s3.get_object(Bucket="skyless-artifacts", Key=f"runs/{job['job_id']}/status.json")
-    assert json.loads(status["Body"].read())["source"]["key"] == "tasks/hello.yaml"
+
+    def final_status() -> dict[str, Any] | None:
+        answer = daemon.s3.get_object(Bucket="skyless-artifacts", Key=f"runs/{job['job_id']}/status.json")
+        status = json.loads(answer["Body"].read())
+        return status if status["state"] == "SUCCEEDED" else None  # type: ignore[no-any-return]
+
+    status = daemon.poll(final_status, timeout=30)
+    assert status["source"]["key"] == "tasks/hello.yaml" and status["finished_at"]
 
 
 def test_a_broken_task_file_gets_its_error_report_beside_it(daemon: Daemon) -> None:

@@ -1,8 +1,10 @@
-"""Lambda: the submit queue -> run an uploaded task file (shared.uploads) or a schedule firing."""
+"""Lambda: the submit queue -> run an uploaded task file (shared.uploads) or a schedule firing
+(shared.schedules); the events table's stream (terminal state events) -> runs/<job>/status.json."""
 
 from typing import Any
 
 from shared.config import Settings
+from shared.run_status import record_finished_runs
 from shared.schedules import firing_in, run_firing
 from shared.sqs_batch import for_each_sqs_message
 from shared.uploads import submit_uploads
@@ -17,4 +19,8 @@ def submit_from_message(body: dict[str, Any]) -> Any:
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    records = event.get("Records") or []
+    if records and records[0].get("eventSource") == "aws:dynamodb":
+        failed = record_finished_runs(Settings.from_env(), records)
+        return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failed]}
     return for_each_sqs_message(event, submit_from_message)
