@@ -11,6 +11,13 @@ running, one heartbeat, succeeded): the figures are the control plane's, not the
 
 Prints: submit -> launch-request latency (p50, p99), preemption event -> replacement launch-request
 latency (p50, p99), DynamoDB/SQS/S3 calls per simple job lifecycle, and dollars per 1,000 jobs.
+
+This is the one count of DynamoDB writes (it replaces benchmarks/lifecycle_writes.py). Three figures:
+- write calls: PutItem, UpdateItem, DeleteItem, BatchWriteItem, TransactWriteItems requests;
+- items written: each item a call writes (a transaction of 4 items is 4; what the <= 12 target counts);
+- billed write units: what on-demand DynamoDB charges, per item ceil(item size / 1 KB), twice inside a
+  transaction. The size of an updated or deleted item is its stored size (read just before the write,
+  uncounted) plus the values the update sets; an item's size follows DynamoDB's rules (names + values).
 """
 
 from __future__ import annotations
@@ -58,14 +65,46 @@ SIMPLE_TASK = "name: bench\nresources:\n  cpus: 1+\nrun: echo hello\n"
 SPOT_TASK = "name: bench-spot\nresources:\n  cpus: 2\n  use_spot: true\nrun: echo hello\n"
 
 
+def value_size(value: dict[str, Any]) -> int:
+    """Bytes of one DynamoDB-JSON attribute value, by DynamoDB's item size rules."""
+    ((kind, raw),) = value.items()
+    if kind == "S":
+        return len(raw.encode())
+    if kind == "N":
+        digits = raw.lstrip("-").replace(".", "").lstrip("0") or "0"
+        return (len(digits) + 1) // 2 + 1
+    if kind == "B":
+        return len(raw)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS", "BS"):
+        return sum(value_size({kind[0]: v}) for v in raw)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + value_size(v) + 1 for k, v in raw.items())
+    if kind == "L":
+        return 3 + sum(value_size(v) + 1 for v in raw)
+    return len(json.dumps(raw))
+
+
+def item_size(item: dict[str, Any]) -> int:
+    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+
+
+def billed_units(size: int, transactional: bool) -> int:
+    return max(1, -(-size // 1024)) * (2 if transactional else 1)
+
+
 class CallCounter:
-    """Counts AWS API calls per (service, operation), and request units where one call carries many."""
+    """Counts AWS API calls per (service, operation), items per call where one call carries many, and the
+    DynamoDB write units those items are billed."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.calls: Counter[tuple[str, str]] = Counter()
         self.units: Counter[tuple[str, str]] = Counter()
+        self.write_units = 0
         self.local = threading.local()
+        self.sizer: Any = None  # a DynamoDB client for reading stored item sizes; set once the stack is up
 
     @contextmanager
     def ignored(self) -> Iterator[None]:
@@ -107,12 +146,45 @@ class CallCounter:
             items = len(params.get("TransactItems", []))
         elif key == ("sqs", "SendMessageBatch"):
             items = len(params.get("Entries", []))
+        units = self.dynamodb_write_units(model.name, params) if key[0] == "dynamodb" else 0
         with self.lock:
             self.units[key] += items
+            self.write_units += units
 
-    def snapshot(self) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]]]:
+    def dynamodb_write_units(self, operation: str, params: dict[str, Any]) -> int:
+        if operation == "TransactWriteItems":
+            writes = [
+                (kind, body) for entry in params.get("TransactItems", []) for kind, body in entry.items()
+            ]
+            return sum(billed_units(self.written_size(kind, body), True) for kind, body in writes)
+        if operation == "BatchWriteItem":
+            return sum(
+                billed_units(self.written_size(kind, {"TableName": table, **body}), False)
+                for table, requests in params.get("RequestItems", {}).items()
+                for request in requests
+                for kind, body in request.items()
+            )
+        kinds = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}
+        return billed_units(self.written_size(kinds[operation], params), False) if operation in kinds else 0
+
+    def written_size(self, kind: str, body: dict[str, Any]) -> int:
+        if kind in ("Put", "PutRequest"):
+            return item_size(body["Item"])
+        stored = self.stored_size(body["TableName"], body["Key"])
+        if kind == "Update":
+            return stored + sum(value_size(v) for v in body.get("ExpressionAttributeValues", {}).values())
+        return stored  # Delete, DeleteRequest, ConditionCheck
+
+    def stored_size(self, table: str, key: dict[str, Any]) -> int:
+        if self.sizer is None:
+            return item_size(key)
+        with self.ignored():
+            item = self.sizer.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+        return item_size(item or key)
+
+    def snapshot(self) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], int]:
         with self.lock:
-            return Counter(self.calls), Counter(self.units)
+            return Counter(self.calls), Counter(self.units), self.write_units
 
 
 @dataclass
@@ -254,13 +326,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # No reconcile ticks and no periodic snapshots: their calls are per minute, not per job.
     runtime = LocalRuntime(home, free_port(), free_port(), schedules={}, snapshot_every=None)
     info = runtime.start()
+    counter.sizer = botocore.session.get_session().create_client(
+        "dynamodb", region_name=runtime.settings.region, endpoint_url=info.aws_endpoint_url,
+        aws_access_key_id="bench", aws_secret_access_key="bench",
+    )  # fmt: skip
     for worker in runtime.dispatcher.workers if runtime.dispatcher else []:
         worker._handler = timed(worker.handler(), worker.kind, handler_seconds, handler_calls)
     api = httpx.Client(base_url=info.api_url, timeout=60, headers={"Authorization": f"Bearer {info.api_key}"})
     player = AgentPlayer(info.api_url)
     try:
         # -- simple jobs: submit -> launch request, and the calls of a whole lifecycle -----------------
-        before_calls, before_units = counter.snapshot()
+        before_calls, before_units, before_wru = counter.snapshot()
         api_requests_before = player.requests
         submitted: dict[str, float] = {}
         job_ids: list[str] = []
@@ -283,11 +359,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for future in futures:
                 future.result()
         wait_until_quiet(runtime, counter)
-        after_calls, after_units = counter.snapshot()
+        after_calls, after_units, after_wru = counter.snapshot()
         simple_states = job_states(api, job_ids)
         submit_latency = [launches.wait_for(j, 1)[0] - submitted[j] for j in job_ids]
         lifecycle_calls = after_calls - before_calls
         lifecycle_units = after_units - before_units
+        lifecycle_write_units = after_wru - before_wru
         api_requests = args.jobs + (player.requests - api_requests_before)  # submits + agent requests
         simple_handler_seconds = dict(handler_seconds)
         simple_handler_calls = dict(handler_calls)
@@ -337,6 +414,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "preempt_latency": preempt_latency,
         "calls": lifecycle_calls,
         "units": lifecycle_units,
+        "write_units": lifecycle_write_units,
         "api_requests": api_requests,
         "handler_seconds": simple_handler_seconds,
         "handler_calls": simple_handler_calls,
@@ -374,15 +452,21 @@ def report(result: dict[str, Any]) -> None:
     def ms(values: list[float], q: float) -> str:
         return f"{percentile(values, q) * 1000:7.1f} ms"
 
-    print(f"jobs: {jobs} simple (1 node) -> {result['simple_states']}; "
-          f"{result['preemptions']} spot jobs preempted once -> {result['spot_states']}")
+    print(
+        f"jobs: {jobs} simple (1 node) -> {result['simple_states']}; "
+        f"{result['preemptions']} spot jobs preempted once -> {result['spot_states']}"
+    )
     print()
     print("latency (local runtime, this machine)")
-    print(f"  submit -> launch request          p50 {ms(result['submit_latency'], 50)}   "
-          f"p99 {ms(result['submit_latency'], 99)}")
+    print(
+        f"  submit -> launch request          p50 {ms(result['submit_latency'], 50)}   "
+        f"p99 {ms(result['submit_latency'], 99)}"
+    )
     if result["preempt_latency"]:
-        print(f"  preemption -> replacement launch  p50 {ms(result['preempt_latency'], 50)}   "
-              f"p99 {ms(result['preempt_latency'], 99)}")
+        print(
+            f"  preemption -> replacement launch  p50 {ms(result['preempt_latency'], 50)}   "
+            f"p99 {ms(result['preempt_latency'], 99)}"
+        )
     print()
     print("AWS calls per simple job lifecycle (submit .. teardown), control plane only")
     by_service: dict[str, list[tuple[str, float]]] = {}
@@ -392,9 +476,9 @@ def report(result: dict[str, Any]) -> None:
         listed = ", ".join(f"{op} {n:.2f}" for op, n in operations)
         print(f"  {service:9s} {sum(n for _, n in operations):6.2f}  ({listed})")
 
+    ddb_write_calls = per_job(lambda k: k[0] == "dynamodb" and k[1] in DYNAMODB_WRITES, calls)
     ddb_writes = per_job(lambda k: k[0] == "dynamodb" and k[1] in DYNAMODB_WRITES, units)
-    # On-demand bills a transactional write as two write request units.
-    ddb_write_units = ddb_writes + per_job(lambda k: k == ("dynamodb", "TransactWriteItems"), units)
+    ddb_write_units = result["write_units"] / jobs
     ddb_reads = per_job(lambda k: k[0] == "dynamodb" and k[1] in DYNAMODB_READS, units)
     messages = per_job(lambda k: k[0] == "sqs" and k[1] in ("SendMessage", "SendMessageBatch"), units)
     sqs_handler = per_job(lambda k: k[0] == "sqs" and k not in DISPATCHER_OPERATIONS, calls)
@@ -405,14 +489,20 @@ def report(result: dict[str, Any]) -> None:
     api_invocations = result["api_requests"] / jobs
     handler_gb_s = sum(result["handler_seconds"].values()) / jobs * LAMBDA_MEMORY_GB
     print()
-    print(f"  DynamoDB item writes {ddb_writes:.2f}  (target <= 12); "
-          f"billed write units {ddb_write_units:.2f} (items written in transactions count twice)")
+    print(
+        f"  DynamoDB writes      {ddb_write_calls:.2f} calls, {ddb_writes:.2f} items written "
+        f"(target <= 12), {ddb_write_units:.2f} billed write units (1 KB steps, x2 in transactions)"
+    )
     print(f"  DynamoDB read units  {ddb_reads:.2f}")
     print(f"  queue messages sent  {messages:.2f}  (target <= 6)")
-    print(f"  SQS requests         {sqs_handler:.2f} by handlers/API + {sqs_poller:.2f} by the poller "
-          "(Receive/Delete; Lambda's event source mapping bills these too, and its empty polls)")
-    print(f"  S3 requests          {s3_puts:.2f} PUT/LIST + {s3_gets:.2f} GET (+ 1 log chunk POST per node "
-          "by the agent, not counted above)")
+    print(
+        f"  SQS requests         {sqs_handler:.2f} by handlers/API + {sqs_poller:.2f} by the poller "
+        "(Receive/Delete; Lambda's event source mapping bills these too, and its empty polls)"
+    )
+    print(
+        f"  S3 requests          {s3_puts:.2f} PUT/LIST + {s3_gets:.2f} GET (+ 1 log chunk POST per node "
+        "by the agent, not counted above)"
+    )
     print(f"  Lambda invocations   {invocations:.2f} queue/schedule + {api_invocations:.2f} API requests")
     for kind, total in sorted(result["handler_seconds"].items()):
         count = result["handler_calls"][kind]

@@ -28,6 +28,10 @@ from shared.wiring import Wiring, wiring_for
 PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
 ATTEMPTS_ON_RACE = 3
 PHASE_ORDER = {"launched": 0, "setting_up": 1, "running": 2, "preempting": 3, "succeeded": 4, "failed": 4}
+# A heartbeat is written only when the recorded one is older than this share of the silence limit, so a
+# live node's record is never staler than silent_after/3 + one heartbeat interval: half the writes at the
+# defaults (10 s heartbeats, 60 s limit), and reconcile still never mistakes a live node for a silent one.
+HEARTBEAT_WRITE_SHARE = 1 / 3
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,8 @@ def _apply_report(
     node = nodes[instance_id]
     if phase != "heartbeat" and PHASE_ORDER[phase] < PHASE_ORDER.get(str(node.get("phase")), 0):
         phase = "heartbeat"  # a late report of an earlier phase: the node is alive, nothing more
+    if phase == "heartbeat" and now - float(node.get("heartbeat_at") or 0) < heartbeat_write_after(wiring):
+        return True  # recorded recently enough: the write would change nothing reconcile decides on
     fields: dict[str, Any] = {"heartbeat_at": now}
     if phase != "heartbeat":
         fields["phase"] = phase
@@ -161,7 +167,7 @@ def _apply_report(
     if phase == "failed" and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)
         return _on_node_failed(wiring, job, rank, exit_code, message) != Outcome.ALREADY_DONE
-    moved = _move_if_step_complete(wiring, job, cluster, phase, node_update)
+    moved = _move_if_step_complete(wiring, job, cluster, nodes, phase, node_update)  # `nodes` has this report
     if moved is not None:
         return moved
     if not store.update_node(cluster, instance_id, **fields):
@@ -171,16 +177,26 @@ def _apply_report(
     fresh = store.cluster(cluster.cluster_id)
     if fresh is None:
         return True
-    moved = _move_if_step_complete(wiring, job, fresh, phase, [])
+    moved = _move_if_step_complete(wiring, job, fresh, nodes_of(fresh), phase, [])
     return True if moved is None else moved
 
 
+def heartbeat_write_after(wiring: Wiring) -> float:
+    return wiring.settings.silent_after_seconds * HEARTBEAT_WRITE_SHARE
+
+
 def _move_if_step_complete(
-    wiring: Wiring, job: JobModel, cluster: ClusterModel, phase: str, node_update: list[Any]
+    wiring: Wiring,
+    job: JobModel,
+    cluster: ClusterModel,
+    nodes: dict[str, dict[str, Any]],
+    phase: str,
+    node_update: list[Any],
 ) -> bool | None:
-    """Move the job when every node of `cluster` has reached the step `phase` completes; None if none is."""
+    """Move the job when every node has reached the step `phase` completes; None if none is.
+    `node_update` (the report's own write) goes into the move's transaction."""
     state = JobState(job.state)
-    phases = [n.get("phase") for n in nodes_of(cluster).values()]
+    phases = [n.get("phase") for n in nodes.values()]
     if phase == "succeeded" and state in HAS_NODES and all(p == "succeeded" for p in phases):
         return _on_all_succeeded(wiring, job, cluster, node_update)
     started = all(p in ("running", "succeeded") for p in phases)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
 from shared.errors import NoOfferingError, UserError
@@ -39,7 +40,11 @@ def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
         job,
         JobState.PLANNED,
         f"planned {candidate_text(top)}",
-        changes={"plan": plan.model_dump_json(), "candidate_index": 0},
+        changes={
+            "plan_z": zlib.compress(plan.model_dump_json().encode()),
+            "plan": None,
+            "candidate_index": 0,
+        },
     )
     if not moved:
         return Outcome.ALREADY_DONE
@@ -77,4 +82,6 @@ def candidate_text(candidate: Candidate) -> str:
 
 
 def plan_of(job: JobModel) -> Plan | None:
+    if job.plan_z:
+        return Plan.model_validate_json(zlib.decompress(job.plan_z))
     return Plan.model_validate_json(job.plan) if job.plan else None

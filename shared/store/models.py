@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from pynamodb.attributes import (
+    BinaryAttribute,
     BooleanAttribute,
     MapAttribute,
     NumberAttribute,
@@ -37,7 +38,10 @@ class JobModel(Model):
     task = UnicodeAttribute(null=True)  # pipeline JSON (validated), when small
     task_key = UnicodeAttribute(null=True)  # bucket key of the pipeline JSON, when large
     task_index = NumberAttribute(default=0)  # which task of the pipeline runs now
-    plan = UnicodeAttribute(null=True)  # Plan JSON
+    plan = UnicodeAttribute(null=True)  # Plan JSON, as jobs planned before plan_z have it
+    # zlib-compressed Plan JSON: a plan of many candidates is tens of KB as text, and every later write of
+    # the job is billed by the whole item's size (twice, in a transaction), so it is kept ~10x smaller.
+    plan_z = BinaryAttribute(null=True, legacy_encoding=False)
     candidate_index = NumberAttribute(default=0)
     blocklist = UnicodeAttribute(default="[]")  # JSON list of Block
     minimize = UnicodeAttribute(default="cost")
