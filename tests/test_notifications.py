@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
 from fakes.slack_webhook import SlackWebhook
 
 from shared.notifications.events import JobFacts, TimelineRecord, compose, topic_of
+from shared.notifications.records import send_key
 from shared.notifications.slack import post_to_slack, slack_payload
 
 
@@ -124,3 +126,20 @@ def test_the_sam_template_feeds_notify_from_the_events_stream_with_partial_batch
     }
     assert "secretsmanager:GetSecretValue" in str(notify["Policies"])
     assert "secretsmanager:CreateSecret" not in str(notify["Policies"])  # notify only reads webhooks
+
+
+def test_httpx_request_log_shows_the_webhook_masked(
+    webhook: SlackWebhook, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="httpx")
+    assert post_to_slack(webhook.url, {"text": "hi"}).ok
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "HTTP Request: POST" in logged and "…XXXX" in logged
+    assert "XXXXsecretXXXX" not in logged
+
+
+def test_two_events_of_one_transition_share_a_send_key() -> None:
+    first = send_key("job-0123456789ab", "1795308531.567123#v00005", "slack")
+    assert first == send_key("job-0123456789ab", "1795308531.569943#v00005", "slack")
+    assert first != send_key("job-0123456789ab", "1795308531.569943#v00006", "slack")
+    assert send_key("job-1", "1.0#ab12cd34", "email") != send_key("job-1", "2.0#ab12cd34", "email")

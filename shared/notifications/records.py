@@ -1,7 +1,7 @@
 """The notifications table: per-user settings, per-job overrides, and one record per send.
 
-Keys (`pk`): `user#<owner>`, `job#<job id>`, `sent#<job id>#<event at>#<channel>`. Webhook URLs are never
-stored here: `slack_secret` is the name of a Secrets Manager secret that holds the URL.
+Keys (`pk`): `user#<owner>`, `job#<job id>`, `sent#<job id>#<v<version> | event at>#<channel>`.
+Webhook URLs are never stored here: `slack_secret` is the name of a Secrets Manager secret that holds the URL.
 """
 
 from __future__ import annotations
@@ -60,7 +60,11 @@ def read_item(settings: Settings, pk: str) -> NotificationItem | None:
 
 
 def send_key(job_id: str, event_at: str, channel: str) -> str:
-    return f"sent#{job_id}#{event_at}#{channel}"
+    """A state event's `at` ends in `#v<version>`: one version is one transition, so two events carrying it
+    (a transaction that half-applied under a race) are one notification. Other events: their own `at`."""
+    _, _, suffix = event_at.partition("#")
+    identity = suffix if suffix.startswith("v") else event_at
+    return f"sent#{job_id}#{identity}#{channel}"
 
 
 def claim_send(settings: Settings, key: str) -> bool:

@@ -6,7 +6,9 @@ other 4xx is final (a revoked or mistyped webhook). Errors name the status, neve
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +23,26 @@ MAX_ATTEMPTS = 4
 BACKOFF_SECONDS = 1.0  # 1, 2, 4 ... between tries after a 5xx or a network error
 MAX_RETRY_AFTER_SECONDS = 30.0
 TIMEOUT_SECONDS = 10.0
+
+_posting: set[str] = set()  # webhook URLs being posted to now; httpx's request log must not show them
+_posting_lock = threading.Lock()
+
+
+class _WebhookRedaction(logging.Filter):
+    """httpx logs every request's URL at INFO; a webhook URL is a secret, so its log line shows it masked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with _posting_lock:
+            secrets = list(_posting)
+        if secrets:
+            text = record.getMessage()
+            for url in secrets:
+                text = text.replace(url, mask_webhook(url))
+            record.msg, record.args = text, ()
+        return True
+
+
+logging.getLogger("httpx").addFilter(_WebhookRedaction())
 
 
 def slack_payload(notification: Notification) -> dict[str, Any]:
@@ -58,6 +80,18 @@ def post_to_slack(
 ) -> Delivery:
     """POST the payload; answers how it went after at most `max_attempts` tries. Never raises for HTTP."""
     base = backoff_seconds if backoff_seconds is not None else _backoff_from_env()
+    with _posting_lock:
+        _posting.add(url)
+    try:
+        return _post(url, payload, max_attempts, base, sleep)
+    finally:
+        with _posting_lock:
+            _posting.discard(url)
+
+
+def _post(
+    url: str, payload: dict[str, Any], max_attempts: int, base: float, sleep: Callable[[float], None]
+) -> Delivery:
     error = "not tried"
     attempts = 0
     with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
