@@ -256,6 +256,25 @@ def fetch_workdir(url: str | None, workdir: Path) -> None:
         safe_extract(archive, workdir)
 
 
+def clone_workdir(source: dict[str, Any], workdir: Path) -> None:
+    """A git workdir: clone `url` into the workdir and check out `ref` (a branch, tag or commit)."""
+
+    def git(*args: str) -> None:
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # a private repo fails, never asks for a password
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=1800, env=env)
+        except subprocess.TimeoutExpired:
+            raise ValueError(f"git {args[0]} took over 30 minutes") from None
+        if done.returncode != 0:
+            raise ValueError(f"git {args[0]} failed: {done.stderr.strip()[-500:]}")
+
+    if workdir.exists() and any(workdir.iterdir()):
+        return  # cloned by an earlier start of this node
+    git("clone", "--quiet", str(source["url"]), str(workdir))
+    if source.get("ref"):
+        git("-C", str(workdir), "checkout", "--quiet", str(source["ref"]))
+
+
 def mount_path(path: str, home: Path, sandboxed: bool = False) -> Path:
     """Where a file mount lands: `~` is the node's home. A sandboxed node (the local cloud, a process on
     the user's machine) puts absolute paths under its home too: `/data` lands at `<home>/data`."""
@@ -520,7 +539,10 @@ class Agent:
         try:
             self.api.report("setting_up")
             try:
-                fetch_workdir(config.get("workdir_url"), workdir)
+                if config.get("workdir_git"):
+                    clone_workdir(config["workdir_git"], workdir)
+                else:
+                    fetch_workdir(config.get("workdir_url"), workdir)
                 sandboxed = self.cloud == "local"
                 for note in fetch_file_mounts(config.get("file_mounts") or [], self.home, sandboxed):
                     shipper.write(note.encode())

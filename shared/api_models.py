@@ -143,6 +143,13 @@ class FileMount(BaseModel):
     archive: bool = Field(False, description="A tarball to unpack at `path` (else the file at `path`).")
 
 
+class GitSource(BaseModel):
+    url: str
+    ref: str | None = Field(
+        None, description="A branch, tag or commit to check out; None: the default branch."
+    )
+
+
 class LogUpload(BaseModel):
     url: str
     fields: dict[str, str]
@@ -159,6 +166,7 @@ class AgentConfigResponse(BaseModel):
     run: str | None
     envs: dict[str, str]
     workdir_url: str | None
+    workdir_git: GitSource | None = None
     file_mounts: list[FileMount]
     log_upload: LogUpload
     heartbeat_seconds: int

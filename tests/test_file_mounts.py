@@ -1,11 +1,13 @@
 """`file_mounts`: local files and folders are uploaded by the CLI and unpacked on every node; https:// and
-objects of the skyless bucket are downloaded by the node; other sources are refused at submit."""
+objects of the skyless bucket are downloaded by the node; other sources are refused at submit.
+A git workdir (`workdir: {url, ref}`) is cloned on each node at `ref`, not silently left empty."""
 
 from __future__ import annotations
 
 import functools
 import io
 import socket
+import subprocess
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ from cli.main import app as cli
 from functions.submit.app import app as api_app
 from local_runtime import ensure_local_runtime
 from local_runtime.api_server import ApiServer
-from node_agent.agent import mount_path, unpack_mount
+from node_agent.agent import clone_workdir, mount_path, unpack_mount
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.file_mounts import check_file_mounts, decode_keys, mount_sources
@@ -253,3 +255,52 @@ def test_two_nodes_read_the_workdir_and_every_mount_and_launch_shows_both_logs(
 
     logs = _run("logs", result.output.split("Job ", 1)[1].split()[0], "--rank", "1")
     assert "node 1 done" in logs.output and "(worker1" not in logs.output and "node 0" not in logs.output
+
+
+def _repo(tmp_path: Path) -> Path:
+    """A real git repository: `v1` tags the first commit, the default branch has moved on."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    (repo / "version.txt").write_text("one\n")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    git("tag", "v1")
+    (repo / "version.txt").write_text("two\n")
+    git("commit", "-qam", "second")
+    return repo
+
+
+def test_the_node_clones_the_repository_at_the_ref(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+
+    clone_workdir({"url": str(repo), "ref": "v1"}, tmp_path / "at-tag")
+    clone_workdir({"url": str(repo), "ref": None}, tmp_path / "at-head")
+
+    assert (tmp_path / "at-tag" / "version.txt").read_text() == "one\n"
+    assert (tmp_path / "at-head" / "version.txt").read_text() == "two\n"
+
+
+def test_a_repository_that_cannot_be_cloned_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="git clone failed"):
+        clone_workdir({"url": str(tmp_path / "nowhere"), "ref": None}, tmp_path / "w")
+
+
+def test_launch_runs_in_the_cloned_workdir(tmp_path: Path, local_home: Path) -> None:
+    repo = _repo(tmp_path)
+    task = tmp_path / "git.yaml"
+    task.write_text(
+        f"name: git\nworkdir:\n  url: {repo}\n  ref: v1\nresources:\n  cpus: 1+\n"
+        "run: |\n  set -e\n  git log -1 --format=%s\n  cat version.txt\n"
+    )
+
+    result = _run("launch", str(task))
+
+    assert result.exit_code == 0, result.output
+    assert "first\none\n" in result.output

@@ -23,6 +23,7 @@ from shared.jobs.recovery import fail_job, recover_job, recovery_options
 from shared.jobs.task_records import load_pipeline_of, secrets_of
 from shared.states import HAS_NODES, JobState, is_terminal
 from shared.store.models import ClusterModel, JobModel
+from shared.task_spec import GitWorkdir
 from shared.wiring import Wiring, wiring_for
 
 PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
@@ -57,6 +58,7 @@ class AgentConfig:
     heartbeat_seconds: int
     cloud: str = ""
     region: str = ""
+    workdir_git: dict[str, str | None] | None = None  # {url, ref}: a git workdir the node clones
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -98,12 +100,17 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         run=task.run,
         envs={**task.envs, **secrets_of(wiring, job, task_index)},
         workdir_url=workdir_url,
+        workdir_git=_git_source(task.workdir),
         file_mounts=node_file_mounts(wiring.objects, settings.bucket, task, decode_keys(job.file_mounts)),
         log_upload={**wiring.objects.presigned_post(key_prefix), "key_prefix": key_prefix},
         heartbeat_seconds=settings.heartbeat_seconds,
         cloud=cluster.cloud,
         region=cluster.region,
     )
+
+
+def _git_source(workdir: Any) -> dict[str, str | None] | None:
+    return {"url": workdir.url, "ref": workdir.ref} if isinstance(workdir, GitWorkdir) else None
 
 
 def report_agent_status(
