@@ -96,3 +96,17 @@ def test_a_broken_task_file_gets_its_error_report_beside_it(daemon: Daemon) -> N
 
     found = daemon.poll(report, timeout=60)
     assert found["error"] == "TaskFileError" and found["file"] == "tasks/broken.yml" and found["line"]
+
+
+def test_a_schedule_created_through_the_api_fires_in_the_running_runtime(daemon: Daemon) -> None:
+    task = TASK.replace("from-bucket", "every-minute")
+    answer = daemon.api.post("/schedules", json={"name": "tick", "cron": "* * * * *", "task": task})
+    assert answer.status_code == 201, answer.text
+
+    def ran() -> list[dict[str, Any]]:
+        return [j for j in daemon.api.get("/jobs").json()["jobs"] if j["name"] == "every-minute"]
+
+    (job,) = daemon.poll(ran, timeout=80)  # the next minute boundary, plus the dispatcher's 5 s check
+    view = daemon.api.get("/schedules/tick").json()
+    assert view["runs"] == 1 and view["last_job_id"] == job["job_id"]
+    assert daemon.api.delete("/schedules/tick").status_code == 200
