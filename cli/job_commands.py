@@ -221,7 +221,7 @@ def follow_job(
                 identity = (event.time, event.kind, event.message or "")
                 if identity not in seen:
                     seen.add(identity)
-                    console.print(_event_line(event, job))
+                    console.print(_event_line(event, job), soft_wrap=True)  # a long message stays one line
             state = job.state
             spinner.update(f"{state}…")
             text = streams.read(job)
@@ -231,9 +231,8 @@ def follow_job(
                 break
             if not text:
                 sleep(poll_seconds)
-    console.print(
-        f"Job [bold]{job_id}[/bold] {_state(state)}" + (f": {_escape(job.reason)}" if job.reason else "")
-    )
+    reason = f": {_escape(job.reason)}" if job.reason else ""
+    console.print(f"Job [bold]{job_id}[/bold] {_state(state)}{reason}", soft_wrap=True)
     return state
 
 

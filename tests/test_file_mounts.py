@@ -304,3 +304,12 @@ def test_launch_runs_in_the_cloned_workdir(tmp_path: Path, local_home: Path) -> 
 
     assert result.exit_code == 0, result.output
     assert "first\none\n" in result.output
+
+    missing = tmp_path / ("a-repository-that-is-not-there-" * 6)
+    task.write_text(f"name: nogit\nworkdir:\n  url: {missing}\nresources:\n  cpus: 1+\nrun: echo never\n")
+    failed = _run("launch", str(task))
+
+    assert failed.exit_code == 1, failed.output
+    last = failed.output.strip().splitlines()[-1]  # the reason, however long, on the job's last line
+    assert last.startswith("Job ") and "FAILED: " in last and "git clone failed" in last, failed.output
+    assert len(last) > 200  # not cut into lines of the 200 columns a pipe gets
