@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
-from pynamodb.exceptions import DoesNotExist, PutError
+from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
 from shared.config import Settings
 from shared.cron import check_cron, check_timezone, due_times, scheduler_expression
@@ -249,13 +249,18 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
         job_id=firing.job_id,
     )
     model = schedules_model(settings)
-    row.update(
-        actions=[
-            model.last_job_id.set(job.job_id),
-            model.last_fired_at.set(firing.scheduled_time),
-            model.runs.add(1),
-        ]
-    )
+    try:  # counted once even when two deliveries of this firing get here together
+        row.update(
+            actions=[
+                model.last_job_id.set(job.job_id),
+                model.last_fired_at.set(firing.scheduled_time),
+                model.runs.add(1),
+            ],
+            condition=model.last_job_id.does_not_exist() | (model.last_job_id != job.job_id),
+        )
+    except UpdateError as error:
+        if "ConditionalCheckFailed" not in str(error.cause_response_code or error):
+            raise
     write_run_status(
         settings,
         job.job_id,

@@ -19,8 +19,9 @@ from local_runtime.dispatcher import Dispatcher
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.views import list_jobs
-from shared.schedules import create_schedule, get_schedule
+from shared.schedules import Firing, create_schedule, get_schedule, run_firing
 from shared.store.users import create_user, find_user
+from shared.wiring import wiring_for
 
 TASK = "name: nightly\nresources:\n  cloud: aws\n  cpus: 2+\nrun: echo hello\n"
 T0 = datetime(2026, 11, 22, 3, 0, 30, tzinfo=UTC)
@@ -175,3 +176,31 @@ def test_a_paused_schedule_does_not_fire_and_a_deleted_ones_late_firing_runs_not
     api.call("DELETE", "/schedules/p")
     assert submit_handler(queues.event(queues.receive("submit")), None) == {"batchItemFailures": []}
     assert list_jobs(stack, owner=user.user_id) == [] and firing.owner == user.user_id
+
+
+def test_a_user_sees_and_touches_only_their_own_schedules(stack: Settings, api: Api) -> None:
+    assert (
+        api.call("POST", "/schedules", {"name": "mine", "cron": "* * * * *", "task": TASK}).status_code == 201
+    )
+    with Client(app) as client:
+        bob = Api(client, create_user("bob", stack))
+        assert bob.call("GET", "/schedules").json_body == {"schedules": []}
+        for method, path in (("GET", "/schedules/mine"), ("POST", "/schedules/mine/pause"),
+                             ("DELETE", "/schedules/mine")):  # fmt: skip
+            assert bob.call(method, path).status_code == 404
+    assert api.call("GET", "/schedules/mine").json_body["paused"] is False
+
+
+def test_a_firing_handled_twice_at_once_counts_one_run(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    row = create_schedule(stack, owner="u-3", name="d", cron="* * * * *", task_text=TASK, overlap="allow",
+                          now=T0.timestamp())  # fmt: skip
+    firing = Firing("u-3", "d", row.schedule_id, "2026-11-22T03:01:00+00:00")
+    # both deliveries look for the firing's job before either has made it
+    monkeypatch.setattr(type(wiring_for(stack).store), "get", lambda self, job_id: None)
+    assert run_firing(stack, firing).result == "submitted"
+    assert run_firing(stack, firing).result == "submitted"
+    monkeypatch.undo()
+    assert get_schedule(stack, owner="u-3", name="d").runs == 1
+    assert len(list_jobs(stack, owner="u-3")) == 1
