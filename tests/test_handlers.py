@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +163,9 @@ def test_reconcile_fails_an_on_demand_job_whose_node_went_silent_and_tears_it_do
     job_id = launch(stack, queues, spot=False)
     heartbeat_node = get_job(stack, job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
     monkeypatch.setenv("SKYLESS_SILENT_AFTER_SECONDS", "1")
-    report_agent_status(stack, job_id, instance_id=heartbeat_node["instance_id"], phase="heartbeat")
+    # The API and reconcile share the silence limit (a heartbeat younger than a third of it is not rewritten).
+    api_settings = replace(stack, silent_after_seconds=1)
+    report_agent_status(api_settings, job_id, instance_id=heartbeat_node["instance_id"], phase="heartbeat")
     heard_just_now = reconcile_handler(fixture_event("scheduled_event.json"), None)
     assert heard_just_now["actions"] == {}
     time.sleep(1.5)
