@@ -11,6 +11,7 @@ import httpx
 import pytest
 from chalice.test import Client
 from fakes.slack_webhook import SlackWebhook
+from test_notifications_flow import stack_tables
 
 from functions.submit.app import app
 from shared.config import Settings
@@ -119,9 +120,10 @@ def test_a_submission_override_is_kept_as_a_secret_reference(
     detail = api.call("GET", f"/jobs/{job_id}").json_body
     assert "XXXXsecretXXXX" not in json.dumps(detail)
     dynamodb = boto3.client("dynamodb", endpoint_url=stack.endpoint_url, region_name=stack.region)
-    for table in dynamodb.list_tables()["TableNames"]:
-        if table.startswith(f"{stack.prefix}-"):
-            assert "XXXXsecretXXXX" not in str(dynamodb.scan(TableName=table)["Items"]), table
+    tables = stack_tables(stack)
+    assert f"{stack.prefix}-jobs" in tables
+    for table in tables:
+        assert "XXXXsecretXXXX" not in str(dynamodb.scan(TableName=table)["Items"]), table
 
 
 def test_a_bad_override_is_refused_before_anything_is_recorded(api: Api) -> None:

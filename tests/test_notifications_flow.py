@@ -57,6 +57,13 @@ def mail_to(endpoint: str, address: str) -> list[dict[str, Any]]:
     return [m for m in sent_mail(endpoint) if address in m["destinations"]["ToAddresses"]]
 
 
+def stack_tables(settings: Settings) -> list[str]:
+    """This test's tables (one moto serves every test: more than a page of tables)."""
+    dynamodb = boto3.client("dynamodb", endpoint_url=settings.endpoint_url, region_name=settings.region)
+    pages = dynamodb.get_paginator("list_tables").paginate()
+    return [name for page in pages for name in page["TableNames"] if name.startswith(f"{settings.prefix}-")]
+
+
 def notify_events(store: JobStore, job_id: str) -> list[Any]:
     return [e for e in store.timeline(job_id) if e.kind == "notify"]
 
@@ -185,14 +192,18 @@ def test_the_webhook_url_is_in_no_table_only_in_secrets_manager(
     walk(store, job, *TO_RUNNING, S.SUCCEEDED)
     deliver(stack, EventsStreamReader(stack))
     assert len(webhook.posts) == 1
-    dynamodb = boto3.client("dynamodb", endpoint_url=stack.endpoint_url, region_name=stack.region)
-    tables = [t for t in dynamodb.list_tables()["TableNames"] if t.startswith(f"{stack.prefix}-")]
+    tables = stack_tables(stack)
     assert f"{stack.prefix}-notifications" in tables
+    dynamodb = boto3.client("dynamodb", endpoint_url=stack.endpoint_url, region_name=stack.region)
     for table in tables:
         items = dynamodb.scan(TableName=table)["Items"]
         assert "XXXXsecretXXXX" not in str(items), table
     secrets = boto3.client("secretsmanager", endpoint_url=stack.endpoint_url, region_name=stack.region)
-    names = [s["Name"] for s in secrets.list_secrets()["SecretList"] if s["Name"].startswith(stack.prefix)]
+    pages = secrets.get_paginator("list_secrets").paginate()
+    listed = [x["Name"] for page in pages for x in page["SecretList"]]
+    names = [name for name in listed if name.startswith(f"{stack.prefix}/")]
+        x["Name"] for page in pages for x in page["SecretList"] if x["Name"].startswith(f"{stack.prefix}/")
+    ]
     assert len(names) == 2
 
 

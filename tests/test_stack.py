@@ -8,8 +8,9 @@ from shared.stack import create_stack
 
 def test_stack_creates_tables_queues_with_dlq_and_bucket(stack: Settings) -> None:
     dynamodb = boto3.client("dynamodb", endpoint_url=stack.endpoint_url)
-    tables = dynamodb.list_tables()["TableNames"]
-    for kind in ("jobs", "clusters", "events"):
+    pages = dynamodb.get_paginator("list_tables").paginate()  # one moto serves every test: over 100 tables
+    tables = [name for page in pages for name in page["TableNames"]]
+    for kind in ("jobs", "clusters", "events", "notifications"):
         assert stack.table_name(kind) in tables
     sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url)
     for kind in ("optimize", "provision", "spot_watch"):
