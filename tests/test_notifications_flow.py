@@ -202,8 +202,6 @@ def test_the_webhook_url_is_in_no_table_only_in_secrets_manager(
     pages = secrets.get_paginator("list_secrets").paginate()
     listed = [x["Name"] for page in pages for x in page["SecretList"]]
     names = [name for name in listed if name.startswith(f"{stack.prefix}/")]
-        x["Name"] for page in pages for x in page["SecretList"] if x["Name"].startswith(f"{stack.prefix}/")
-    ]
     assert len(names) == 2
 
 
