@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from shared.aws_sessions import boto3_session
 from shared.config import QUEUE_KINDS, Settings
 from shared.store.models import models_for
 
@@ -31,7 +31,7 @@ LOCAL_EVENT_PATTERN = {"source": ["skyless.local"]}
 
 
 def aws_client(service: str, settings: Settings) -> Any:  # boto3 clients have no static type
-    return boto3.client(service, region_name=settings.region, endpoint_url=settings.endpoint_url)
+    return boto3_session().client(service, region_name=settings.region, endpoint_url=settings.endpoint_url)
 
 
 def create_stack(settings: Settings) -> dict[str, str]:

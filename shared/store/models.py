@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+import botocore.session
 from pynamodb.attributes import (
     BinaryAttribute,
     BooleanAttribute,
@@ -20,6 +21,7 @@ from pynamodb.connection import Connection
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
+from shared.aws_sessions import botocore_session
 from shared.config import Settings
 
 
@@ -133,6 +135,14 @@ class Models:
         return (self.jobs, self.clusters, self.events)
 
 
+class SharedSessionConnection(Connection):
+    """A pynamodb connection whose client comes from the thread's shared botocore session."""
+
+    @property
+    def session(self) -> botocore.session.Session:
+        return botocore_session()
+
+
 def _bind(base: type[Model], table_name: str, settings: Settings, **extra: object) -> type[Model]:
     meta = type(
         "Meta",
@@ -144,7 +154,10 @@ def _bind(base: type[Model], table_name: str, settings: Settings, **extra: objec
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return type(f"{base.__name__}_{settings.prefix}", (base,), {"Meta": meta, **extra})
+    model = type(f"{base.__name__}_{settings.prefix}", (base,), {"Meta": meta, **extra})
+    # pynamodb builds a plain Connection (and so a session of its own) per table; this one shares.
+    model._get_connection().connection.__class__ = SharedSessionConnection
+    return model
 
 
 @cache
@@ -156,5 +169,5 @@ def models_for(settings: Settings) -> Models:
         clusters=_bind(ClusterModel, settings.table_name("clusters"), settings),  # type: ignore[arg-type]
         events=_bind(EventModel, settings.table_name("events"), settings),  # type: ignore[arg-type]
         node_refs=_bind(NodeRefModel, settings.table_name("clusters"), settings),  # type: ignore[arg-type]
-        connection=Connection(region=settings.region, host=settings.endpoint_url),
+        connection=SharedSessionConnection(region=settings.region, host=settings.endpoint_url),
     )

@@ -1,0 +1,32 @@
+"""One botocore session per thread for every AWS client the control plane makes (boto3's and pynamodb's).
+
+Each botocore session loads the endpoint rules and service models afresh: at a Lambda's cold start a
+second session costs more than the first client. pynamodb would otherwise open one per table and one
+for transactions, and boto3 one more. Sessions are per thread because creating clients from one session
+is not thread-safe (the local dispatcher runs handlers on several threads); clients, once made, are.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import botocore.session
+
+_local = threading.local()
+
+
+def botocore_session() -> botocore.session.Session:
+    session = getattr(_local, "botocore", None)
+    if session is None:
+        session = _local.botocore = botocore.session.get_session()
+    return session
+
+
+def boto3_session() -> Any:  # boto3.Session; boto3 is imported only by callers that make boto3 clients
+    session = getattr(_local, "boto3", None)
+    if session is None:
+        import boto3
+
+        session = _local.boto3 = boto3.session.Session(botocore_session=botocore_session())
+    return session

@@ -1,0 +1,29 @@
+"""Every AWS client of a thread comes from one botocore session: pynamodb's per-table connections, its
+transaction connection and boto3's clients (a second session costs a cold start more than a client)."""
+
+from __future__ import annotations
+
+import threading
+
+from shared.aws_sessions import boto3_session, botocore_session
+from shared.config import Settings
+from shared.stack import aws_client
+from shared.store.models import models_for
+
+
+def test_tables_transactions_and_boto3_clients_share_the_threads_session(stack: Settings) -> None:
+    models = models_for(stack)
+    sessions = {id(model._get_connection().connection.session) for model in models.all()}
+    sessions.add(id(models.connection.session))
+    sessions.add(id(boto3_session()._session))
+    assert sessions == {id(botocore_session())}
+    assert models.jobs.count() == 0  # the shared session's clients work against the stack
+    assert aws_client("sqs", stack).list_queues(QueueNamePrefix=stack.prefix)["QueueUrls"]
+
+
+def test_each_thread_gets_its_own_session() -> None:
+    seen: list[object] = []  # the session itself, not its id: a freed object's id can be reused
+    thread = threading.Thread(target=lambda: seen.append(botocore_session()))
+    thread.start()
+    thread.join()
+    assert seen and seen[0] is not botocore_session()
