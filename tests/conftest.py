@@ -13,8 +13,8 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
+from local_runtime.moto_endpoint import start_moto
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.stack import create_stack
@@ -39,8 +39,9 @@ def moto_endpoint() -> Iterator[str]:
     """A moto server on a free port of 127.0.0.1; AWS_ENDPOINT_URL and fake credentials point at it."""
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    # The same server the local runtime embeds: plain moto's TransactWriteItems is not safe against
+    # concurrent writers (it copies and restores whole tables), which real DynamoDB is.
+    server = start_moto(port)
     url = f"http://127.0.0.1:{port}"
     saved = {name: os.environ.get(name) for name in [*FAKE_AWS_ENV, "AWS_ENDPOINT_URL"]}
     os.environ.update(FAKE_AWS_ENV)
