@@ -368,3 +368,13 @@ def test_no_sequence_of_status_reports_is_a_500(
         )
         assert answer.status_code < 500, (body, answer.json_body)
     assert alice.get(f"/jobs/{job_id}").status_code == 200
+
+
+def test_importing_the_api_leaves_skyless_logs_audible() -> None:
+    """Chalice configures a logger named after the app; ours must not be muted at ERROR by it."""
+    import logging
+
+    import functions.submit.app  # noqa: F401
+
+    assert logging.getLogger("skyless.local").getEffectiveLevel() <= logging.WARNING
+    assert not logging.getLogger("skyless").handlers

@@ -39,7 +39,8 @@ from shared.notification_models import (
 from shared.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.store.users import User
 
-app = Chalice(app_name="skyless")
+# Chalice would set the "skyless" logger to ERROR, silencing every skyless.* module; logging is ours to set.
+app = Chalice(app_name="skyless", configure_logs=False)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
