@@ -31,7 +31,7 @@ class EventsStreamReader:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.streams = aws_client("dynamodbstreams", settings)
-        self.iterators: dict[str, str | None] = {}  # shard id -> next iterator (None: shard closed)
+        self.last_sequence: dict[str, str | None] = {}  # shard id -> last record read (None: none yet)
         self.stream_arn: str | None = None
 
     def _arn(self) -> str | None:
@@ -40,29 +40,32 @@ class EventsStreamReader:
             self.stream_arn = found[-1]["StreamArn"] if found else None
         return self.stream_arn
 
-    def _refresh_shards(self, arn: str) -> None:
-        shards = self.streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
-        for shard in shards:
-            shard_id = shard["ShardId"]
-            if shard_id not in self.iterators:
-                self.iterators[shard_id] = self.streams.get_shard_iterator(
-                    StreamArn=arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
+    def _iterator(self, arn: str, shard_id: str) -> str:
+        # A fresh iterator from the last sequence number read, on every poll, rather than following
+        # NextShardIterator: moto swaps in a copy of a table's stream shard whenever a transaction fails,
+        # stranding older iterators on the dead copy (and real iterators expire after 15 minutes).
+        last = self.last_sequence.get(shard_id)
+        position = (
+            {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": last}
+            if last
+            else {"ShardIteratorType": "TRIM_HORIZON"}
+        )
+        return str(
+            self.streams.get_shard_iterator(StreamArn=arn, ShardId=shard_id, **position)["ShardIterator"]
+        )
 
     def poll(self) -> list[dict[str, Any]]:
         """New records since the last poll, oldest first."""
         arn = self._arn()
         if arn is None:
             return []
-        self._refresh_shards(arn)
         records: list[dict[str, Any]] = []
-        for shard_id, iterator in list(self.iterators.items()):
-            if iterator is None:
-                continue
-            answer = self.streams.get_records(ShardIterator=iterator, Limit=1000)
-            self.iterators[shard_id] = answer.get("NextShardIterator")
+        for shard in self.streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+            shard_id = shard["ShardId"]
+            answer = self.streams.get_records(ShardIterator=self._iterator(arn, shard_id), Limit=1000)
             for record in answer.get("Records") or []:
                 records.append({**_plain(record), "eventSourceARN": arn})
+                self.last_sequence[shard_id] = record["dynamodb"]["SequenceNumber"]
         return records
 
 
