@@ -70,6 +70,12 @@ def test_slack_payload_names_job_state_place_spot_cost_and_logs_command() -> Non
     assert "node rank 0 was preempted" in text
 
 
+def test_the_email_text_names_the_logs_command_once() -> None:
+    text = compose("succeeded", state("SUCCEEDED", "every node exited 0"), FACTS).text()
+    assert text.count("skyless logs job-0123456789ab") == 1
+    assert "Cost so far: $1.2346" in text
+
+
 def test_429_then_200_is_retried_after_retry_after_and_delivered_once(webhook: SlackWebhook) -> None:
     webhook.fail_first(429, retry_after="2")
     waits: list[float] = []

@@ -108,7 +108,7 @@ class Notification:
         return f"Logs: `{self.logs_command}`"
 
     def text(self) -> str:
-        body = "\n".join(f"{label}: {value}" for label, value in self.lines())
+        body = "\n".join(f"{label}: {value}" for label, value in self.lines() if label != "Logs")
         return f"{self.subject}\n\n{self.event_message}\n\n{body}\n\n{self.hint.replace('`', '')}\n"
 
 
