@@ -39,6 +39,9 @@ class SerializedDynamoDBMotoServer(ThreadedMotoServer):
     moto's TransactWriteItems deep-copies the tables it touches while other threads may write them
     ("dictionary changed size during iteration", answered as a 500). The API and the dispatcher write
     concurrently, so DynamoDB calls are serialized; SQS long polls and S3 still run in parallel.
+    DynamoDB Streams calls take the same turn: a failed transaction's writes stay in its stream shard until
+    moto rolls the table back, and a read in between would hand out an event that never happened (and skip
+    the next real one, which reuses its sequence number).
     """
 
     def _server_entry(self) -> None:
@@ -46,7 +49,7 @@ class SerializedDynamoDBMotoServer(ThreadedMotoServer):
         dynamodb_lock = threading.Lock()
 
         def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-            if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
+            if environ.get("HTTP_X_AMZ_TARGET", "").startswith(("DynamoDB_", "DynamoDBStreams_")):
                 with dynamodb_lock:
                     return list(inner(environ, start_response))
             return inner(environ, start_response)
