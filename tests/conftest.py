@@ -135,3 +135,18 @@ class QueueDriver:
 @pytest.fixture
 def queues(stack: Settings) -> QueueDriver:
     return QueueDriver(stack)
+
+
+@pytest.fixture
+def cli_api(stack: Settings) -> Iterator[list[str]]:
+    """The API served over real HTTP on a free port; the CLI flags that point at it as a fresh user."""
+    from functions.submit.app import app
+    from local_runtime.api_server import ApiServer
+    from shared.store.users import create_user
+
+    server = ApiServer(app, "127.0.0.1", _free_port())
+    server.start()
+    try:
+        yield ["--api-url", server.url, "--api-key", create_user("cli-user", stack)]
+    finally:
+        server.stop()

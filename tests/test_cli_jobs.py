@@ -14,10 +14,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
-from functions.submit.app import app as api_app
-from local_runtime.api_server import ApiServer
 from shared.config import Settings
-from shared.store.users import create_user
 from shared.wiring import wiring_for
 
 WIDE = {"COLUMNS": "200"}
@@ -30,17 +27,6 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def api(stack: Settings) -> Iterator[list[str]]:
-    """The API on a free port; answers the CLI flags that point at it as a fresh user."""
-    server = ApiServer(api_app, "127.0.0.1", _free_port())
-    server.start()
-    try:
-        yield ["--api-url", server.url, "--api-key", create_user("cli-user", stack)]
-    finally:
-        server.stop()
-
-
 def _run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args), env=WIDE)
 
@@ -51,16 +37,16 @@ def _task_file(tmp_path: Path, text: str = TASK, name: str = "task.yaml") -> str
     return str(path)
 
 
-def _launch_detached(tmp_path: Path, api: list[str], text: str = TASK) -> str:
-    result = _run("launch", _task_file(tmp_path, text), "--detach", *api)
+def _launch_detached(tmp_path: Path, cli_api: list[str], text: str = TASK) -> str:
+    result = _run("launch", _task_file(tmp_path, text), "--detach", *cli_api)
     assert result.exit_code == 0, result.output
     return result.output.split("Job ", 1)[1].split()[0]
 
 
 def test_launch_detached_submits_and_prints_the_job_id(
-    stack: Settings, tmp_path: Path, api: list[str]
+    stack: Settings, tmp_path: Path, cli_api: list[str]
 ) -> None:
-    job_id = _launch_detached(tmp_path, api)
+    job_id = _launch_detached(tmp_path, cli_api)
 
     job = wiring_for(stack).store.get(job_id)
     assert job is not None and job.name == "cli-demo"
@@ -68,12 +54,12 @@ def test_launch_detached_submits_and_prints_the_job_id(
 
 
 def test_launch_passes_env_overrides_minimize_and_clouds(
-    stack: Settings, tmp_path: Path, api: list[str]
+    stack: Settings, tmp_path: Path, cli_api: list[str]
 ) -> None:
     text = "name: e\nenvs:\n  GREETING: null\nresources:\n  cpus: 1+\nrun: echo $GREETING\n"
     path = _task_file(tmp_path, text)
     result = _run(
-        "launch", path, "--env", "GREETING=hello", "--clouds", "aws", "--minimize", "time", "-d", *api
+        "launch", path, "--env", "GREETING=hello", "--clouds", "aws", "--minimize", "time", "-d", *cli_api
     )
 
     assert result.exit_code == 0, result.output
@@ -83,7 +69,7 @@ def test_launch_passes_env_overrides_minimize_and_clouds(
 
 
 def test_launch_uploads_a_local_workdir_and_the_job_points_at_it(
-    stack: Settings, tmp_path: Path, api: list[str], monkeypatch: pytest.MonkeyPatch
+    stack: Settings, tmp_path: Path, cli_api: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code = tmp_path / "code"
     code.mkdir()
@@ -92,7 +78,7 @@ def test_launch_uploads_a_local_workdir_and_the_job_points_at_it(
     (code / ".git" / "HEAD").write_text("ref: main\n")
     monkeypatch.chdir(tmp_path)
 
-    job_id = _launch_detached(tmp_path, api, TASK + "workdir: code\n")
+    job_id = _launch_detached(tmp_path, cli_api, TASK + "workdir: code\n")
 
     job = wiring_for(stack).store.get(job_id)
     assert job is not None and job.workdir_key
@@ -105,11 +91,11 @@ def test_launch_uploads_a_local_workdir_and_the_job_points_at_it(
 
 
 def test_launch_of_an_invalid_file_names_file_line_and_field_without_a_traceback(
-    tmp_path: Path, api: list[str]
+    tmp_path: Path, cli_api: list[str]
 ) -> None:
     path = _task_file(tmp_path, "name: x\nresources:\n  cpus: lots\nrun: echo\n", "bad.yaml")
 
-    result = _run("launch", path, *api)
+    result = _run("launch", path, *cli_api)
 
     assert result.exit_code == 2
     assert f"{path}:3" in result.output
@@ -117,18 +103,18 @@ def test_launch_of_an_invalid_file_names_file_line_and_field_without_a_traceback
     assert "Traceback" not in result.output
 
 
-def test_launch_of_a_missing_file_or_a_bad_env_is_a_clear_error(tmp_path: Path, api: list[str]) -> None:
-    missing = _run("launch", str(tmp_path / "nope.yaml"), *api)
-    bad_env = _run("launch", _task_file(tmp_path), "--env", "NOEQUALS", *api)
+def test_launch_of_a_missing_file_or_a_bad_env_is_a_clear_error(tmp_path: Path, cli_api: list[str]) -> None:
+    missing = _run("launch", str(tmp_path / "nope.yaml"), *cli_api)
+    bad_env = _run("launch", _task_file(tmp_path), "--env", "NOEQUALS", *cli_api)
 
     assert missing.exit_code == 2 and "cannot read" in missing.output
     assert bad_env.exit_code == 2 and "K=V" in bad_env.output
 
 
-def test_queue_shows_the_users_jobs_in_a_table(tmp_path: Path, api: list[str]) -> None:
-    first, second = _launch_detached(tmp_path, api), _launch_detached(tmp_path, api)
+def test_queue_shows_the_users_jobs_in_a_table(tmp_path: Path, cli_api: list[str]) -> None:
+    first, second = _launch_detached(tmp_path, cli_api), _launch_detached(tmp_path, cli_api)
 
-    result = _run("queue", *api)
+    result = _run("queue", *cli_api)
 
     assert result.exit_code == 0, result.output
     assert "2 job(s)" in result.output
@@ -136,10 +122,10 @@ def test_queue_shows_the_users_jobs_in_a_table(tmp_path: Path, api: list[str]) -
     assert "PENDING" in result.output
 
 
-def test_status_shows_the_job_and_its_timeline(tmp_path: Path, api: list[str]) -> None:
-    job_id = _launch_detached(tmp_path, api)
+def test_status_shows_the_job_and_its_timeline(tmp_path: Path, cli_api: list[str]) -> None:
+    job_id = _launch_detached(tmp_path, cli_api)
 
-    result = _run("status", job_id, *api)
+    result = _run("status", job_id, *cli_api)
 
     assert result.exit_code == 0, result.output
     assert job_id in result.output
@@ -149,42 +135,42 @@ def test_status_shows_the_job_and_its_timeline(tmp_path: Path, api: list[str]) -
     assert "+00:00" not in result.output  # times read as local date and time, not raw ISO
 
 
-def test_cancel_cancels_and_a_second_cancel_is_harmless(tmp_path: Path, api: list[str]) -> None:
-    job_id = _launch_detached(tmp_path, api)
+def test_cancel_cancels_and_a_second_cancel_is_harmless(tmp_path: Path, cli_api: list[str]) -> None:
+    job_id = _launch_detached(tmp_path, cli_api)
 
-    first, second = _run("cancel", job_id, *api), _run("cancel", job_id, *api)
+    first, second = _run("cancel", job_id, *cli_api), _run("cancel", job_id, *cli_api)
 
     assert first.exit_code == second.exit_code == 0
     assert "CANCELLED" in first.output
-    assert "CANCELLED" in _run("status", job_id, *api).output
+    assert "CANCELLED" in _run("status", job_id, *cli_api).output
 
 
 def test_logs_prints_a_ranks_log_and_follow_ends_with_the_job(
-    stack: Settings, tmp_path: Path, api: list[str]
+    stack: Settings, tmp_path: Path, cli_api: list[str]
 ) -> None:
-    job_id = _launch_detached(tmp_path, api)
+    job_id = _launch_detached(tmp_path, cli_api)
     objects = wiring_for(stack).objects
     objects.put_text(f"runs/{job_id}/logs/0/000-000001", "rank zero says hi\n")
     objects.put_text(f"runs/{job_id}/logs/1/000-000001", "rank one says hi\n")
 
-    assert "rank zero says hi" in _run("logs", job_id, *api).output
-    assert "rank one says hi" in _run("logs", job_id, "--rank", "1", *api).output
-    _run("cancel", job_id, *api)
-    followed = _run("logs", job_id, "--follow", *api)
+    assert "rank zero says hi" in _run("logs", job_id, *cli_api).output
+    assert "rank one says hi" in _run("logs", job_id, "--rank", "1", *cli_api).output
+    _run("cancel", job_id, *cli_api)
+    followed = _run("logs", job_id, "--follow", *cli_api)
     assert followed.exit_code == 0
     assert followed.output.count("rank zero says hi") == 1
 
 
-def test_an_unknown_job_is_a_clear_error(api: list[str]) -> None:
-    result = _run("status", "job-does-not-exist", *api)
+def test_an_unknown_job_is_a_clear_error(cli_api: list[str]) -> None:
+    result = _run("status", "job-does-not-exist", *cli_api)
 
     assert result.exit_code == 2
     assert "no job job-does-not-exist" in result.output
     assert "Traceback" not in result.output
 
 
-def test_a_wrong_api_key_is_a_clear_error(api: list[str]) -> None:
-    result = _run("queue", "--api-url", api[1], "--api-key", "sky_wrong")
+def test_a_wrong_api_key_is_a_clear_error(cli_api: list[str]) -> None:
+    result = _run("queue", "--api-url", cli_api[1], "--api-key", "sky_wrong")
 
     assert result.exit_code == 2
     assert "credentials not recognised" in result.output
@@ -199,9 +185,9 @@ def test_an_api_that_does_not_answer_is_a_clear_error() -> None:
 
 
 def test_the_api_is_found_through_the_environment_and_the_config_file(
-    tmp_path: Path, api: list[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, cli_api: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url, key = api[1], api[3]
+    url, key = cli_api[1], cli_api[3]
     monkeypatch.setenv("SKYLESS_API_URL", url)
     monkeypatch.setenv("SKYLESS_API_KEY", key)
     assert _run("queue").exit_code == 0

@@ -21,14 +21,11 @@ from typer.testing import CliRunner, Result
 
 from cli.api_client import tar_path
 from cli.main import app as cli
-from functions.submit.app import app as api_app
 from local_runtime import ensure_local_runtime
-from local_runtime.api_server import ApiServer
 from node_agent.agent import clone_workdir, mount_path, unpack_mount
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.file_mounts import check_file_mounts, decode_keys, mount_sources
-from shared.store.users import create_user
 from shared.task_loader import load_pipeline
 from shared.wiring import wiring_for
 
@@ -127,18 +124,8 @@ def test_a_mount_archive_that_escapes_its_folder_is_refused(tmp_path: Path) -> N
     assert not (tmp_path / "escape.txt").exists()
 
 
-@pytest.fixture
-def api(stack: Settings) -> Iterator[list[str]]:
-    server = ApiServer(api_app, "127.0.0.1", _free_port())
-    server.start()
-    try:
-        yield ["--api-url", server.url, "--api-key", create_user("mounter", stack)]
-    finally:
-        server.stop()
-
-
 def test_launch_uploads_each_local_mount_and_the_job_keeps_their_keys(
-    stack: Settings, tmp_path: Path, api: list[str], monkeypatch: pytest.MonkeyPatch
+    stack: Settings, tmp_path: Path, cli_api: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "rows.csv").write_text("a,b\n")
@@ -149,7 +136,7 @@ def test_launch_uploads_each_local_mount_and_the_job_keeps_their_keys(
         "resources:\n  cpus: 1+\nfile_mounts:\n  ~/data: ./data\n  /cfg/lr.txt: lr.txt\nrun: ls\n"
     )
 
-    result = _run("launch", str(task), "-d", *api)
+    result = _run("launch", str(task), "-d", *cli_api)
 
     assert result.exit_code == 0, result.output
     job = wiring_for(stack).store.get(result.output.split("Job ", 1)[1].split()[0])
@@ -160,7 +147,7 @@ def test_launch_uploads_each_local_mount_and_the_job_keeps_their_keys(
 
 
 def test_launch_refuses_an_unfetchable_mount_and_a_missing_local_source_clearly(
-    tmp_path: Path, api: list[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, cli_api: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     gcs = tmp_path / "gcs.yaml"
@@ -168,8 +155,8 @@ def test_launch_refuses_an_unfetchable_mount_and_a_missing_local_source_clearly(
     missing = tmp_path / "missing.yaml"
     missing.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  /data: ./nowhere\nrun: ls\n")
 
-    refused = _run("launch", str(gcs), "-d", *api)
-    absent = _run("launch", str(missing), "-d", *api)
+    refused = _run("launch", str(gcs), "-d", *cli_api)
+    absent = _run("launch", str(missing), "-d", *cli_api)
 
     assert refused.exit_code == 2
     assert "file_mounts./data: gs:// sources are not fetched by skyless yet" in refused.output

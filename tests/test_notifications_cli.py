@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,31 +11,12 @@ from fakes.slack_webhook import SlackWebhook
 from typer.testing import CliRunner, Result
 
 from cli import notify_commands
-from functions.submit.app import app as api_app
-from local_runtime.api_server import ApiServer
 from shared.config import Settings
 from shared.notifications.settings import channels_for
-from shared.store.users import create_user
 
 cli = typer.Typer()
 notify_commands.register(cli)
 cli.command("version")(lambda: None)  # a second command keeps `notify` a sub-command group
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def api(stack: Settings) -> Iterator[list[str]]:
-    server = ApiServer(api_app, "127.0.0.1", _free_port())
-    server.start()
-    try:
-        yield ["--api-url", server.url, "--api-key", create_user("cli-user", stack)]
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -50,43 +30,43 @@ def run(*args: str, stdin: str | None = None) -> Result:
     return CliRunner().invoke(cli, list(args), env={"COLUMNS": "200"}, input=stdin)
 
 
-def test_show_says_plainly_when_nothing_is_configured(api: list[str]) -> None:
-    result = run("notify", "show", *api)
+def test_show_says_plainly_when_nothing_is_configured(cli_api: list[str]) -> None:
+    result = run("notify", "show", *cli_api)
     assert result.exit_code == 0, result.output
     assert "no notifications: nothing is configured" in result.output
-    assert run("notify", "test", *api).exit_code == 1
+    assert run("notify", "test", *cli_api).exit_code == 1
 
 
-def test_set_show_test_with_the_webhook_masked(api: list[str], webhook: SlackWebhook) -> None:
+def test_set_show_test_with_the_webhook_masked(cli_api: list[str], webhook: SlackWebhook) -> None:
     flags = ["--slack-webhook", "-", "--email", "c@example.com", "--on", "failed,no-capacity"]
-    result = run("notify", "set", *flags, *api, stdin=webhook.url + "\n")
+    result = run("notify", "set", *flags, *cli_api, stdin=webhook.url + "\n")
     assert result.exit_code == 0, result.output
-    shown = run("notify", "show", *api).output
+    shown = run("notify", "show", *cli_api).output
     assert "c@example.com" in shown and "failed, no_capacity" in shown
     assert "XXXXsecretXXXX" not in shown and "…XXXX" in shown
-    tested = run("notify", "test", *api)
+    tested = run("notify", "test", *cli_api)
     assert tested.exit_code == 0, tested.output
     assert "slack: sent" in tested.output and "email: sent" in tested.output
     assert len(webhook.posts) == 1
 
 
-def test_set_refuses_unknown_events_and_bad_addresses(api: list[str]) -> None:
-    bad_topic = run("notify", "set", "--on", "exploded", *api)
+def test_set_refuses_unknown_events_and_bad_addresses(cli_api: list[str]) -> None:
+    bad_topic = run("notify", "set", "--on", "exploded", *cli_api)
     assert bad_topic.exit_code == 2 and "unknown event 'exploded'" in bad_topic.output
-    bad_email = run("notify", "set", "--email", "nobody", *api)
+    bad_email = run("notify", "set", "--email", "nobody", *cli_api)
     assert bad_email.exit_code == 2 and "email" in bad_email.output
-    assert run("notify", "set", *api).exit_code == 2
+    assert run("notify", "set", *cli_api).exit_code == 2
 
 
 def test_launch_notify_flags_become_the_jobs_override(
-    api: list[str], stack: Settings, webhook: SlackWebhook, tmp_path: Path
+    cli_api: list[str], stack: Settings, webhook: SlackWebhook, tmp_path: Path
 ) -> None:
     from cli.main import app as skyless
 
     task = tmp_path / "task.yaml"
     task.write_text("name: n\nresources:\n  cpus: 1+\nrun: echo hi\n")
     flags = ["--notify-slack", webhook.url, "--notify-email", "l@example.com", "--detach"]
-    result = CliRunner().invoke(skyless, ["launch", str(task), *flags, *api], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(skyless, ["launch", str(task), *flags, *cli_api], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     job_id = result.output.split("Job ", 1)[1].split()[0]
     channels = channels_for(stack, "-", job_id)
