@@ -12,6 +12,7 @@ import pytest
 from conftest import QueueDriver
 from fakes.azure import FakeAzure
 from fakes.lambda_cloud import FakeLambdaCloud
+from fakes.launch_specs import launch_spec
 from fakes.runpod import FakeRunPod
 
 from functions.optimize.handler import handler as optimize_handler
@@ -36,21 +37,8 @@ CLUSTER = "job-0123456789ab-1"
 
 
 def spec(num_nodes: int = 1, region: str = "eastus", **changes: object) -> LaunchSpec:
-    values: dict[str, object] = {
-        "job_id": "job-0123456789ab",
-        "cluster_id": CLUSTER,
-        "attempt_id": CLUSTER,
-        "attempt": 1,
-        "cloud": "azure",
-        "region": region,
-        "zone": None,
-        "instance_type": "Standard_NC4as_T4_v3",
-        "use_spot": False,
-        "num_nodes": num_nodes,
-        "agent_env": {"SKYLESS_API_URL": "https://api.example", "SKYLESS_AGENT_TOKEN": "tok-123"},
-        **changes,
-    }
-    return LaunchSpec(**values)  # type: ignore[arg-type]
+    changes.setdefault("instance_type", "Standard_NC4as_T4_v3")
+    return launch_spec("azure", region, num_nodes=num_nodes, **changes)
 
 
 @pytest.fixture

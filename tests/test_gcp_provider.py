@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from conftest import QueueDriver
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fakes.gcp import FakeGcp
+from fakes.launch_specs import launch_spec
 
 from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
@@ -36,30 +36,10 @@ pytest_plugins = ["fakes.fixtures"]
 CLUSTER = "job-0123456789ab-1"
 
 
-@dataclass(frozen=True)
-class GpuLaunchSpec(LaunchSpec):
-    """The accelerator fields LaunchSpec lacks so far (the provider reads them when present)."""
-
-    accelerator: str | None = None
-    accelerator_count: int = 0
-
-
-def spec(num_nodes: int = 1, zone: str = "us-central1-a", **changes: object) -> GpuLaunchSpec:
-    values: dict[str, object] = {
-        "job_id": "job-0123456789ab",
-        "cluster_id": CLUSTER,
-        "attempt_id": CLUSTER,
-        "attempt": 1,
-        "cloud": "gcp",
-        "region": zone.rsplit("-", 1)[0],
-        "zone": zone,
-        "instance_type": "n2-standard-8",
-        "use_spot": False,
-        "num_nodes": num_nodes,
-        "agent_env": {"SKYLESS_API_URL": "https://api.example", "SKYLESS_AGENT_TOKEN": "tok-123"},
-        **changes,
-    }
-    return GpuLaunchSpec(**values)  # type: ignore[arg-type]
+def spec(num_nodes: int = 1, zone: str = "us-central1-a", **changes: object) -> LaunchSpec:
+    changes.setdefault("instance_type", "n2-standard-8")
+    region = zone.rsplit("-", 1)[0]
+    return launch_spec("gcp", region, zone=zone, num_nodes=num_nodes, **changes)
 
 
 @pytest.fixture

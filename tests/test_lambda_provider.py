@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from fakes.lambda_cloud import FakeLambdaCloud
+from fakes.launch_specs import launch_spec
 
 from shared.clouds.base import ATTEMPT_TAG, CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec
 from shared.clouds.errors import (
@@ -22,21 +23,8 @@ pytest_plugins = ["fakes.fixtures"]
 
 
 def spec(num_nodes: int = 1, region: str = "us-east-1", attempt: int = 1, **changes: object) -> LaunchSpec:
-    values: dict[str, object] = {
-        "job_id": "job-0123456789ab",
-        "cluster_id": f"job-0123456789ab-{attempt}",
-        "attempt_id": f"job-0123456789ab-{attempt}",
-        "attempt": attempt,
-        "cloud": "lambda",
-        "region": region,
-        "zone": None,
-        "instance_type": "gpu_1x_a100",
-        "use_spot": False,
-        "num_nodes": num_nodes,
-        "agent_env": {"SKYLESS_API_URL": "https://api.example", "SKYLESS_AGENT_TOKEN": "tok-123"},
-        **changes,
-    }
-    return LaunchSpec(**values)  # type: ignore[arg-type]
+    changes.setdefault("instance_type", "gpu_1x_a100")
+    return launch_spec("lambda", region, num_nodes=num_nodes, attempt=attempt, **changes)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import base64
 from pathlib import Path
 
 import pytest
+from fakes.launch_specs import launch_spec
 from fakes.runpod import FakeRunPod
 
 from shared.clouds.base import ATTEMPT_TAG, CLUSTER_TAG, JOB_TAG, RANK_TAG, LaunchSpec
@@ -23,21 +24,8 @@ CLUSTER = "job-0123456789ab-1"
 
 
 def spec(num_nodes: int = 1, region: str = "US-TX-3", **changes: object) -> LaunchSpec:
-    values: dict[str, object] = {
-        "job_id": "job-0123456789ab",
-        "cluster_id": CLUSTER,
-        "attempt_id": CLUSTER,
-        "attempt": 1,
-        "cloud": "runpod",
-        "region": region,
-        "zone": None,
-        "instance_type": "2x_H100-SXM_SECURE",
-        "use_spot": False,
-        "num_nodes": num_nodes,
-        "agent_env": {"SKYLESS_API_URL": "https://api.example", "SKYLESS_AGENT_TOKEN": "tok-123"},
-        **changes,
-    }
-    return LaunchSpec(**values)  # type: ignore[arg-type]
+    changes.setdefault("instance_type", "2x_H100-SXM_SECURE")
+    return launch_spec("runpod", region, num_nodes=num_nodes, **changes)
 
 
 @pytest.fixture
