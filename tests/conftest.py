@@ -150,3 +150,11 @@ def cli_api(stack: Settings) -> Iterator[list[str]]:
         yield ["--api-url", server.url, "--api-key", create_user("cli-user", stack)]
     finally:
         server.stop()
+
+
+def sent_mail(endpoint: str) -> list[dict[str, Any]]:
+    """The mail moto's SES has accepted. The dump holds the whole endpoint's state (every test's stack,
+    late in a session), so it is read with a timeout sized for that, not httpx's default 5 s."""
+    import httpx
+
+    return list(httpx.get(f"{endpoint}/moto-api/data.json", timeout=120).json()["ses"]["Message"])

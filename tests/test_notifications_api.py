@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import httpx
 import pytest
 from chalice.test import Client
+from conftest import sent_mail
 from fakes.slack_webhook import SlackWebhook
 from test_notifications_flow import stack_tables
 
@@ -77,7 +77,7 @@ def test_set_show_and_test_mask_the_webhook_and_deliver(
     assert [(d["channel"], d["status"]) for d in test["deliveries"]] == [("slack", "sent"), ("email", "sent")]
     assert "XXXXsecretXXXX" not in json.dumps(test)
     assert webhook.posts[0]["text"] == "skyless: test test notification"
-    mail = httpx.get(f"{moto_endpoint}/moto-api/data.json").json()["ses"]["Message"]
+    mail = sent_mail(moto_endpoint)
     assert any(address in m["destinations"]["ToAddresses"] for m in mail)
 
     api.call("PUT", "/notifications", {"slack_webhook": None})  # clears Slack, keeps the rest

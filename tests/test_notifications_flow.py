@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import httpx
 import pytest
+from conftest import sent_mail
 from fakes.slack_webhook import SlackWebhook
 
 from functions.notify.handler import handler
@@ -47,10 +47,6 @@ def deliver(settings: Settings, reader: EventsStreamReader) -> list[dict[str, An
     result = handler({"Records": records}, None)
     assert result == {"batchItemFailures": []}
     return records
-
-
-def sent_mail(endpoint: str) -> list[dict[str, Any]]:
-    return httpx.get(f"{endpoint}/moto-api/data.json").json()["ses"]["Message"]
 
 
 def mail_to(endpoint: str, address: str) -> list[dict[str, Any]]:

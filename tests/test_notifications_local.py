@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import httpx
 import pytest
+from conftest import sent_mail
 from fakes.slack_webhook import SlackWebhook
 from test_end_to_end_local import ROOT, Runtime
 
@@ -68,7 +68,7 @@ def test_an_uploaded_task_that_finishes_sends_slack_and_email(
     assert post["text"] == "skyless: hello succeeded"
     job_id = str(post["blocks"]).split("skyless logs ", 1)[1].split("`")[0]
     assert runtime.job(job_id)["state"] == "SUCCEEDED"
-    mail = httpx.get(f"{_endpoint(runtime)}/moto-api/data.json").json()["ses"]["Message"]
+    mail = sent_mail(_endpoint(runtime))
     assert [m["subject"] for m in mail if "me@example.com" in m["destinations"]["ToAddresses"]] == [
         "skyless: hello succeeded"
     ]
