@@ -158,3 +158,20 @@ def sent_mail(endpoint: str) -> list[dict[str, Any]]:
     import httpx
 
     return list(httpx.get(f"{endpoint}/moto-api/data.json", timeout=120).json()["ses"]["Message"])
+
+
+@pytest.fixture
+def local_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Nothing configured: the CLI must start the local runtime itself (stopped at the end)."""
+    from local_runtime import stop_local_runtime
+
+    home = tmp_path / "skyless-home"
+    for name in ("SKYLESS_API_URL", "SKYLESS_API_KEY", "SKYLESS_PREFIX", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SKYLESS_HOME", str(home))
+    monkeypatch.setenv("SKYLESS_LOCAL_MOTO_PORT", str(_free_port()))
+    monkeypatch.setenv("SKYLESS_LOCAL_API_PORT", str(_free_port()))
+    try:
+        yield home
+    finally:
+        stop_local_runtime(home)

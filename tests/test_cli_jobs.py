@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import socket
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
@@ -202,23 +201,6 @@ def test_the_api_is_found_through_the_environment_and_the_config_file(
     (home / "config.yaml").write_text("api_url: [oops\n")
     broken = _run("queue")
     assert broken.exit_code == 2 and "config.yaml" in broken.output
-
-
-@pytest.fixture
-def local_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Nothing configured: the CLI must start the local runtime itself (stopped at the end)."""
-    from local_runtime import stop_local_runtime
-
-    home = tmp_path / "skyless-home"
-    for name in ("SKYLESS_API_URL", "SKYLESS_API_KEY", "SKYLESS_PREFIX", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SKYLESS_HOME", str(home))
-    monkeypatch.setenv("SKYLESS_LOCAL_MOTO_PORT", str(_free_port()))
-    monkeypatch.setenv("SKYLESS_LOCAL_API_PORT", str(_free_port()))
-    try:
-        yield home
-    finally:
-        stop_local_runtime(home)
 
 
 def test_launch_with_nothing_configured_runs_the_job_on_the_local_runtime_to_the_end(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import io
-import socket
 import subprocess
 import tarfile
 import threading
@@ -30,12 +29,6 @@ from shared.task_loader import load_pipeline
 from shared.wiring import wiring_for
 
 BUCKET = "prefix-artifacts"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _run(*args: str) -> Result:
@@ -184,23 +177,6 @@ def web_server(folder: Path) -> Iterator[int]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-@pytest.fixture
-def local_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Nothing configured: the CLI starts the local runtime itself (stopped at the end)."""
-    from local_runtime import stop_local_runtime
-
-    home = tmp_path / "skyless-home"
-    for name in ("SKYLESS_API_URL", "SKYLESS_API_KEY", "SKYLESS_PREFIX", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SKYLESS_HOME", str(home))
-    monkeypatch.setenv("SKYLESS_LOCAL_MOTO_PORT", str(_free_port()))
-    monkeypatch.setenv("SKYLESS_LOCAL_API_PORT", str(_free_port()))
-    try:
-        yield home
-    finally:
-        stop_local_runtime(home)
 
 
 def test_two_nodes_read_the_workdir_and_every_mount_and_launch_shows_both_logs(
