@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from shared.catalog import Catalog, load_default_catalog  # noqa: E402
+from shared.catalog.model import Catalog, load_default_catalog  # noqa: E402
 from shared.optimizer import plan_pipeline, plan_task  # noqa: E402
-from shared.resources import ResourceChoice, ResourceRequest  # noqa: E402
+from shared.task.requests import ResourceChoice, ResourceRequest  # noqa: E402
 
 SHARED_CATALOG = ROOT.parent / "shared" / "catalog" / "skypilot" / "v8"
 
@@ -136,15 +136,15 @@ import time
 start = time.perf_counter()
 {handler}
 from shared.optimizer import plan_task
-from shared.resources import ResourceChoice, ResourceRequest
+from shared.task.requests import ResourceChoice, ResourceRequest
 {load}
 plan_task(ResourceChoice((ResourceRequest(accelerator="A100", accelerator_count=8),)), 1, catalog)
 print(time.perf_counter() - start, time.process_time())
 """
 
-LOAD_DEFAULT = "from shared.catalog import load_default_catalog\ncatalog = load_default_catalog()"
+LOAD_DEFAULT = "from shared.catalog.model import load_default_catalog\ncatalog = load_default_catalog()"
 LOAD_FOLDER = (
-    "from shared.catalog import Catalog\nfrom shared.catalog_import import import_skypilot_catalog\n"
+    "from shared.catalog import Catalog, import_skypilot_catalog\n"
     "catalog = Catalog(import_skypilot_catalog({folder!r}))"
 )
 
@@ -192,9 +192,10 @@ def handler_cold_figures(runs: int) -> None:
     from moto.server import ThreadedMotoServer
 
     from local_runtime.moto_endpoint import free_port
+    from shared.aws.sessions import aws_client
     from shared.config import Settings
     from shared.jobs.submission import submit_job
-    from shared.stack import aws_client, create_stack
+    from shared.stack import create_stack
 
     fake = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
     os.environ.update(fake)
@@ -273,7 +274,7 @@ def main() -> None:
     args = parser.parse_args()
     warm_figures("built-in catalog", load_default_catalog(), args.repeat)
     if args.catalog.is_dir():
-        from shared.catalog_import import import_skypilot_catalog
+        from shared.catalog.skypilot_import import import_skypilot_catalog
 
         start = time.perf_counter()
         full = Catalog(import_skypilot_catalog(args.catalog))

@@ -1,4 +1,4 @@
-"""Write shared/catalog_data/<cloud>.csv from the price tables in catalog_sources/<cloud>.yaml.
+"""Write shared/catalog/data/<cloud>.csv from the price tables in catalog_sources/<cloud>.yaml.
 
 Run from the repository root: `.venv/bin/python catalog_sources/generate_builtin_catalog.py`.
 See catalog_sources/README.md for what the numbers are.
@@ -17,12 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from shared.accelerators import canonical_name  # noqa: E402
-from shared.catalog_files import offerings_csv_text  # noqa: E402
-from shared.offering import Offering  # noqa: E402
+from shared.catalog.accelerators import canonical_name  # noqa: E402
+from shared.catalog.files import offerings_csv_text  # noqa: E402
+from shared.catalog.offering import Offering  # noqa: E402
 
 SOURCES = Path(__file__).resolve().parent
-OUTPUT = ROOT / "shared" / "catalog_data"
+OUTPUT = ROOT / "shared" / "catalog" / "data"
 CLOUDS = ("aws", "azure", "gcp", "lambda", "runpod")
 _TYPE_KEYS = {"gpu", "count", "vcpus", "mem", "price", "spot", "regions"}
 
@@ -115,7 +115,7 @@ def cloud_offerings(table: dict[str, Any], memory: dict[str, float]) -> list[Off
 
 
 def render_builtin_catalog(sources: Path = SOURCES) -> dict[str, str]:
-    """File name → CSV text of every file in shared/catalog_data."""
+    """File name → CSV text of every file in shared/catalog/data."""
     memory_table = yaml.safe_load((sources / "accelerator_memory.yaml").read_text())
     memory = {canonical_name(name): gib for name, gib in memory_table.items()}
     files: dict[str, str] = {}

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
-from shared.api_models import (
+from shared.api.models import (
     JobDetail,
     JobList,
     JobSummary,

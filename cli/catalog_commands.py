@@ -16,17 +16,17 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.console import stderr_console, stdout_console
-from shared.accelerators import canonical_name
 from shared.catalog import (
     Catalog,
+    Offering,
+    canonical_name,
+    import_skypilot_catalog,
     imported_catalog_dir,
     load_default_catalog,
     read_import_manifest,
     save_imported_catalog,
 )
-from shared.catalog_import import import_skypilot_catalog
 from shared.errors import CatalogError, UserError
-from shared.offering import Offering
 
 errors = stderr_console()
 

@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 
 from cli.console import stderr_console, stdout_console
-from shared.credentials_check import CLOUDS, OK, CloudCheck, check_clouds
+from shared.clouds.credentials_check import CLOUDS, OK, CloudCheck, check_clouds
 
 STYLE = {OK: "green", "found": "green", "missing": "yellow", "refused": "red"}
 errors = stderr_console()

@@ -20,7 +20,7 @@ from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
 from cli.log_streams import LogStreams
-from shared.api_models import JobDetail, JobSummary, TimelineEvent
+from shared.api.models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
 
 console = stdout_console()
@@ -239,7 +239,7 @@ def follow_job(
 def local_workdirs(text: str, filename: str, env: dict[str, str]) -> list[Path]:
     """Validate the task file here (a precise error before any network) and answer its local workdirs."""
     try:
-        from shared.task_loader import load_pipeline
+        from shared.task import load_pipeline
     except ImportError:  # the parser is not installed in this build: the API validates instead
         return []
     pipeline = load_pipeline(text, filename=filename, env_overrides=env)
@@ -258,7 +258,7 @@ def local_file_mounts(text: str, filename: str, env: dict[str, str]) -> dict[str
     """{remote path: local file or folder} of the task's file mounts with a local source (to upload)."""
     try:
         from shared.jobs.file_mounts import local_mounts, mount_sources
-        from shared.task_loader import load_pipeline
+        from shared.task import load_pipeline
     except ImportError:  # the parser is not installed in this build: the API validates instead
         return {}
     found: dict[str, Path] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cli.api_client import SkylessClient
-from shared.api_models import JobDetail
+from shared.api.models import JobDetail
 
 
 def node_count(job: JobDetail) -> int:

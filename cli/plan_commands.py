@@ -18,7 +18,7 @@ from rich.table import Table
 
 from cli.console import stderr_console, stdout_console
 from shared.errors import NoOfferingError, UserError
-from shared.plan import Candidate, Plan
+from shared.optimizer import Candidate, Plan
 
 JSON_CANDIDATES = 20  # candidates per task in --json; the failover list itself holds up to 100
 
@@ -96,11 +96,11 @@ def _inputs(
     if minimize not in ("cost", "time"):
         raise UserError(f"must be cost or time, not {minimize!r}", field="--minimize")
     from shared.catalog import Catalog, load_default_catalog
-    from shared.task_loader import load_pipeline_file
+    from shared.task import load_pipeline_file
 
     pipeline = load_pipeline_file(file, env_overrides=overrides, secret_overrides=secrets)
     if catalog_dir is not None:
-        from shared.catalog_import import import_skypilot_catalog
+        from shared.catalog import import_skypilot_catalog
 
         catalog = Catalog(import_skypilot_catalog(catalog_dir), sources=[str(catalog_dir)])
     else:

@@ -18,8 +18,8 @@ from rich.table import Table
 from cli.api_client import SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
+from shared.api.schedule_models import ScheduleList, ScheduleView
 from shared.errors import UserError
-from shared.schedule_models import ScheduleList, ScheduleView
 
 schedule_app = typer.Typer(help="Run a task file on a cron schedule.", no_args_is_help=True)
 

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from local_runtime.events_stream import StreamWorker
+from shared.aws.sessions import aws_client
 from shared.config import Settings
-from shared.stack import aws_client
 
 log = logging.getLogger("skyless.dispatcher")
 
@@ -271,7 +271,7 @@ class Dispatcher:
     def fire_schedules(self) -> list[Any]:
         """Send the submit queue every user schedule's firing due by `clock()` (what EventBridge
         Scheduler does in AWS; moto stores schedules but never fires them)."""
-        from shared.schedules import fire_due_schedules
+        from shared.schedules.operations import fire_due_schedules
 
         return fire_due_schedules(self.settings, self.clock())
 

@@ -12,8 +12,8 @@ import importlib
 import logging
 from typing import Any
 
+from shared.aws.sessions import aws_client
 from shared.config import Settings
-from shared.stack import aws_client
 
 log = logging.getLogger("skyless.dispatcher")
 

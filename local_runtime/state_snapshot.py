@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shared.aws.sessions import aws_client
 from shared.config import QUEUE_KINDS, Settings
-from shared.stack import aws_client
 
 SNAPSHOT_VERSION = 1
 

@@ -7,11 +7,10 @@ the deployed stack gets the same resources from infra/template.yaml.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared.aws_sessions import boto3_session
+from shared.aws.sessions import aws_client
 from shared.config import QUEUE_KINDS, Settings
 from shared.store.models import models_for
 
@@ -28,10 +27,6 @@ SPOT_EVENT_PATTERN = {
     "detail-type": ["EC2 Spot Instance Interruption Warning", "EC2 Instance State-change Notification"],
 }
 LOCAL_EVENT_PATTERN = {"source": ["skyless.local"]}
-
-
-def aws_client(service: str, settings: Settings) -> Any:  # boto3 clients have no static type
-    return boto3_session().client(service, region_name=settings.region, endpoint_url=settings.endpoint_url)
 
 
 def create_stack(settings: Settings) -> dict[str, str]:

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
 
+from shared.aws.object_store import ObjectStore, S3ObjectStore
+from shared.aws.queues import Queues
 from shared.clouds.registry import ProviderRegistry
 from shared.config import Settings
-from shared.object_store import ObjectStore, S3ObjectStore
-from shared.queues import Queues
 from shared.store.jobs import JobStore
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.accelerators import canonical_name, is_tpu, known_names, memory_gib
+from shared.catalog.accelerators import canonical_name, is_tpu, known_names, memory_gib
 
 GPU_NAMES = sorted(n for n in known_names() if not n.startswith("tpu-"))
 

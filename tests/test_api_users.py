@@ -7,7 +7,7 @@ import hashlib
 import boto3
 import pytest
 
-from shared.auth import AuthError, authenticate_user, bearer_token
+from shared.api.auth import AuthError, authenticate_user, bearer_token
 from shared.config import Settings
 from shared.store.users import create_user, find_user, main, revoke_key
 

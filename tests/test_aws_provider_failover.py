@@ -18,7 +18,7 @@ from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.submission import submit_job
 from shared.jobs.views import get_job
-from shared.plan import instance_family_of
+from shared.optimizer.plan import instance_family_of
 from shared.states import JobState
 from shared.wiring import wiring_for
 

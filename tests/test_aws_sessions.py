@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from shared.aws_sessions import boto3_session, botocore_session
+from shared.aws.sessions import aws_client, boto3_session, botocore_session
 from shared.config import Settings
-from shared.stack import aws_client
 from shared.store.models import models_for
 
 

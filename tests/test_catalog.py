@@ -10,17 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.accelerators import canonical_name
-from shared.catalog import (
-    BuiltinSource,
-    Catalog,
-    CsvFolderSource,
-    build_catalog,
-    load_default_catalog,
-    reset_default_catalog,
-    save_imported_catalog,
-)
-from shared.catalog_files import (
+from shared.catalog.accelerators import canonical_name
+from shared.catalog.files import (
     compact_path,
     offerings_from_compact,
     offerings_to_compact,
@@ -29,8 +20,17 @@ from shared.catalog_files import (
     read_offerings_csv,
     write_offerings_csv,
 )
+from shared.catalog.model import (
+    BuiltinSource,
+    Catalog,
+    CsvFolderSource,
+    build_catalog,
+    load_default_catalog,
+    reset_default_catalog,
+    save_imported_catalog,
+)
+from shared.catalog.offering import Offering
 from shared.errors import CatalogError
-from shared.offering import Offering
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,7 +120,7 @@ def test_builtin_csv_is_exactly_what_the_generator_writes() -> None:
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     rendered = generator.render_builtin_catalog()
-    on_disk = {p.name: p.read_text() for p in (ROOT / "shared" / "catalog_data").glob("*.csv")}
+    on_disk = {p.name: p.read_text() for p in (ROOT / "shared" / "catalog" / "data").glob("*.csv")}
     assert rendered == on_disk
 
 

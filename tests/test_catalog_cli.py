@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from cli import catalog_commands
-from shared.catalog import reset_default_catalog
+from shared.catalog.model import reset_default_catalog
 
 LAMBDA_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice"
 

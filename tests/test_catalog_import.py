@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.accelerators import canonical_name
-from shared.catalog_import import import_skypilot_catalog
+from shared.catalog.accelerators import canonical_name
+from shared.catalog.offering import Offering
+from shared.catalog.skypilot_import import import_skypilot_catalog
 from shared.errors import CatalogError
-from shared.offering import Offering
 
 REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "catalog" / "skypilot" / "v8"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/catalog is not on this machine")

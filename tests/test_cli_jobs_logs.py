@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cli.log_streams import LogStreams, node_count
-from shared.api_models import JobDetail, LogsResponse
+from shared.api.models import JobDetail, LogsResponse
 
 
 class Pages:

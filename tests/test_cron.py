@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.cron import check_cron, check_timezone, due_times, next_time, scheduler_expression
 from shared.errors import UserError
+from shared.schedules.cron import check_cron, check_timezone, due_times, next_time, scheduler_expression
 
 
 def test_every_minute_is_due_once_per_minute_and_only_the_latest_missed_firing_is_kept() -> None:

@@ -20,9 +20,9 @@ from shared.clouds.aws_images import forget_images
 from shared.clouds.base import JOB_TAG
 from shared.config import Settings
 from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.reaper import reap_orphans
 from shared.jobs.submission import submit_job
 from shared.jobs.views import get_job
-from shared.reaper import reap_orphans
 from shared.states import JobState
 from shared.wiring import wiring_for
 

@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from shared.catalog import load_default_catalog
+from shared.catalog.model import load_default_catalog
 from shared.errors import NoOfferingError, TaskFileError
 from shared.optimizer import plan_pipeline, plan_task
-from shared.task_loader import load_pipeline_file
-from shared.task_spec import Pipeline
+from shared.task.loader import load_pipeline_file
+from shared.task.spec import Pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.y*ml"))

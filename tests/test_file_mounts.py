@@ -25,7 +25,7 @@ from node_agent.agent import clone_workdir, mount_path, unpack_mount
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.file_mounts import check_file_mounts, decode_keys, mount_sources
-from shared.task_loader import load_pipeline
+from shared.task.loader import load_pipeline
 from shared.wiring import wiring_for
 
 BUCKET = "prefix-artifacts"

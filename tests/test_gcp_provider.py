@@ -26,9 +26,9 @@ from shared.clouds.errors import (
 from shared.clouds.gcp import GcpCompute, gcp_label, request_id
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
+from shared.jobs.reaper import reap_orphans
 from shared.jobs.submission import submit_job
 from shared.jobs.views import get_job
-from shared.reaper import reap_orphans
 from shared.states import JobState
 from shared.wiring import wiring_for
 

@@ -230,7 +230,7 @@ def test_a_rejected_upload_notifies_its_owner_through_the_timeline(
     stack: Settings, webhook: SlackWebhook, moto_endpoint: str
 ) -> None:
     from shared.errors import TaskFileError
-    from shared.uploads import Upload, reject
+    from shared.uploads.intake import Upload, reject
 
     update_user_settings(stack, OWNER, slack_webhook=webhook.url)
     reader = EventsStreamReader(stack)

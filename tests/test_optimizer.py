@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from shared.catalog import Catalog
+from shared.catalog.model import Catalog
+from shared.catalog.offering import Offering
 from shared.errors import NoOfferingError, UserError
-from shared.offering import Offering
-from shared.offering_index import index_for
 from shared.optimizer import plan_task
-from shared.plan import Block
-from shared.resources import ResourceChoice, ResourceRequest
+from shared.optimizer.index import index_for
+from shared.optimizer.plan import Block
+from shared.task.requests import ResourceChoice, ResourceRequest
 
 
 def row(

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.catalog import Catalog
+from shared.catalog.model import Catalog
+from shared.catalog.offering import Offering
 from shared.errors import NoOfferingError
-from shared.offering import Offering
 from shared.optimizer import EGRESS_PER_GB, Edge, plan_pipeline, plan_task
-from shared.plan import Candidate
-from shared.resources import ResourceChoice, ResourceRequest
+from shared.optimizer.plan import Candidate
+from shared.task.requests import ResourceChoice, ResourceRequest
 
 
 @dataclass

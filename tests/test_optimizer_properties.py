@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.catalog import Catalog, load_default_catalog
+from shared.catalog.model import Catalog, load_default_catalog
+from shared.catalog.offering import Offering
 from shared.errors import NoOfferingError
-from shared.offering import Offering
 from shared.optimizer import plan_task
-from shared.plan import Block, instance_family_of
-from shared.resources import ResourceChoice, ResourceRequest
-from shared.task_optimizer import hardware_speed
+from shared.optimizer.plan import Block, instance_family_of
+from shared.optimizer.single_task import hardware_speed
+from shared.task.requests import ResourceChoice, ResourceRequest
 
 SHARED_CATALOG = Path(__file__).resolve().parents[2] / "shared" / "catalog" / "skypilot" / "v8"
 
@@ -191,7 +191,7 @@ def test_plan_task_matches_brute_force_on_the_builtin_catalog(scenario: tuple) -
 def shared_catalog() -> Catalog:
     if not SHARED_CATALOG.is_dir():
         pytest.skip(f"{SHARED_CATALOG} is not here")
-    from shared.catalog_import import import_skypilot_catalog
+    from shared.catalog.skypilot_import import import_skypilot_catalog
 
     return Catalog(import_skypilot_catalog(SHARED_CATALOG))
 

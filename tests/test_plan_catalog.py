@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from chalice.test import Client
 
 from functions.submit.app import app
+from shared.catalog.offering import Offering
 from shared.config import Settings
-from shared.offering import Offering
 from shared.price_refresh.versioned_catalog import write_version
 from shared.store.users import create_user
 from shared.wiring import wiring_for

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from cli.plan_commands import JSON_CANDIDATES
-from shared.catalog import write_offerings_csv
-from shared.offering import Offering
+from shared.catalog.model import write_offerings_csv
+from shared.catalog.offering import Offering
 
 SHARED_CATALOG = Path(__file__).resolve().parents[2] / "shared" / "catalog" / "skypilot" / "v8"
 
@@ -35,7 +35,7 @@ def task_file(tmp_path: Path) -> Path:
 def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No catalog imported by the user: the built-in catalog only."""
     monkeypatch.setenv("SKYLESS_HOME", str(tmp_path / "home"))
-    from shared.catalog import reset_default_catalog
+    from shared.catalog.model import reset_default_catalog
 
     reset_default_catalog()
 

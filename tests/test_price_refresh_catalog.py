@@ -15,12 +15,12 @@ from fakes_pricing.server import FakeServer
 
 from functions.catalog_refresh.handler import handler as refresh_handler
 from functions.optimize.handler import handler as optimize_handler
-from shared.catalog import Catalog, build_catalog, default_sources
+from shared.aws.object_store import S3ObjectStore
+from shared.catalog.model import Catalog, build_catalog, default_sources
+from shared.catalog.offering import Offering
 from shared.config import Settings
 from shared.jobs.planning import plan_of
 from shared.jobs.submission import submit_job
-from shared.object_store import S3ObjectStore
-from shared.offering import Offering
 from shared.price_refresh.merge import offering_key
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
 from shared.price_refresh.refresh import refresh_catalog

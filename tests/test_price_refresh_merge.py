@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.offering import Offering
+from shared.catalog.offering import Offering
 from shared.price_refresh.merge import apply_prices, carry_previous_prices, offering_key
 from shared.price_refresh.quotes import PriceQuote, ProviderPrices
 

@@ -12,9 +12,9 @@ from fakes_pricing.lambda_cloud import InstanceTypesApi, instance_type
 from fakes_pricing.runpod_graphql import GraphqlApi, gpu_type
 from fakes_pricing.server import FakeServer, Request
 
+from shared.catalog.offering import Offering
 from shared.config import Settings
 from shared.errors import UserError
-from shared.offering import Offering
 from shared.price_refresh import azure_prices
 from shared.price_refresh.aws_prices import AwsPriceFetcher
 from shared.price_refresh.azure_prices import AzurePriceFetcher

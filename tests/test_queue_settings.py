@@ -1,4 +1,4 @@
-"""Queue settings have one source of truth (shared/stack.py); the template and local stack agree with it."""
+"""Queue settings have one source of truth (shared/stack.py); the template and local stack agree."""
 
 from __future__ import annotations
 

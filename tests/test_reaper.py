@@ -22,8 +22,8 @@ from shared.clouds.aws_images import forget_images
 from shared.clouds.base import LaunchSpec
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
+from shared.jobs.reaper import reap_orphans, reaper_records
 from shared.jobs.submission import submit_job
-from shared.reaper import reap_orphans, reaper_records
 from shared.states import JobState
 from shared.store.jobs import JobStore
 from shared.wiring import wiring_for

@@ -13,7 +13,7 @@ from functions.reconcile.handler import handler as reconcile_handler
 from local_runtime.dispatcher import SCHEDULED_HANDLERS
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
-from shared.reaper import reap_orphans, reaper_records
+from shared.jobs.reaper import reap_orphans, reaper_records
 from shared.wiring import wiring_for
 
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])

@@ -8,8 +8,8 @@ from functions.submit.handler import handler as submit_handler
 from local_runtime.events_stream import EventsStreamReader
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
+from shared.jobs.run_status import status_key, write_run_status
 from shared.jobs.submission import submit_job
-from shared.run_status import status_key, write_run_status
 from shared.wiring import wiring_for
 
 TASK = "name: s\nresources:\n  cloud: aws\n  cpus: 2+\nrun: echo\n"

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from shared.errors import TaskFileError
-from shared.task_loader import load_pipeline
+from shared.task.loader import load_pipeline
 
 
 def error_for(text: str, **kwargs: object) -> TaskFileError:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shared.resources_spec import Resources
-from shared.task_loader import load_pipeline_file
-from shared.task_spec import Pipeline, Task
+from shared.task.loader import load_pipeline_file
+from shared.task.resources import Resources
+from shared.task.spec import Pipeline, Task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml"))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from shared.errors import TaskFileError
-from shared.resources import ResourceRequest
-from shared.task_loader import load_pipeline, load_pipeline_file
-from shared.task_spec import Pipeline
+from shared.task.loader import load_pipeline, load_pipeline_file
+from shared.task.requests import ResourceRequest
+from shared.task.spec import Pipeline
 
 
 def load(text: str, **kwargs: object) -> Pipeline:

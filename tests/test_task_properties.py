@@ -8,11 +8,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.accelerators import canonical_name
+from shared.catalog.accelerators import canonical_name
 from shared.errors import TaskFileError
-from shared.task_loader import load_pipeline
-from shared.task_spec import Pipeline
-from shared.task_values import CLOUDS, parse_infra
+from shared.task.loader import load_pipeline
+from shared.task.spec import Pipeline
+from shared.task.values import CLOUDS, parse_infra
 
 GPUS = ["A100", "H100", "V100", "T4", "L4", "A10G"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from shared.errors import TaskFileError
-from shared.task_loader import load_pipeline_file
+from shared.task.loader import load_pipeline_file
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "skypilot"
 ACCEPTED = sorted((FIXTURES / "accepted").glob("*.yaml"))

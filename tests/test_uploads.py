@@ -14,12 +14,12 @@ from conftest import QueueDriver
 from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
 from functions.submit.handler import handler as submit_handler
-from shared import uploads
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.views import get_job, list_jobs
-from shared.uploads import UploadRejection, check_task_runs, uploads_in
+from shared.uploads import intake as uploads
+from shared.uploads.intake import UploadRejection, check_task_runs, uploads_in
 from shared.wiring import wiring_for
 
 EVENTS = Path(__file__).parent / "events"

@@ -2,8 +2,8 @@
 
 from typing import Any
 
+from shared.events.sqs_batch import for_each_sqs_message
 from shared.jobs.provisioning import provision_job
-from shared.sqs_batch import for_each_sqs_message
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

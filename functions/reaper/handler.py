@@ -1,8 +1,8 @@
-"""Lambda, scheduled (EventBridge rate): the orphan reaper (shared.reaper)."""
+"""Lambda, scheduled (EventBridge rate): the orphan reaper (shared.jobs.reaper)."""
 
 from typing import Any
 
-from shared.reaper import reap_orphans
+from shared.jobs.reaper import reap_orphans
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -3,8 +3,8 @@ queue (or, as a plain EventBridge event, directly) -> recover the job whose node
 
 from typing import Any
 
+from shared.events.sqs_batch import for_each_sqs_message
 from shared.jobs.instance_events import watch_instance_event
-from shared.sqs_batch import for_each_sqs_message
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

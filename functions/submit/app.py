@@ -16,7 +16,8 @@ from functions.submit import gateway_events, job_views, notification_views, sche
 from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.openapi import build_openapi
 from functions.submit.route_table import ROUTES, Auth, QueryParam, RouteSpec, int_param, register_route
-from shared.api_models import (
+from shared.api.auth import authenticate_agent, authenticate_user
+from shared.api.models import (
     AgentConfigResponse,
     AgentStatusRequest,
     AgentStatusResponse,
@@ -29,14 +30,13 @@ from shared.api_models import (
     UploadRequest,
     UploadResponse,
 )
-from shared.auth import authenticate_agent, authenticate_user
-from shared.config import Settings
-from shared.notification_models import (
+from shared.api.notification_models import (
     NotificationSettingsRequest,
     NotificationSettingsResponse,
     NotificationTestResponse,
 )
-from shared.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
+from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
+from shared.config import Settings
 from shared.store.users import User
 
 # Chalice would set the "skyless" logger to ERROR, silencing every skyless.* module; logging is ours to set.

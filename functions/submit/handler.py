@@ -1,13 +1,13 @@
-"""Lambda: the submit queue -> run an uploaded task file (shared.uploads) or a schedule firing
-(shared.schedules); the events table's stream (terminal state events) -> runs/<job>/status.json."""
+"""Lambda: the submit queue -> run an uploaded task file (shared.uploads.intake) or a schedule firing
+(shared.schedules.operations); the events table's stream (terminal state events) -> runs/<job>/status.json."""
 
 from typing import Any
 
 from shared.config import Settings
-from shared.run_status import record_finished_runs
-from shared.schedules import firing_in, run_firing
-from shared.sqs_batch import for_each_sqs_message
-from shared.uploads import submit_uploads
+from shared.events.sqs_batch import for_each_sqs_message
+from shared.jobs.run_status import record_finished_runs
+from shared.schedules.operations import firing_in, run_firing
+from shared.uploads.intake import submit_uploads
 
 
 def submit_from_message(body: dict[str, Any]) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from functions.submit.route_table import NotReadyError
-from shared.api_models import (
+from shared.api.models import (
     AgentConfigResponse,
     AgentStatusRequest,
     AgentStatusResponse,
@@ -23,19 +23,18 @@ from shared.api_models import (
     UploadRequest,
     UploadResponse,
 )
+from shared.aws.object_store import S3ObjectStore
 from shared.config import Settings
 from shared.errors import NotFoundError, TaskFileError, UserError
 from shared.jobs.agent_reports import agent_config as node_config
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import new_job_id, submit_job
 from shared.jobs.views import get_job, list_jobs, read_logs
-from shared.object_store import S3ObjectStore
-from shared.optimizer import plan_pipeline
-from shared.plan import Plan
+from shared.notifications.settings import check_email, check_webhook, store_job_override
+from shared.optimizer import Plan, plan_pipeline
 from shared.store.users import User
-from shared.task_loader import load_pipeline
-from shared.task_spec import Pipeline
+from shared.task import Pipeline, load_pipeline
 from shared.wiring import wiring_for
 
 MAX_UPLOAD_BYTES = 2 * 1024**3
@@ -73,6 +72,17 @@ def dry_run(settings: Settings, body: PlanRequest) -> dict[str, Any]:
 def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
     check_workdir_key(caller, body.workdir_key)
     plan_task_file(settings, body)  # a task nothing can run is refused before anything is recorded
+    job_id = new_job_id()
+    if body.notify:
+        # This job's own channels (the webhook kept as a Secrets Manager secret), stored before the job
+        # exists so that its first timeline event already sees them.
+        if body.notify.slack_webhook:
+            check_webhook(body.notify.slack_webhook, field="notify.slack_webhook")
+        if body.notify.email:
+            check_email(body.notify.email, field="notify.email")
+        store_job_override(
+            settings, job_id, slack_webhook=body.notify.slack_webhook, email=body.notify.email
+        )
     job = submit_job(
         settings,
         owner=caller.user_id,
@@ -83,8 +93,7 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         clouds=body.clouds,
         workdir_key=body.workdir_key,
         file_mount_keys=body.file_mount_keys,
-        notify_slack=body.notify.slack_webhook if body.notify else None,
-        notify_email=body.notify.email if body.notify else None,
+        job_id=job_id,
     )
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from shared.config import Settings
-from shared.notification_models import (
+from shared.api.notification_models import (
     DeliveryResult,
     NotificationSettingsRequest,
     NotificationSettingsResponse,
     NotificationTestResponse,
 )
+from shared.config import Settings
 from shared.notifications.dispatch import send_test
 from shared.notifications.settings import UNSET, UserNotificationSettings, update_user_settings, user_settings
 from shared.store.users import User

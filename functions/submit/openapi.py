@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from functions.submit.route_table import RouteSpec
-from shared.api_models import ErrorBody
+from shared.api.models import ErrorBody
 
 REF = "#/components/schemas/{model}"
 REASONS = {

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from chalice import Chalice, Response
 from pydantic import BaseModel, ValidationError
 
-from shared.auth import AuthError
+from shared.api.auth import AuthError
 from shared.errors import ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024

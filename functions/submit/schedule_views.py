@@ -6,9 +6,9 @@ import json
 from datetime import UTC, datetime
 
 from functions.submit.job_views import plan_task_file
+from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.config import Settings
-from shared.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
-from shared.schedules import (
+from shared.schedules.operations import (
     create_schedule,
     delete_schedule,
     get_schedule,

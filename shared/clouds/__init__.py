@@ -1,1 +1,6 @@
-"""Cloud providers: the protocol (base.py), the error taxonomy (errors.py), the choice (registry.py)."""
+"""Cloud providers behind one protocol: `base` (`CloudProvider`, `LaunchSpec`, `Node`), `errors` (the
+taxonomy failover acts on), `registry` (which provider serves which cloud), one module per cloud (`aws`,
+`gcp`, `azure`, `lambda_cloud`, `runpod`, `local`), and `credentials_check` (`skyless check`).
+"""
+
+__all__ = ["base", "credentials_check", "errors", "lambda_cloud", "local", "registry", "rest_client"]

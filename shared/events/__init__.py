@@ -1,1 +1,6 @@
-"""Typed views of the events the control plane wakes on (EventBridge EC2 events, skyless.local events)."""
+"""The events the control plane wakes on, decoded at the edge: `instances` (EventBridge EC2 events and
+skyless.local events -> `InstanceEvent`) and `sqs_batch` (an SQS batch -> one call per message, with
+Lambda's partial batch response).
+"""
+
+__all__ = ["instances", "sqs_batch"]

@@ -1,6 +1,6 @@
 """What node agents ask for (their config) and tell (phases, exit codes, heartbeats).
 
-The caller is already authenticated (shared.auth checks the job token). A job succeeds when every node
+The caller is already authenticated (shared.api.auth checks the job token). A job succeeds when every node
 of its cluster exits 0 and fails when one fails (unless its job_recovery says restart); the cluster is
 then torn down. Each report is one write, or one transaction when it moves the job.
 """
@@ -23,7 +23,7 @@ from shared.jobs.recovery import fail_job, recover_job, recovery_options
 from shared.jobs.task_records import load_pipeline_of, secrets_of
 from shared.states import HAS_NODES, JobState, is_terminal
 from shared.store.models import ClusterModel, JobModel
-from shared.task_spec import GitWorkdir
+from shared.task.spec import GitWorkdir
 from shared.wiring import Wiring, wiring_for
 
 PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")

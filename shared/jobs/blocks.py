@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from shared.plan import Block, Candidate, instance_family_of
+from shared.optimizer.plan import Block, Candidate, instance_family_of
 from shared.store.models import JobModel
 
 STICKY_REASONS = ("auth",)  # blocks that survive a WAITING round (capacity may come back, credentials won't)

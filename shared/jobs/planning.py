@@ -11,7 +11,7 @@ from shared.jobs.blocks import blocks_of, sticky
 from shared.jobs.messages import OptimizeMessage, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
-from shared.plan import Candidate, Plan
+from shared.optimizer.plan import Candidate, Plan
 from shared.states import JobState
 from shared.store.models import JobModel
 from shared.wiring import Wiring, current_wiring

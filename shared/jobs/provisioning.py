@@ -31,7 +31,7 @@ from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, plan_of
 from shared.jobs.task_records import load_pipeline_of
 from shared.jobs.tokens import agent_token, token_hash
-from shared.plan import Block, Candidate
+from shared.optimizer.plan import Block, Candidate
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
 from shared.wiring import Wiring, current_wiring

@@ -1,7 +1,7 @@
 """The scheduled sweep: find what events missed. Silent nodes, stuck jobs, clusters that outlived their jobs.
 Heartbeats and the clouds' own listings (by tag) are the ground truth; our records are not.
 
-VMs a cloud runs that no record knows of are the orphan reaper's (shared/reaper.py, its own schedule): it
+VMs a cloud runs that no record knows of are the orphan reaper's (shared/jobs/reaper.py, its own schedule): it
 gives them a grace period and records each kill. This sweep ends only clusters we recorded whose job is over
 (a teardown that was lost)."""
 

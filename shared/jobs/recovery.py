@@ -10,7 +10,7 @@ from shared.jobs.costs import cost_with
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
-from shared.plan import Block
+from shared.optimizer.plan import Block
 from shared.states import JobState, can_move
 from shared.store.models import JobModel
 from shared.wiring import Wiring

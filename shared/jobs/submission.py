@@ -11,7 +11,6 @@ from shared.errors import UserError
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
-from shared.notifications.settings import check_email, check_webhook, store_job_override
 from shared.states import JobState
 from shared.wiring import wiring_for
 
@@ -42,27 +41,19 @@ def submit_job(
     workdir_key: str | None = None,
     file_mount_keys: dict[str, str] | None = None,
     job_id: str | None = None,
-    notify_slack: str | None = None,
-    notify_email: str | None = None,
 ) -> SubmittedJob:
     """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
 
     `job_id` lets a caller with its own idempotency key (an S3 upload's bucket/key/ETag) submit
     twice safely: the second submit finds the job and sends nothing.
-    `notify_slack`/`notify_email` override the owner's notification channels for this job (the webhook
-    is kept as a Secrets Manager secret; the notifications table holds its name).
     """
-    from shared.task_loader import load_pipeline
+    from shared.task.loader import load_pipeline
 
     if minimize not in OBJECTIVES:
         raise UserError(f"unknown objective {minimize!r}", field="minimize", hint="use 'cost' or 'time'")
     pipeline = load_pipeline(
         task_text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {}
     )
-    if notify_slack:
-        check_webhook(notify_slack, field="notify.slack_webhook")
-    if notify_email:
-        check_email(notify_email, field="notify.email")
     keys = file_mount_keys or {}
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     wiring = wiring_for(settings)
@@ -80,7 +71,6 @@ def submit_job(
         token_hash="-",  # set per attempt when provisioning starts
     )
     store_pipeline(wiring, job, pipeline)
-    store_job_override(settings, job.job_id, slack_webhook=notify_slack, email=notify_email)
     if wiring.store.create(job, f"submitted {filename}"):
         send_optimize(wiring, job.job_id, 0)
         return SubmittedJob(job.job_id, job.state, job.name)

@@ -32,7 +32,7 @@ def store_pipeline(wiring: Wiring, job: JobModel, pipeline: Any) -> None:
 
 
 def load_pipeline_of(wiring: Wiring, job: JobModel) -> Any:
-    from shared.task_spec import Pipeline
+    from shared.task.spec import Pipeline
 
     text = job.task or (wiring.objects.get_text(job.task_key) if job.task_key else None)
     if text is None:

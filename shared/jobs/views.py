@@ -25,7 +25,7 @@ def iso(epoch: float | None) -> str | None:
 
 @dataclass(frozen=True)
 class JobView:
-    """Shaped like the API's JobDetail (shared/api_models.py): `JobDetail.model_validate(view.as_dict())`."""
+    """Shaped like the API's JobDetail (shared/api/models.py): `JobDetail.model_validate(view.as_dict())`."""
 
     job_id: str
     name: str | None

@@ -4,3 +4,5 @@
 `settings` keeps per-user settings and per-job overrides (webhook URLs as Secrets Manager secrets);
 `records` is the table of settings and sends; `dispatch` turns one timeline event into deliveries.
 """
+
+__all__ = ["dispatch", "events", "settings", "stack_resources"]

@@ -7,10 +7,10 @@ import os
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from shared.aws.sessions import aws_client
 from shared.config import Settings
 from shared.notifications.deliveries import Delivery
 from shared.notifications.events import Notification
-from shared.stack import aws_client
 
 DEFAULT_SENDER = "skyless@example.com"
 

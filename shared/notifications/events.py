@@ -6,8 +6,8 @@ A timeline event is a row of the events table (shared/store/models.py: EventMode
 - `succeeded` / `failed`: the terminal states (CANCELLED does not notify: the user asked for it);
 - `no_capacity`: the first WAITING of an attempt (nothing had capacity; it retries), and a FAILED
   whose reason is "no capacity anywhere ...".
-- `upload_rejected`: a task file uploaded under `tasks/` could not run (shared/uploads.py notes it under
-  `upload#<key>` with kind `upload_rejected`); it is gated by the owner's `failed` topic.
+- `upload_rejected`: a task file uploaded under `tasks/` could not run (shared/uploads/intake.py notes it
+  under `upload#<key>` with kind `upload_rejected`); it is gated by the owner's `failed` topic.
 Events the notifier writes itself (kind `notify`) never notify.
 """
 

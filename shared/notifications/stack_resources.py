@@ -3,10 +3,10 @@ SES sender identity. Idempotent."""
 
 from __future__ import annotations
 
+from shared.aws.sessions import aws_client
 from shared.config import Settings
 from shared.notifications.email import sender_address
 from shared.notifications.records import ensure_notifications_table
-from shared.stack import aws_client
 
 STREAM_VIEW = "NEW_IMAGE"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from shared.aws.sessions import aws_client
 from shared.config import Settings
-from shared.stack import aws_client
 
 
 def user_secret_name(settings: Settings, owner: str) -> str:

@@ -6,3 +6,5 @@ offerings); `merge` applies them to the catalog's rows; `versioned_catalog` writ
 `catalog/<version>/` plus the `catalog/LATEST` pointer and reads them back for the optimize function;
 `refresh` runs one refresh.
 """
+
+__all__ = ["price_sources", "versioned_catalog"]

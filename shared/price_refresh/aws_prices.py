@@ -16,7 +16,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared.offering import Offering
+from shared.catalog.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
 from shared.price_refresh.regional import quotes_by_region
 

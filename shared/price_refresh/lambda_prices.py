@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from shared.accelerators import canonical_name
+from shared.catalog.accelerators import canonical_name
+from shared.catalog.offering import Offering
 from shared.clouds.rest_client import new_http_client
-from shared.offering import Offering
 from shared.price_refresh.quotes import PriceSourceError, ProviderPrices
 
 DEFAULT_URL = "https://cloud.lambda.ai/api/v1"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from shared.offering import Offering
+from shared.catalog.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, ProviderPrices
 
 Key = tuple[str, str, str | None, str, str | None, float]

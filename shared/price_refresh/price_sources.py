@@ -78,7 +78,7 @@ def _lambda_key(env: Mapping[str, str]) -> str | None:
 
 def refresh_catalog_event(event: dict[str, Any]) -> dict[str, Any]:
     """The scheduled refresh. The event's content does not matter: each run asks every source."""
-    from shared.wiring import current_wiring
+    from shared.aws.object_store import S3ObjectStore
 
-    wiring = current_wiring()
-    return refresh_catalog(wiring.objects, price_fetchers(wiring.settings)).as_dict()
+    settings = Settings.from_env()
+    return refresh_catalog(S3ObjectStore(settings), price_fetchers(settings)).as_dict()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from shared.offering import Offering
+from shared.catalog.offering import Offering
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.catalog import Catalog, build_catalog, default_sources
+from shared.aws.object_store import ObjectStore
+from shared.catalog.model import Catalog, build_catalog, default_sources
+from shared.catalog.offering import Offering
 from shared.errors import CatalogError
-from shared.object_store import ObjectStore
-from shared.offering import Offering
 from shared.price_refresh.merge import apply_prices, carry_previous_prices
 from shared.price_refresh.quotes import PriceFetcher
 from shared.price_refresh.versioned_catalog import (

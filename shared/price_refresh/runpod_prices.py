@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
+from shared.catalog.offering import Offering
 from shared.clouds.rest_client import new_http_client
-from shared.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
 
 DEFAULT_URL = "https://api.runpod.io/graphql"

@@ -2,7 +2,7 @@
 
 Layout (keys in the artifacts bucket):
 
-    catalog/<version>/<cloud>.csv        one cloud's rows, skyless's catalog CSV (shared.catalog_files)
+    catalog/<version>/<cloud>.csv        one cloud's rows, skyless's catalog CSV (shared.catalog.files)
     catalog/<version>/manifest.json      {version, created_at, content_hash, clouds: {cloud: {...status}}}
     catalog/LATEST                       {"version": ..., "content_hash": ..., "created_at": ...}
     catalog/last-refresh.json            the last run's report, written even when it made no new version
@@ -25,11 +25,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared.catalog import Catalog, build_catalog, load_default_catalog
-from shared.catalog_files import offerings_csv_text, parse_offerings_csv
+from shared.aws.object_store import ObjectStore
+from shared.catalog.files import offerings_csv_text, parse_offerings_csv
+from shared.catalog.model import Catalog, build_catalog, load_default_catalog
+from shared.catalog.offering import Offering
 from shared.errors import CatalogError
-from shared.object_store import ObjectStore
-from shared.offering import Offering
 
 logger = logging.getLogger("skyless.catalog")
 

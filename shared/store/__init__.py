@@ -1,1 +1,5 @@
-"""DynamoDB state (pynamodb): the job store and its models."""
+"""DynamoDB state (pynamodb): `models` (tables bound to one Settings), `jobs` (the `JobStore`: every move
+a conditional write with its timeline event), `schedules` and `users` (their tables).
+"""
+
+__all__ = ["jobs", "models", "schedules", "users"]

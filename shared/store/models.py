@@ -21,7 +21,7 @@ from pynamodb.connection import Connection
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared.aws_sessions import botocore_session
+from shared.aws.sessions import botocore_session
 from shared.config import Settings
 
 

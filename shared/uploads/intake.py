@@ -29,10 +29,10 @@ from urllib.parse import unquote_plus
 import yaml
 from botocore.exceptions import ClientError
 
+from shared.aws.sessions import aws_client
 from shared.config import Settings
 from shared.errors import TaskFileError, UserError
-from shared.run_status import write_run_status
-from shared.stack import aws_client
+from shared.jobs.run_status import write_run_status
 
 log = logging.getLogger("skyless.uploads")
 
@@ -193,9 +193,9 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
 
 def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> None:
     """What `skyless plan` checks: the file loads and some offering can run it (errors name the file)."""
-    from shared.catalog import load_default_catalog
+    from shared.catalog.model import load_default_catalog
     from shared.optimizer import plan_pipeline
-    from shared.task_loader import load_pipeline
+    from shared.task.loader import load_pipeline
 
     try:
         pipeline = load_pipeline(text, filename=filename, env_overrides=env)

@@ -23,8 +23,8 @@ import weakref
 from collections.abc import Iterable
 from typing import Protocol
 
-from shared.offering import Offering
-from shared.resources import ResourceRequest
+from shared.catalog.offering import Offering
+from shared.task.requests import ResourceRequest
 
 HardwareKey = tuple
 Entry = tuple[float, str, str, str, str, int, Offering]

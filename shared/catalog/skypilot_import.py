@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.accelerators import canonical_name, memory_gib
+from shared.catalog.accelerators import canonical_name, memory_gib
+from shared.catalog.offering import Offering
 from shared.errors import CatalogError
-from shared.offering import Offering
 
 _REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "Region")
 _GPU_MEMORY = re.compile(r"'SizeInMiB':\s*([0-9.]+)")

@@ -6,8 +6,8 @@ import json
 from functools import cached_property
 from typing import Any, Protocol
 
+from shared.aws.sessions import aws_client
 from shared.config import Settings
-from shared.stack import aws_client
 
 MAX_DELAY_SECONDS = 900  # SQS's limit on DelaySeconds
 

@@ -18,7 +18,7 @@ class Offering:
     region: str
     zone: str | None
     instance_type: str
-    accelerator: str | None  # canonical name (see shared.accelerators), None for CPU-only
+    accelerator: str | None  # canonical name (see shared.catalog.accelerators), None for CPU-only
     accelerator_count: float  # 0 for CPU-only; may be fractional on some clouds
     accelerator_memory_gib: float | None
     vcpus: float

@@ -1,6 +1,6 @@
 """What a task asks of the hardware, normalised for the optimizer.
 
-The task spec (pydantic, shared.task_spec) is what a user wrote; a `ResourceRequest` is what the
+The task spec (pydantic, shared.task.spec) is what a user wrote; a `ResourceRequest` is what the
 optimizer needs from it: plain, hashable, every alternative spelled out. `any_of`, `ordered` and
 accelerator alternatives (`{A100: 8, H100: 8}`, a list) each become one request per alternative.
 """

@@ -13,6 +13,8 @@ from typing import Any
 
 import botocore.session
 
+from shared.config import Settings
+
 _local = threading.local()
 
 
@@ -30,3 +32,8 @@ def boto3_session() -> Any:  # boto3.Session; boto3 is imported only by callers 
 
         session = _local.boto3 = boto3.session.Session(botocore_session=botocore_session())
     return session
+
+
+def aws_client(service: str, settings: Settings) -> Any:  # boto3 clients have no static type
+    """A boto3 client for `service` at the settings' region and endpoint, from this thread's session."""
+    return boto3_session().client(service, region_name=settings.region, endpoint_url=settings.endpoint_url)

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from shared.spec_model import SpecModel
-from shared.task_values import (
+from shared.task.strict_model import SpecModel
+from shared.task.values import (
     AUTOSTOP_DURATION,
     DISK_TIERS,
     NETWORK_TIERS,

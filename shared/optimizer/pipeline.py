@@ -4,7 +4,7 @@ The graph: a serial pipeline is a chain, a parallel job group has no edges, and 
 other DAG. An edge u -> v carries `u.outputs_gb` (or, when u declares none, `v.inputs_gb`). A task
 with no parent whose `inputs` name a bucket (`s3://` -> aws, `gs://` -> gcp, `az://` or
 `https://<account>.blob.core.windows.net` -> azure, `r2://` -> cloudflare) reads them from that
-cloud: a `Source`. Costs and solvers are in shared.placement_solver.
+cloud: a `Source`. Costs and solvers are in shared.optimizer.placement.
 
 Each task's options are the candidates no other candidate of the same cloud beats on both hours and
 cost (under the cost objective: the cheapest per cloud). Egress depends only on the two clouds, so
@@ -20,17 +20,17 @@ from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from shared.errors import NoOfferingError
-from shared.offering_index import HasOfferings, OfferingIndex, index_for
-from shared.placement_solver import Edge, Source, egress_cost, solve, total_egress_cost
-from shared.plan import Block, Candidate, Plan, TaskPlan
-from shared.resources import ResourceChoice
-from shared.task_optimizer import (
+from shared.optimizer.index import HasOfferings, OfferingIndex, index_for
+from shared.optimizer.placement import Edge, Source, egress_cost, solve, total_egress_cost
+from shared.optimizer.plan import Block, Candidate, Plan, TaskPlan
+from shared.optimizer.single_task import (
     DEFAULT_MAX_CANDIDATES,
     candidate_from,
     cheapest_per_shape_and_cloud,
     check_objective,
     plan_task,
 )
+from shared.task.requests import ResourceChoice
 
 BUCKET_CLOUDS: dict[str, str] = {"s3": "aws", "gs": "gcp", "az": "azure", "r2": "cloudflare"}
 

@@ -25,10 +25,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
+from shared.aws.sessions import aws_client
 from shared.config import Settings
-from shared.cron import check_cron, check_timezone, due_times, scheduler_expression
 from shared.errors import ConflictError, NotFoundError, UserError
-from shared.stack import aws_client
+from shared.schedules.cron import check_cron, check_timezone, due_times, scheduler_expression
 from shared.store.schedules import ScheduleModel, schedules_model
 
 log = logging.getLogger("skyless.schedules")
@@ -159,7 +159,7 @@ def aws_schedule_name(settings: Settings, row: ScheduleModel) -> str:
 
 
 def next_run(row: ScheduleModel, now: datetime | None = None) -> datetime | None:
-    from shared.cron import next_time
+    from shared.schedules.cron import next_time
 
     if row.paused:
         return None
@@ -172,7 +172,7 @@ def fire_due_schedules(settings: Settings, now: datetime) -> list[Firing]:
     A firing is sent before the schedule's `fired_through` mark moves, so a crash in between sends it
     again, which `run_firing` treats as the duplicate it is.
     """
-    from shared.queues import SqsQueue
+    from shared.aws.queues import SqsQueue
 
     queue = SqsQueue(settings, "submit")
     model = schedules_model(settings)
@@ -212,8 +212,8 @@ def firing_in(body: dict[str, Any]) -> Firing | None:
 
 def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
     """Submit the schedule's task for this scheduled time, once."""
+    from shared.jobs.run_status import write_run_status
     from shared.jobs.submission import submit_job
-    from shared.run_status import write_run_status
     from shared.states import LIVE, JobState
     from shared.wiring import wiring_for
 
@@ -281,7 +281,7 @@ def _scheduler(settings: Settings) -> Any:
 
 def _put_aws_schedule(settings: Settings, row: ScheduleModel, expression: str) -> None:
     """Create or update the EventBridge Scheduler schedule that sends this schedule's firings."""
-    from shared.queues import SqsQueue
+    from shared.aws.queues import SqsQueue
 
     sqs = aws_client("sqs", settings)
     queue_url = SqsQueue(settings, "submit").url

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from shared.api_models import PlanRequest
+from shared.api.models import PlanRequest
 
 Overlap = Literal["skip", "allow"]
 

@@ -33,9 +33,9 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from itertools import chain
 
+from shared.catalog.offering import Offering
 from shared.errors import UserError
-from shared.offering import Offering
-from shared.offering_index import (
+from shared.optimizer.index import (
     Entry,
     HardwareKey,
     HasOfferings,
@@ -44,9 +44,9 @@ from shared.offering_index import (
     hardware_keys,
     index_for,
 )
-from shared.offering_misses import explain_no_offering
-from shared.plan import Block, Candidate
-from shared.resources import ResourceChoice, ResourceRequest
+from shared.optimizer.misses import explain_no_offering
+from shared.optimizer.plan import Block, Candidate
+from shared.task.requests import ResourceChoice, ResourceRequest
 
 DEFAULT_MAX_CANDIDATES = 100
 DEFAULT_CPUS = 8.0

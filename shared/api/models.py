@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.notification_models import NotifyOverride
+from shared.api.notification_models import NotifyOverride
 
 MAX_TASK_CHARS = 256 * 1024
 Objective = Literal["cost", "time"]

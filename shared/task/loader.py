@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared.errors import TaskFileError
-from shared.spec_model import did_you_mean
-from shared.task_spec import Pipeline, Task
-from shared.task_values import DURATION, substitute_env_vars
-from shared.yaml_positions import Document, YamlSyntaxError, load_documents
+from shared.task.positions import Document, YamlSyntaxError, load_documents
+from shared.task.spec import Pipeline, Task
+from shared.task.strict_model import did_you_mean
+from shared.task.values import DURATION, substitute_env_vars
 
 CHAIN_HEADER_FIELDS = ("name", "execution")
 JOB_GROUP_HEADER_FIELDS = ("name", "execution", "primary_tasks", "termination_delay", "inter_connection")

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class RequestBody(BaseModel):
-    """As shared.api_models.RequestBody (which imports this module): unknown fields are named, not ignored."""
+    """As shared.api.models.RequestBody (which imports this module): unknown fields are named, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -6,7 +6,7 @@ the result for the life of the process: a warm Lambda invocation reuses it. A cl
 later source replaces that cloud's rows from the earlier ones, so an imported GCP catalog is the
 whole truth about GCP rather than a mix of two price dates.
 
-On disk a catalog is CSV with one column per `Offering` field (shared.catalog_files), with a
+On disk a catalog is CSV with one column per `Offering` field (shared.catalog.files), with a
 compact snapshot cached beside each imported file.
 """
 
@@ -25,10 +25,10 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from shared.accelerators import canonical_name
-from shared.catalog_files import read_offerings, read_offerings_csv, write_compact_cache, write_offerings_csv
+from shared.catalog.accelerators import canonical_name
+from shared.catalog.files import read_offerings, read_offerings_csv, write_compact_cache, write_offerings_csv
+from shared.catalog.offering import Offering
 from shared.errors import CatalogError
-from shared.offering import Offering
 
 _EMPTY: tuple[Offering, ...] = ()
 _K = TypeVar("_K")
@@ -220,13 +220,13 @@ class CsvFolderSource:
 
 
 class BuiltinSource:
-    """The catalog shipped in the package (shared/catalog_data), written from public list prices."""
+    """The catalog shipped in the package (shared/catalog/data), written from public list prices."""
 
     name = "built-in"
 
     # A plain path, not importlib.resources (15 ms of imports at cold start): the package is
     # installed as files everywhere we run, Lambda's /var/task included.
-    folder = Path(__file__).resolve().parent / "catalog_data"
+    folder = Path(__file__).resolve().parent / "data"
 
     def load(self) -> list[Offering]:
         offerings: list[Offering] = []

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from shared.catalog.offering import Offering
 from shared.errors import CatalogError
-from shared.offering import Offering
 
 OFFERING_COLUMNS: tuple[str, ...] = (
     "cloud",

@@ -11,11 +11,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Sequence
 
+from shared.catalog.offering import Offering
 from shared.errors import NoOfferingError
-from shared.offering import Offering
-from shared.offering_index import OfferingIndex, fits, hardware_keys
-from shared.plan import Block
-from shared.resources import ResourceRequest
+from shared.optimizer.index import OfferingIndex, fits, hardware_keys
+from shared.optimizer.plan import Block
+from shared.task.requests import ResourceRequest
 
 _LIST_AT_MOST = 8
 

@@ -22,11 +22,11 @@ from pydantic import (
     model_validator,
 )
 
-from shared.accelerators import canonical_name
-from shared.resources import ResourceChoice, ResourceRequest
-from shared.resources_spec import ResourceFields, Resources
-from shared.spec_model import SpecModel
-from shared.task_values import DURATION, ENV_NAME, STORAGE_MODES, STORES, parse_cpus, parse_memory
+from shared.catalog.accelerators import canonical_name
+from shared.task.requests import ResourceChoice, ResourceRequest
+from shared.task.resources import ResourceFields, Resources
+from shared.task.strict_model import SpecModel
+from shared.task.values import DURATION, ENV_NAME, STORAGE_MODES, STORES, parse_cpus, parse_memory
 
 Number = StrictInt | StrictFloat
 

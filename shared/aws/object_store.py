@@ -7,8 +7,8 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
+from shared.aws.sessions import aws_client
 from shared.config import Settings
-from shared.stack import aws_client
 
 
 class ObjectStore(Protocol):

@@ -1,0 +1,8 @@
+"""The AWS adapters at the bottom: every boto3 client comes from `sessions.aws_client`.
+
+`sessions` (one botocore session per thread, and the client factory), `queues` (the `Queue` port over
+SQS), `object_store` (the `ObjectStore` port over S3). Creating the whole stack on an endpoint is
+`shared.stack`; the deployed stack is infra/template.yaml.
+"""
+
+__all__ = ["object_store", "queues", "sessions"]

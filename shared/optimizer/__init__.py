@@ -1,0 +1,29 @@
+"""The optimizer: plan one task, or a pipeline of tasks jointly, into an ordered failover `Plan`.
+
+`plan_task` (`single_task`) turns a task's resource alternatives into its ordered failover list;
+`plan_pipeline` (`pipeline`) places every task of a pipeline, counting egress between them (`placement`).
+Both read the catalog through a per-process index (`index`); `misses` says why nothing fits; `plan` holds
+the result models (`Candidate`, `TaskPlan`, `Plan`, `Block`). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from shared.optimizer.pipeline import plan_pipeline
+from shared.optimizer.placement import EGRESS_PER_GB, Edge, Source
+from shared.optimizer.plan import Block, Candidate, Plan, TaskPlan, instance_family_of
+from shared.optimizer.single_task import DEFAULT_MAX_CANDIDATES, RELATIVE_THROUGHPUT, plan_task
+
+__all__ = [
+    "DEFAULT_MAX_CANDIDATES",
+    "EGRESS_PER_GB",
+    "RELATIVE_THROUGHPUT",
+    "Block",
+    "Candidate",
+    "Edge",
+    "Plan",
+    "Source",
+    "TaskPlan",
+    "instance_family_of",
+    "plan_pipeline",
+    "plan_task",
+]
