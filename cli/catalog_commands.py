@@ -284,8 +284,13 @@ def show_catalog(
     for column in ("CLOUD", "SOURCE", "ROWS", "REGIONS", "ACCELERATORS", "IMPORTED"):
         table.add_column(column, justify="right" if column in ("ROWS", "REGIONS", "ACCELERATORS") else "left")
     for c in clouds:
-        imported = f"{c['imported_from']} at {c['imported_at']}" if c["imported_from"] else ""
+        since = f"{c['imported_from']} at {c['imported_at']}" if c["imported_from"] else ""
         table.add_row(
-            c["cloud"], c["source"] or "", str(c["rows"]), str(c["regions"]), str(c["accelerators"]), imported
+            str(c["cloud"]),
+            str(c["source"] or ""),
+            str(c["rows"]),
+            str(c["regions"]),
+            str(c["accelerators"]),
+            since,
         )
     _console().print(table)

@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from local_runtime.api_server import ApiServer, load_app
 from local_runtime.dispatcher import Dispatcher
@@ -28,6 +29,9 @@ from local_runtime.runtime_file import (
 )
 from local_runtime.state_snapshot import restore_snapshot, save_snapshot
 from shared.config import Settings
+
+if TYPE_CHECKING:
+    from moto.server import ThreadedMotoServer
 
 log = logging.getLogger("skyless.local")
 
@@ -80,7 +84,7 @@ class LocalRuntime:
         self.snapshot_every = snapshot_every  # None: only at shutdown
         self.settings = local_settings(home, moto_port, api_port)
         self.snapshot_path = local_dir(home) / "state.json"
-        self.moto = None
+        self.moto: ThreadedMotoServer | None = None
         self.api: ApiServer | None = None
         self.dispatcher: Dispatcher | None = None
         self.api_key = ""

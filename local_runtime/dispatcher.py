@@ -66,7 +66,7 @@ class LambdaContext:
 
 
 def load_handler(module_name: str) -> Handler:
-    return importlib.import_module(module_name).handler  # type: ignore[no-any-return]
+    return importlib.import_module(module_name).handler
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:

@@ -32,7 +32,8 @@ def queue_depths(settings: Settings) -> list[QueueDepth]:
         attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
         dlq_url = sqs.get_queue_url(QueueName=f"{settings.queue_name(kind)}-dlq")["QueueUrl"]
         dlq = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=[names[0]])["Attributes"]
-        depths.append(QueueDepth(kind, *(int(attrs.get(n, 0)) for n in names), int(dlq.get(names[0], 0))))
+        visible, in_flight, delayed = (int(attrs.get(n, 0)) for n in names)
+        depths.append(QueueDepth(kind, visible, in_flight, delayed, int(dlq.get(names[0], 0))))
     return depths
 
 

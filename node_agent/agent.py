@@ -201,16 +201,17 @@ class LogShipper:
             self._upload(chunk, content)
 
     def _upload(self, chunk: int, content: bytes) -> None:
-        if not self.upload:
+        upload = self.upload
+        if not upload:
             return
-        fields = dict(self.upload.get("fields") or {})
+        fields = dict(upload.get("fields") or {})
         name = f"{chunk:08d}.log"
-        fields["key"] = self.upload["key_prefix"] + name
+        fields["key"] = upload["key_prefix"] + name
         body, content_type = encode_multipart(fields, name, content)
         try:
             status, answer = with_retries(
                 lambda: http_request(
-                    self.upload["url"], method="POST", body=body, headers={"Content-Type": content_type}
+                    upload["url"], method="POST", body=body, headers={"Content-Type": content_type}
                 )
             )
         except OSError as error:

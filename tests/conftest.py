@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import socket
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,12 @@ from local_runtime.moto_endpoint import start_moto
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.stack import create_stack
+
+# tests/unit (no endpoint), tests/integration (moto server, local-cloud processes, fake clouds), tests/e2e
+# (the whole local runtime). A few test modules reuse another's helpers across tiers, so every tier is
+# importable by module name, as `fakes` is.
+for _tier in ("unit", "integration", "e2e"):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / _tier))
 
 FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",

@@ -15,7 +15,15 @@ from chalice import Chalice, Response
 from functions.submit import gateway_events, job_views, notification_views, schedule_views
 from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.openapi import build_openapi
-from functions.submit.route_table import ROUTES, Auth, QueryParam, RouteSpec, int_param, register_route
+from functions.submit.route_table import (
+    ROUTES,
+    Auth,
+    QueryParam,
+    RouteSpec,
+    int_param,
+    query_params,
+    register_route,
+)
 from shared.api.auth import authenticate_agent, authenticate_user
 from shared.api.models import (
     AgentConfigResponse,
@@ -95,7 +103,7 @@ LOG_QUERY = (
 @_route("/jobs/{job_id}/logs", "GET", "A job's log text from a cursor", response=LogsResponse,
         query=LOG_QUERY, errors=(400, 404))  # fmt: skip
 def read_logs(job_id: str, caller: User) -> LogsResponse:
-    params = app.current_request.query_params or {}
+    params = query_params(app)
     rank = int_param(params, "rank", 0)
     return job_views.logs(Settings.from_env(), caller, job_id, rank=rank, after=params.get("after"))
 
@@ -117,7 +125,7 @@ AGENT_QUERY = (QueryParam("instance_id", "string", "The asking node's instance i
 @_route("/agent/{job_id}/config", "GET", "A node's task config (425 until every node is known)",
         auth="agent", response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 425))  # fmt: skip
 def agent_config(job_id: str, caller: None) -> dict[str, Any]:
-    instance_id = (app.current_request.query_params or {}).get("instance_id", "")
+    instance_id = query_params(app).get("instance_id", "")
     return job_views.agent_config(Settings.from_env(), job_id, instance_id)
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chalice import Chalice, Response
+from chalice.app import Request
 from pydantic import BaseModel, ValidationError
 
 from shared.api.auth import AuthError
@@ -68,11 +69,11 @@ ROUTES: list[RouteSpec] = []
 
 def error_response(error: UserError) -> Response:
     status = next(code for kind, code in STATUS_OF if isinstance(error, kind))
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    headers: dict[str, str | list[str]] = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
     body = error.to_dict()
     if status == 401:  # say nothing about which part of a credential was wrong
         body["hint"] = body["hint"] or "send 'Authorization: Bearer <api key>'"
-    return Response(body=body, status_code=status, headers=headers)
+    return Response(body=body, status_code=status, headers=dict(headers))
 
 
 def parse_body(raw: bytes | None, model: type[BaseModel]) -> BaseModel:
@@ -112,7 +113,22 @@ def _field_path(loc: tuple[int | str, ...]) -> str | None:
     return ".".join(parts) or None
 
 
-def int_param(params: dict[str, str] | None, name: str, default: int) -> int:
+def _as_bytes(raw: str | bytes | None) -> bytes:
+    return raw.encode() if isinstance(raw, str) else raw or b""
+
+
+def current_request(app: Chalice) -> Request:
+    request = app.current_request
+    if request is None:
+        raise RuntimeError("asked for the request outside of one")
+    return request
+
+
+def query_params(app: Chalice) -> Mapping[str, str]:
+    return current_request(app).query_params or {}
+
+
+def int_param(params: Mapping[str, str] | None, name: str, default: int) -> int:
     value = (params or {}).get(name)
     if value is None or value == "":
         return default
@@ -138,14 +154,14 @@ def register_route(
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(view)
         def handle(**path_args: str) -> Response:
-            request = app.current_request
+            request = current_request(app)
             try:
                 caller = authenticate(spec.auth, dict(request.headers), path_args)
                 kwargs: dict[str, Any] = dict(path_args)
                 if spec.auth != "none":
                     kwargs["caller"] = caller
                 if spec.body is not None:
-                    kwargs["body"] = parse_body(request.raw_body, spec.body)
+                    kwargs["body"] = parse_body(_as_bytes(request.raw_body), spec.body)
                 answer = view(**kwargs)
             except UserError as exc:
                 return error_response(exc)

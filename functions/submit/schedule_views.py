@@ -27,7 +27,7 @@ def view_of(row: ScheduleModel) -> ScheduleView:
         schedule_id=row.schedule_id,
         cron=row.cron,
         timezone=row.timezone,
-        overlap=row.overlap,  # type: ignore[arg-type]
+        overlap=row.overlap,
         paused=bool(row.paused),
         filename=row.filename,
         env=json.loads(row.env or "{}"),

@@ -134,7 +134,7 @@ def offerings_to_compact(offerings: Iterable[Offering], signature: tuple[int, in
     for o in offerings:
         for column, value in zip(columns, _fields(o), strict=True):
             column.append(seen.setdefault((type(value), value), value))
-    return marshal.dumps((_COMPACT_FORMAT, signature, tuple(tuple(c) for c in columns)))
+    return marshal.dumps((_COMPACT_FORMAT, signature, tuple(tuple(c) for c in columns)))  # type: ignore[arg-type]
 
 
 def offerings_from_compact(blob: bytes, signature: tuple[int, int] | None = None) -> list[Offering] | None:

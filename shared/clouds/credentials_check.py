@@ -131,7 +131,7 @@ def check_azure(env: Mapping[str, str], home: Path) -> CloudCheck:
         return CloudCheck("azure", FOUND, f"service principal {env['AZURE_CLIENT_ID']} from the environment")
     config_dir = Path(env["AZURE_CONFIG_DIR"]) if env.get("AZURE_CONFIG_DIR") else home / ".azure"
     profile = _json_file(config_dir / "azureProfile.json")
-    subscriptions = (profile or {}).get("subscriptions") or []
+    subscriptions: list[dict[str, object]] = (profile or {}).get("subscriptions") or []  # type: ignore[assignment]
     default = next((s for s in subscriptions if s.get("isDefault")), None)
     if default:
         subscription = f"{default.get('id')} ({default.get('name')})"

@@ -135,6 +135,7 @@ def report_agent_status(
             return AgentStatus(job_id, job.state, cancel=is_terminal(job.state))
         if _apply_report(wiring, job, cluster, instance_id, phase, exit_code, message):
             return AgentStatus(job.job_id, job.state, cancel=is_terminal(job.state))
+    assert job is not None  # the loop ran, and returned on None
     return AgentStatus(job_id, job.state, cancel=is_terminal(job.state))
 
 

@@ -35,7 +35,7 @@ def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     except UserError as error:
         failed = wiring.store.move(job, JobState.FAILED, f"no plan: {error}", changes={"reason": str(error)})
         return Outcome.DONE if failed else Outcome.ALREADY_DONE
-    top = plan.tasks[job.task_index].chosen
+    top = plan.tasks[int(job.task_index)].chosen
     moved = wiring.store.move(
         job,
         JobState.PLANNED,
@@ -49,7 +49,7 @@ def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     if not moved:
         return Outcome.ALREADY_DONE
     # Were this process to die here, the launch message is lost: reconcile re-sends it for stuck PLANNED jobs.
-    send_launch(wiring, job.job_id, job.attempt)
+    send_launch(wiring, job.job_id, int(job.attempt))
     return Outcome.DONE
 
 

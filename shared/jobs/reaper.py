@@ -64,7 +64,7 @@ def marks_model(settings: Settings) -> type[ReaperMark]:
             "host": settings.endpoint_url,
         },
     )
-    return type(f"ReaperMark_{settings.prefix}", (ReaperMark,), {"Meta": meta})  # type: ignore[return-value]
+    return type(f"ReaperMark_{settings.prefix}", (ReaperMark,), {"Meta": meta})
 
 
 @dataclass

@@ -43,7 +43,7 @@ def notifications_model(settings: Settings) -> type[NotificationItem]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return type(f"NotificationItem_{settings.prefix}", (NotificationItem,), {"Meta": meta})  # type: ignore[return-value]
+    return type(f"NotificationItem_{settings.prefix}", (NotificationItem,), {"Meta": meta})
 
 
 def ensure_notifications_table(settings: Settings) -> None:

@@ -86,7 +86,7 @@ def user_settings(settings: Settings, owner: str) -> UserNotificationSettings:
     if item is None:
         return UserNotificationSettings(None, None, DEFAULT_TOPICS)
     url = read_webhook(settings, item.slack_secret) if item.slack_secret else None
-    topics = tuple(item.topics) if item.topics is not None else DEFAULT_TOPICS
+    topics = tuple(str(t) for t in item.topics) if item.topics is not None else DEFAULT_TOPICS
     return UserNotificationSettings(mask_webhook(url) if url else None, item.email, topics)
 
 
@@ -111,7 +111,7 @@ def update_user_settings(
     if not isinstance(email, _Unset):
         item.email = check_email(email) if email else None
     if not isinstance(topics, _Unset):
-        item.topics = list(check_topics(topics)) if topics is not None else None
+        item.topics = list(check_topics(topics)) if topics is not None else None  # type: ignore[arg-type]
     item.updated_at = time.time()
     item.save()
     return user_settings(settings, owner)
@@ -140,6 +140,6 @@ def channels_for(settings: Settings, owner: str, job_id: str | None) -> Channels
     job = read_item(settings, f"job#{job_id}") if job_id else None
     slack_secret = (job.slack_secret if job else None) or (user.slack_secret if user else None)
     email = (job.email if job else None) or (user.email if user else None)
-    topics = DEFAULT_TOPICS if user is None or user.topics is None else tuple(user.topics)
+    topics = DEFAULT_TOPICS if user is None or user.topics is None else tuple(str(t) for t in user.topics)
     webhook = read_webhook(settings, slack_secret) if slack_secret else None
     return Channels(webhook, email, frozenset(topics))

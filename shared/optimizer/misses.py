@@ -168,7 +168,7 @@ def _why_empty(
         regions = sorted({o.region for o in rows})
         return f"not offered in {request.region}; regions that have it: {_some(regions)}"
     if step == "zone":
-        zones = sorted({o.zone for o in rows if o.zone})
-        have = _some(zones) or "none (priced per region)"
-        return f"not offered in zone {request.zone}; zones that have it: {have}"
+        zone_names = sorted({o.zone for o in rows if o.zone})
+        have_zones = _some(zone_names) or "none (priced per region)"
+        return f"not offered in zone {request.zone}; zones that have it: {have_zones}"
     return "no spot market for it there (on-demand only)"

@@ -36,17 +36,23 @@ BUCKET_CLOUDS: dict[str, str] = {"s3": "aws", "gs": "gcp", "az": "azure", "r2": 
 
 
 class PlannableTask(Protocol):
-    name: str | None
-    num_nodes: int
-    inputs_gb: float
-    outputs_gb: float
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def num_nodes(self) -> int: ...
+    @property
+    def inputs_gb(self) -> float: ...
+    @property
+    def outputs_gb(self) -> float: ...
 
     def resource_choice(self) -> ResourceChoice: ...
 
 
 class PlannablePipeline(Protocol):
-    execution: str
-    tasks: Sequence[PlannableTask]
+    @property
+    def execution(self) -> str: ...
+    @property
+    def tasks(self) -> Sequence[PlannableTask]: ...
 
 
 def pipeline_edges(pipeline: PlannablePipeline) -> list[Edge]:

@@ -134,7 +134,7 @@ def _solve_independent(
     # The makespan is the slowest task's best time; every other task takes its cheapest option within it.
     makespan = max(min(x[0] for x in v) for v in values)
     return [
-        min((k for k in range(len(v)) if v[k][0] <= makespan + 1e-12), key=lambda k, v=v: (v[k][1], k))
+        min((k for k in range(len(v)) if v[k][0] <= makespan + 1e-12), key=lambda k, v=v: (v[k][1], k))  # type: ignore[misc]
         for v in values
     ]
 

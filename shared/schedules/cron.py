@@ -47,7 +47,7 @@ def check_timezone(name: str, *, field: str = "timezone") -> ZoneInfo:
 def next_time(expression: str, timezone: str, after: datetime) -> datetime:
     """The first firing strictly after `after` (an aware datetime), in the schedule's time zone."""
     local = after.astimezone(check_timezone(timezone))
-    return croniter(expression, local).get_next(datetime)  # type: ignore[no-any-return]
+    return croniter(expression, local).get_next(datetime)
 
 
 def due_times(expression: str, timezone: str, *, after: datetime, until: datetime) -> list[datetime]:

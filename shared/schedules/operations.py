@@ -24,6 +24,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
+from pynamodb.expressions.update import Action
 
 from shared.aws.sessions import aws_client
 from shared.config import Settings
@@ -136,7 +137,7 @@ def set_paused(
     """Pause or resume (again: harmless). A resumed schedule does not fire for the time it was paused."""
     row = get_schedule(settings, owner=owner, name=name)
     model = schedules_model(settings)
-    actions = [model.paused.set(paused)]
+    actions: list[Action] = [model.paused.set(paused)]
     if not paused and row.paused:
         actions.append(model.fired_through.set(time.time() if now is None else now))
     row.update(actions=actions)

@@ -188,12 +188,12 @@ class JobStore:
             return None
 
     def node_actions(self, instance_id: str, **fields: Any) -> list[Action]:
-        node = self.clusters.nodes[instance_id]  # type: ignore[index]
+        node = self.clusters.nodes[instance_id]
         return [node[name].set(value) for name, value in fields.items()]
 
     def update_node(self, cluster: ClusterModel, instance_id: str, **fields: Any) -> bool:
         """Set fields of one node of a cluster; False if the cluster has no such node."""
-        condition = self.clusters.nodes[instance_id].exists()  # type: ignore[index]
+        condition = self.clusters.nodes[instance_id].exists()
         try:
             cluster.update(actions=self.node_actions(instance_id, **fields), condition=condition)
         except UpdateError as error:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import botocore.session
 from pynamodb.attributes import (
@@ -80,7 +81,7 @@ class ClusterModel(Model):
     hourly_price = NumberAttribute(null=True)  # one node, $/h
     num_nodes = NumberAttribute()
     state = UnicodeAttribute()  # UP | TERMINATED
-    nodes = MapAttribute(default=dict)
+    nodes: MapAttribute[str, Any] = MapAttribute(default=dict)
     launched_at = NumberAttribute()
     terminated_at = NumberAttribute(null=True)
 
@@ -111,7 +112,7 @@ class EventModel(Model):
     kind = UnicodeAttribute()  # "state" | "node" | "launch" | "block" | "note"
     message = UnicodeAttribute()
     state = UnicodeAttribute(null=True)
-    detail = MapAttribute(null=True)
+    detail: MapAttribute[str, Any] = MapAttribute(null=True)
 
 
 class OwnerIndex(GlobalSecondaryIndex["JobModel"]):
@@ -156,7 +157,7 @@ def _bind(base: type[Model], table_name: str, settings: Settings, **extra: objec
     )
     model = type(f"{base.__name__}_{settings.prefix}", (base,), {"Meta": meta, **extra})
     # pynamodb builds a plain Connection (and so a session of its own) per table; this one shares.
-    model._get_connection().connection.__class__ = SharedSessionConnection
+    model._get_connection().connection.__class__ = SharedSessionConnection  # type: ignore[attr-defined]
     return model
 
 

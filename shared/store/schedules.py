@@ -49,7 +49,7 @@ def schedules_model(settings: Settings) -> type[ScheduleModel]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return type(f"ScheduleModel_{settings.prefix}", (ScheduleModel,), {"Meta": meta})  # type: ignore[return-value]
+    return type(f"ScheduleModel_{settings.prefix}", (ScheduleModel,), {"Meta": meta})
 
 
 def ensure_schedules_table(settings: Settings) -> None:

@@ -67,7 +67,7 @@ def users_model(settings: Settings) -> type[UserKeyModel]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta})  # type: ignore[return-value]
+    return type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta})
 
 
 def ensure_users_table(settings: Settings) -> None:

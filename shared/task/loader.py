@@ -134,7 +134,7 @@ def _check_header_keys(header: Document, allowed: Sequence[str], what: str, file
 def _check_job_group(header: Document, tasks: list[Task], documents: list[Document], filename: str) -> None:
     names: list[str] = []
     for index, (task, document) in enumerate(zip(tasks, documents, strict=True)):
-        where = {"file": filename, "line": document.line_of(("name",)), "field": "name"}
+        where: dict[str, Any] = {"file": filename, "line": document.line_of(("name",)), "field": "name"}
         if not task.name:
             raise TaskFileError(f"job {index + 1} of the job group needs a 'name'", **where)
         if not all(c.isalnum() or c in "-_" for c in task.name):
@@ -202,7 +202,7 @@ def _load_task(
             continue
         if not isinstance(given, dict | None):
             continue  # the model reports the wrong type with its position
-        values = {**(given or {}), **overrides} if section == "envs" else {**given}
+        values = {**(given or {}), **overrides} if section == "envs" else {**(given or {})}
         if section == "secrets":
             values.update({k: v for k, v in overrides.items() if k in values})
         for key, value in values.items():

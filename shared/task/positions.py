@@ -60,10 +60,10 @@ def load_documents(text: str) -> list[Document]:
             documents.append(Document(value, lines, node.start_mark.line + 1))
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark is not None else None
+        where = mark.line + 1 if mark is not None else None
         problem = error.problem or str(error)
         context = f" {error.context}" if error.context else ""
-        raise YamlSyntaxError(f"invalid YAML: {problem}{context}", line) from None
+        raise YamlSyntaxError(f"invalid YAML: {problem}{context}", where) from None
     except yaml.YAMLError as error:
         raise YamlSyntaxError(f"invalid YAML: {error}", None) from None
     finally:

@@ -245,7 +245,7 @@ def _requests_for(fields: ResourceFields) -> list[ResourceRequest]:
     if relative:
         memory_gib = amount * cpus if amount is not None and cpus is not None else None
         memory_at_least = True
-    accelerators = fields.accelerator_alternatives() or [(None, 0.0)]
+    accelerators: list[tuple[str | None, float]] = [*fields.accelerator_alternatives()] or [(None, 0.0)]
     return [
         ResourceRequest(
             cloud=cloud,

@@ -21,7 +21,7 @@ from typing import Any
 import boto3
 import pytest
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "job-token-123"
 
 

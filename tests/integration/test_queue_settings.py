@@ -11,7 +11,7 @@ from cfnlint.decode import decode
 from shared.config import QUEUE_KINDS, Settings
 from shared.stack import FUNCTION_TIMEOUT_SECONDS, VISIBILITY_TIMEOUT_SECONDS, create_stack
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "infra" / "template.yaml"
+TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "template.yaml"
 LOGICAL = {"optimize": "Optimize", "provision": "Provision", "spot_watch": "SpotWatch", "submit": "Submit"}
 
 

@@ -36,7 +36,7 @@ resources:
   cpus: 2+
 run: python train.py
 """
-EVENTS = Path(__file__).parent / "events"
+EVENTS = Path(__file__).resolve().parents[1] / "events"
 
 
 @pytest.fixture(autouse=True)

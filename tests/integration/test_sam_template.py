@@ -15,7 +15,7 @@ from cfnlint.decode import decode
 from shared.config import QUEUE_KINDS, Settings
 from shared.stack import SPOT_EVENT_PATTERN
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "infra" / "template.yaml"
 CFN_LINT = Path(sys.executable).with_name("cfn-lint")
 SETTINGS = Settings(prefix="skyless")

@@ -14,7 +14,7 @@ from shared.catalog.offering import Offering
 from shared.catalog.skypilot_import import import_skypilot_catalog
 from shared.errors import CatalogError
 
-REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "catalog" / "skypilot" / "v8"
+REAL = Path(__file__).resolve().parents[3] / "shared" / "catalog" / "skypilot" / "v8"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/catalog is not on this machine")
 
 GCP_HEADER = (

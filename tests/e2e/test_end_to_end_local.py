@@ -21,7 +21,7 @@ import pytest
 
 from local_runtime.moto_endpoint import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SKYLESS = Path(sys.executable).with_name("skyless")
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 

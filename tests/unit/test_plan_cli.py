@@ -13,7 +13,7 @@ from cli.plan_commands import JSON_CANDIDATES
 from shared.catalog.model import write_offerings_csv
 from shared.catalog.offering import Offering
 
-SHARED_CATALOG = Path(__file__).resolve().parents[2] / "shared" / "catalog" / "skypilot" / "v8"
+SHARED_CATALOG = Path(__file__).resolve().parents[3] / "shared" / "catalog" / "skypilot" / "v8"
 
 
 def run(*args: str) -> tuple[int, str, str]:

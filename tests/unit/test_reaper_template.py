@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from cfnlint.decode import decode
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "infra" / "template.yaml"
+TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "template.yaml"
 
 
 @pytest.fixture(scope="module")

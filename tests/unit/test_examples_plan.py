@@ -20,7 +20,7 @@ from shared.optimizer import plan_pipeline, plan_task
 from shared.task.loader import load_pipeline_file
 from shared.task.spec import Pipeline
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.y*ml"))
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "skypilot" / "accepted").glob("*.y*ml"))
 

@@ -32,7 +32,7 @@ from shared.catalog.model import (
 from shared.catalog.offering import Offering
 from shared.errors import CatalogError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # What the built-in catalog promises: these GPUs on these clouds, in the instance types they sell.
 EXPECTED_GPUS = {

@@ -28,7 +28,7 @@ from shared.jobs.submission import submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
 
-EVENTS = Path(__file__).parent / "events"
+EVENTS = Path(__file__).resolve().parents[1] / "events"
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
 TASK = """
 name: train

@@ -23,7 +23,7 @@ from shared.optimizer.plan import Block, instance_family_of
 from shared.optimizer.single_task import hardware_speed
 from shared.task.requests import ResourceChoice, ResourceRequest
 
-SHARED_CATALOG = Path(__file__).resolve().parents[2] / "shared" / "catalog" / "skypilot" / "v8"
+SHARED_CATALOG = Path(__file__).resolve().parents[3] / "shared" / "catalog" / "skypilot" / "v8"
 
 
 def _fits(value: float, wanted: float | None, at_least: bool) -> bool:

@@ -9,7 +9,7 @@ import pytest
 from shared.errors import TaskFileError
 from shared.task.loader import load_pipeline_file
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "skypilot"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "skypilot"
 ACCEPTED = sorted((FIXTURES / "accepted").glob("*.yaml"))
 # Files whose null envs/secrets SkyPilot also refuses until they are given on the command line.
 NEEDS_VALUES = {

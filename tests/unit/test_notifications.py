@@ -117,7 +117,7 @@ def test_the_sam_template_feeds_notify_from_the_events_stream_with_partial_batch
 
     from cfnlint.decode import decode
 
-    template, problems = decode(str(Path(__file__).resolve().parent.parent / "infra" / "template.yaml"))
+    template, problems = decode(str(Path(__file__).resolve().parents[2] / "infra" / "template.yaml"))
     assert not problems
     resources = template["Resources"]
     assert resources["EventsTable"]["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}

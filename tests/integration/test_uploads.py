@@ -22,7 +22,7 @@ from shared.uploads import intake as uploads
 from shared.uploads.intake import UploadRejection, check_task_runs, uploads_in
 from shared.wiring import wiring_for
 
-EVENTS = Path(__file__).parent / "events"
+EVENTS = Path(__file__).resolve().parents[1] / "events"
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
 TASK = """
 name: nightly

@@ -11,7 +11,7 @@ from shared.task.loader import load_pipeline_file
 from shared.task.resources import Resources
 from shared.task.spec import Pipeline, Task
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml"))
 OVERRIDES = {"envs_secrets.yaml": ({"DATASET": "s3://data"}, {"WANDB_API_KEY": "key"})}
 
