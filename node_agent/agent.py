@@ -314,30 +314,11 @@ def fetch_file_mounts(mounts: list[dict[str, Any]], home: Path, sandboxed: bool 
     return notes
 
 
-def skypilot_env(config: dict[str, Any], node_ip: str) -> dict[str, str]:
-    """The environment SkyPilot gives a task, plus the task's own envs."""
-    node_ips = [str(ip) for ip in config.get("node_ips") or [node_ip]]
-    rank = str(config.get("rank", 0))
-    env = {
-        "SKYPILOT_NODE_RANK": rank,
-        "SKYPILOT_NODE_IPS": "\n".join(node_ips),
-        "SKYPILOT_NUM_NODES": str(config.get("num_nodes", len(node_ips))),
-        "SKYPILOT_NUM_GPUS_PER_NODE": str(config.get("gpus_per_node", 0)),
-        "SKYPILOT_TASK_ID": str(config.get("task_id", "")),
-        "SKYPILOT_SETUP_NODE_RANK": rank,
-        "SKYPILOT_SETUP_NODE_IPS": "\n".join(node_ips),
-        "SKYPILOT_CLUSTER_INFO": json.dumps(
-            {
-                "cluster_name": os.environ.get("SKYLESS_CLUSTER_ID", ""),
-                "cloud": config.get("cloud", os.environ.get("SKYLESS_CLOUD", "")),
-                "region": config.get("region", ""),
-                "zone": config.get("zone", ""),
-                "num_nodes": len(node_ips),
-            }
-        ),
-    }
-    for key, value in (config.get("envs") or {}).items():
-        env[str(key)] = "" if value is None else str(value)
+def skypilot_env(config: dict[str, Any], stage: str) -> dict[str, str]:
+    """The task's own envs and secrets, with SkyPilot's variables for `stage` ("setup" or "run") over
+    them, as SkyPilot lets its own win. The API computes those variables (shared/jobs/node_env.py)."""
+    env = {str(key): "" if value is None else str(value) for key, value in (config.get("envs") or {}).items()}
+    env.update({str(key): str(value) for key, value in (config.get(f"{stage}_env") or {}).items()})
     return env
 
 
@@ -535,7 +516,8 @@ class Agent:
         env = dict(os.environ)
         for name in ("SKYLESS_AGENT_TOKEN",):
             env.pop(name, None)
-        env.update(skypilot_env(config, self.node_ip))
+        setup_env = {**env, **skypilot_env(config, "setup")}
+        run_env = {**env, **skypilot_env(config, "run")}
         try:
             self.api.report("setting_up")
             try:
@@ -550,12 +532,12 @@ class Agent:
                 shipper.write((f"skyless: could not fetch the workdir or file mounts: {error}\n").encode())
                 return self.finish("failed", 1, f"fetching workdir/file mounts failed: {error}", shipper)
             if config.get("setup"):
-                code = self.runner.run(config["setup"], workdir, env)
+                code = self.runner.run(config["setup"], workdir, setup_env)
                 if code != 0:
                     return self.finish("failed", code, f"setup exited with {code}", shipper)
             if not self.preempted.is_set() and not self.cancelled.is_set():
                 self.api.report("running")
-            code = self.runner.run(config["run"], workdir, env) if config.get("run") else 0
+            code = self.runner.run(config["run"], workdir, run_env) if config.get("run") else 0
             return self.finish("succeeded" if code == 0 else "failed", code, None, shipper)
         finally:
             self.finished.set()
