@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import QueueDriver
-from test_lifecycle_agents import api, deliver, log_text, wait_for  # noqa: F401  (api is a fixture)
+from conftest import QueueDriver, _free_port
+from test_lifecycle_agents import deliver, log_text, wait_for
 
+from local_runtime.api_server import ApiServer, load_app
 from shared.config import Settings
 from shared.jobs.submission import submit_job
 from shared.states import JobState, is_terminal
@@ -35,14 +37,27 @@ run: |
 NAMES = [
     "SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_NUM_NODES", "SKYPILOT_NUM_GPUS_PER_NODE",
     "SKYPILOT_TASK_ID", "SKYPILOT_TASK_IDS", "SKYPILOT_CLUSTER_INFO", "SKYPILOT_SETUP_NODE_RANK",
-    "SKYPILOT_SETUP_NODE_IPS", "SKYPILOT_SETUP_NUM_GPUS_PER_NODE", "SKYPILOT_JOB_RANK", "SKYPILOT_JOBGROUP_NAME",
-    "MY_VAR",
+    "SKYPILOT_SETUP_NODE_IPS", "SKYPILOT_SETUP_NUM_GPUS_PER_NODE", "SKYPILOT_JOB_RANK",
+    "SKYPILOT_JOBGROUP_NAME", "MY_VAR",
 ]  # fmt: skip
 
 
+@pytest.fixture
+def api(stack: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    """The API over HTTP for the nodes' agents, with fast log flushes."""
+    server = ApiServer(load_app(), "127.0.0.1", _free_port())
+    server.start()
+    monkeypatch.setenv("SKYLESS_API_URL", server.url)
+    monkeypatch.setenv("SKYLESS_LOG_FLUSH_SECONDS", "0.5")
+    try:
+        yield Settings.from_env()
+    finally:
+        server.stop()
+
+
 def printed(text: str, stage: str) -> dict[str, str]:
-    pairs = (line.split(" ", 1)[1].split("=", 1) for line in text.splitlines() if line.startswith(stage + " "))
-    return {name: value for name, value in pairs}
+    lines = [line.split(" ", 1)[1] for line in text.splitlines() if line.startswith(stage + " ")]
+    return dict(line.split("=", 1) for line in lines)
 
 
 def run_to_the_end(api: Settings, queues: QueueDriver, task: str) -> tuple[str, list[str]]:
@@ -51,7 +66,8 @@ def run_to_the_end(api: Settings, queues: QueueDriver, task: str) -> tuple[str, 
     deliver(queues, "provision")
     done = wait_for(api, job_id, lambda v: is_terminal(v.state), timeout=90)
     assert done.state == JobState.SUCCEEDED, (done.reason, log_text(api, job_id, 0))
-    wait_for(api, job_id, lambda v: "run " in log_text(api, job_id, 1) or "torchrun" in log_text(api, job_id, 1))
+    shipped = lambda v: "run " in log_text(api, job_id, 1) or "torchrun" in log_text(api, job_id, 1)  # noqa: E731
+    wait_for(api, job_id, shipped)
     return job_id, [log_text(api, job_id, rank) for rank in (0, 1)]
 
 
@@ -73,7 +89,7 @@ def test_every_node_sees_skypilots_variables_in_each_stage(api: Settings, queues
         assert setup["SKYPILOT_CLUSTER_INFO"] == run["SKYPILOT_CLUSTER_INFO"]
         task_id = run["SKYPILOT_TASK_ID"]
         assert task_id.startswith("sky-managed-") and f"_envcheck_{job_id}-0" in task_id
-        assert setup["SKYPILOT_TASK_ID"] == task_id == run["SKYPILOT_TASK_IDS"] != "mine"  # SkyPilot's own wins
+        assert setup["SKYPILOT_TASK_ID"] == task_id == run["SKYPILOT_TASK_IDS"] != "mine"  # SkyPilot's wins
         assert run["SKYPILOT_JOB_RANK"] == "0" == setup["SKYPILOT_JOB_RANK"]
         assert run["MY_VAR"] == "mine" == setup["MY_VAR"]
         # each stage has only its own variables, as in SkyPilot
@@ -89,7 +105,7 @@ def fake_torch_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     torchrun = bin_dir / "torchrun"
     torchrun.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{PROJECT_ROOT}/tests/fakes/torchrun.py" "$@"\n')
     pip = bin_dir / "pip"
-    pip.write_text("#!/bin/sh\necho \"pip (offline stand-in) $*\"\n")
+    pip.write_text('#!/bin/sh\necho "pip (offline stand-in) $*"\n')
     for tool in (torchrun, pip):
         tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
@@ -115,4 +131,5 @@ def test_the_multinode_torchrun_example_runs_unchanged_with_an_integer_nproc_per
     _job_id, logs = run_to_the_end(api, queues, task)
     for rank, text in enumerate(logs):
         assert "pip (offline stand-in) install -q torch torchvision" in text
-        assert f"torchrun launching nproc_per_node=4 nnodes=2:2 node_rank={rank} master=127.0.0.2:29500" in text
+        launched = f"torchrun launching nproc_per_node=4 nnodes=2:2 node_rank={rank} master=127.0.0.2:29500"
+        assert launched in text
