@@ -498,7 +498,7 @@ class AzureScheduledEventsWatcher(MetadataWatcher):
         for event in events:
             resources = event.get("Resources") or []
             ours = not resources or self.vm_name in resources
-            if event.get("EventType") == "Preempt" and ours and event.get("EventStatus") != "Started":
+            if event.get("EventType") == "Preempt" and ours:
                 self.event_id = str(event.get("EventId") or "") or None
                 return json.dumps(event)
         return None
