@@ -28,7 +28,7 @@ def on_preemption_event(event: func.EventGridEvent) -> None:
     data = event.get_json()
     event_name = event.id
     # An EventGridEvent (Event Grid schema); a subscription delivering the CloudEvents schema gives `type`.
-    event_type = getattr(event, "event_type", None) or getattr(event, "type", "")
+    event_type = str(getattr(event, "event_type", None) or getattr(event, "type", ""))
     parsed = parse_preemption_annotation(event_type, data if isinstance(data, dict) else None)
     outcome = Outcome.ALREADY_DONE if parsed is None else handle_instance_event(parsed)
     logging.getLogger("skyless.spot_watch").info("preemption event %s: %s", event_name, outcome)

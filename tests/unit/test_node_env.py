@@ -23,7 +23,8 @@ from shared.jobs.node_env import (
     setup_gpus_per_node,
 )
 
-REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "skypilot_env_reference.json").read_text())
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+REFERENCE = json.loads((FIXTURES / "skypilot_env_reference.json").read_text())
 VARIABLES: dict[str, dict] = REFERENCE["variables"]
 GCP_L4 = NodePlace(
     cluster_name="job-0123abcd4567-0", cloud="gcp", region="us-central1", zone="us-central1-a",

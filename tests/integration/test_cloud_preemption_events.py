@@ -32,8 +32,8 @@ from shared.states import JobState
 
 pytest_plugins = ["fakes.fixtures"]
 
-EVENTS = Path(__file__).parent / "events"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SPOT_TASK = "name: train\nresources:\n  infra: {cloud}\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n"
 
 

@@ -21,7 +21,7 @@ from fakes.azure_metadata import FakeAzureMetadata, start_fake_azure_metadata
 from fakes.gcp_metadata import FakeGcpMetadata, start_fake_gcp_metadata
 from test_agent import TOKEN, AgentProtocolServer
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 VM_NAME = "skyless-job-0123abcd4567-0-000"
 # The task checkpoints on SIGTERM, taking a moment, then exits: what a SkyPilot task does with the notice.
 CHECKPOINTING_TASK = (

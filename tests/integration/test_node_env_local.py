@@ -18,7 +18,7 @@ from shared.config import Settings
 from shared.jobs.submission import submit_job
 from shared.states import JobState, is_terminal
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PRINT_ENV = """
 name: envcheck
 num_nodes: 2
