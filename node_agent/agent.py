@@ -33,6 +33,7 @@ LOG_FLUSH_SECONDS = float(os.environ.get("SKYLESS_LOG_FLUSH_SECONDS", "2"))
 LOG_FLUSH_BYTES = 64 * 1024
 PREEMPT_GRACE_SECONDS = float(os.environ.get("SKYLESS_PREEMPT_GRACE_SECONDS", "100"))
 METADATA_POLL_SECONDS = float(os.environ.get("SKYLESS_METADATA_POLL_SECONDS", "5"))
+METADATA_WAIT = float(os.environ.get("SKYLESS_METADATA_WAIT_SECONDS", "60"))  # GCP long poll
 
 
 def log(message: str) -> None:
@@ -315,30 +316,11 @@ def fetch_file_mounts(mounts: list[dict[str, Any]], home: Path, sandboxed: bool 
     return notes
 
 
-def skypilot_env(config: dict[str, Any], node_ip: str) -> dict[str, str]:
-    """The environment SkyPilot gives a task, plus the task's own envs."""
-    node_ips = [str(ip) for ip in config.get("node_ips") or [node_ip]]
-    rank = str(config.get("rank", 0))
-    env = {
-        "SKYPILOT_NODE_RANK": rank,
-        "SKYPILOT_NODE_IPS": "\n".join(node_ips),
-        "SKYPILOT_NUM_NODES": str(config.get("num_nodes", len(node_ips))),
-        "SKYPILOT_NUM_GPUS_PER_NODE": str(config.get("gpus_per_node", 0)),
-        "SKYPILOT_TASK_ID": str(config.get("task_id", "")),
-        "SKYPILOT_SETUP_NODE_RANK": rank,
-        "SKYPILOT_SETUP_NODE_IPS": "\n".join(node_ips),
-        "SKYPILOT_CLUSTER_INFO": json.dumps(
-            {
-                "cluster_name": os.environ.get("SKYLESS_CLUSTER_ID", ""),
-                "cloud": config.get("cloud", os.environ.get("SKYLESS_CLOUD", "")),
-                "region": config.get("region", ""),
-                "zone": config.get("zone", ""),
-                "num_nodes": len(node_ips),
-            }
-        ),
-    }
-    for key, value in (config.get("envs") or {}).items():
-        env[str(key)] = "" if value is None else str(value)
+def skypilot_env(config: dict[str, Any], stage: str) -> dict[str, str]:
+    """The task's own envs and secrets, with SkyPilot's variables for `stage` ("setup" or "run") over
+    them, as SkyPilot lets its own win. The API computes those variables (shared/jobs/node_env.py)."""
+    env = {str(key): "" if value is None else str(value) for key, value in (config.get("envs") or {}).items()}
+    env.update({str(key): str(value) for key, value in (config.get(f"{stage}_env") or {}).items()})
     return env
 
 
@@ -402,66 +384,160 @@ class TaskRunner:
                 process.wait(timeout)
 
 
-def metadata_get(url: str, headers: dict[str, str], timeout: float = 1.0) -> tuple[int, bytes]:
+def metadata_get(
+    url: str, headers: dict[str, str], timeout: float = 2.0
+) -> tuple[int, bytes, dict[str, str]]:
+    """One metadata-service GET: (status, body, headers with lower-case names); status 0 when the service
+    cannot be reached."""
+    request = urllib.request.Request(url, headers=headers)
     try:
-        return http_request(url, headers=headers, timeout=timeout)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read(), {k.lower(): v for k, v in response.headers.items()}
+    except urllib.error.HTTPError as error:
+        return error.code, error.read(), {k.lower(): v for k, v in error.headers.items()}
     except OSError:
-        return 0, b""
+        return 0, b"", {}
 
 
-def aws_preemption_notice(base: str) -> str | None:
-    """AWS IMDSv2 spot/instance-action: 404 normally, a JSON notice two minutes before reclaim."""
-    token_request = urllib.request.Request(
-        base + "/latest/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "300"}
-    )
-    headers = {}
-    try:
-        with urllib.request.urlopen(token_request, timeout=1.0) as response:
-            headers["X-aws-ec2-metadata-token"] = response.read().decode()
-    except (OSError, urllib.error.HTTPError):
-        pass
-    status, body = metadata_get(base + "/latest/meta-data/spot/instance-action", headers)
-    return body.decode("utf-8", "replace") if status == 200 else None
+class MetadataWatcher:
+    """A cloud's metadata-service preemption notice. `check()` answers the notice or None and may block
+    (a long poll); `pause()` is how long to wait before the next check; `acknowledge()` tells the cloud
+    the node has let go (called once the task has stopped)."""
 
+    def __init__(self, base: str) -> None:
+        self.base = base.rstrip("/")
 
-def gcp_preemption_notice(base: str) -> str | None:
-    status, body = metadata_get(
-        base + "/computeMetadata/v1/instance/preempted", {"Metadata-Flavor": "Google"}
-    )
-    return "instance/preempted=TRUE" if status == 200 and body.strip().upper() == b"TRUE" else None
+    def check(self) -> str | None:
+        raise NotImplementedError
 
+    def pause(self) -> float:
+        return METADATA_POLL_SECONDS
 
-def azure_preemption_notice(base: str) -> str | None:
-    status, body = metadata_get(
-        base + "/metadata/scheduledevents?api-version=2020-07-01", {"Metadata": "true"}
-    )
-    if status != 200:
+    def acknowledge(self) -> None:
         return None
-    try:
-        events = json.loads(body.decode("utf-8")).get("Events", [])
-    except ValueError:
+
+
+class AwsSpotWatcher(MetadataWatcher):
+    """AWS IMDSv2 `spot/instance-action`: 404 normally, a JSON notice two minutes before the reclaim."""
+
+    def check(self) -> str | None:
+        token_request = urllib.request.Request(
+            self.base + "/latest/api/token",
+            method="PUT",
+            headers={"X-aws-ec2-metadata-token-ttl-seconds": "300"},
+        )
+        headers = {}
+        try:
+            with urllib.request.urlopen(token_request, timeout=1.0) as response:
+                headers["X-aws-ec2-metadata-token"] = response.read().decode()
+        except OSError:
+            pass
+        status, body, _ = metadata_get(self.base + "/latest/meta-data/spot/instance-action", headers)
+        return body.decode("utf-8", "replace") if status == 200 else None
+
+
+class GcpPreemptedWatcher(MetadataWatcher):
+    """GCP `instance/preempted` (FALSE, then TRUE about 30 s before the VM stops), read once, then watched
+    with `?wait_for_change=true&last_etag=`: the metadata server answers as soon as the value changes, so a
+    notice is seen at once rather than at the next poll."""
+
+    HEADERS = {"Metadata-Flavor": "Google"}
+
+    def __init__(self, base: str) -> None:
+        super().__init__(base)
+        self.etag: str | None = None
+        self.again_now = False
+
+    def check(self) -> str | None:
+        url = self.base + "/computeMetadata/v1/instance/preempted"
+        waiting = self.etag is not None
+        if waiting:
+            query = {
+                "wait_for_change": "true",
+                "last_etag": self.etag,
+                "timeout_sec": str(int(METADATA_WAIT)),
+            }
+            url += "?" + urllib.parse.urlencode(query)
+        started = time.monotonic()
+        status, body, headers = metadata_get(
+            url, self.HEADERS, timeout=METADATA_WAIT + 10 if waiting else 2.0
+        )
+        held = time.monotonic() - started >= 1.0
+        if status != 200:
+            self.again_now = False
+            return None
+        self.etag = headers.get("etag") or self.etag
+        # Wait again at once after the first read or a held long poll; not after an answer that came at
+        # once to a long poll (a server that ignores wait_for_change): that would spin.
+        self.again_now = self.etag is not None and (not waiting or held)
+        return "instance/preempted=TRUE" if body.strip().upper() == b"TRUE" else None
+
+    def pause(self) -> float:
+        return 0.0 if self.again_now else METADATA_POLL_SECONDS
+
+
+class AzureScheduledEventsWatcher(MetadataWatcher):
+    """Azure IMDS Scheduled Events: a `Preempt` event naming this VM (a Spot eviction, at least 30 s ahead).
+    Once the task has stopped, the event is approved (POST `StartRequests`), which lets Azure go ahead now."""
+
+    URL = "/metadata/scheduledevents?api-version=2020-07-01"
+    HEADERS = {"Metadata": "true"}
+
+    def __init__(self, base: str, vm_name: str) -> None:
+        super().__init__(base)
+        self.vm_name = vm_name
+        self.event_id: str | None = None
+
+    def check(self) -> str | None:
+        status, body, _ = metadata_get(self.base + self.URL, self.HEADERS)
+        if status != 200:
+            return None
+        try:
+            events = json.loads(body.decode("utf-8")).get("Events") or []
+        except (ValueError, AttributeError):
+            return None
+        for event in events:
+            resources = event.get("Resources") or []
+            ours = not resources or self.vm_name in resources
+            if event.get("EventType") == "Preempt" and ours:
+                self.event_id = str(event.get("EventId") or "") or None
+                return json.dumps(event)
         return None
-    for event in events:
-        if event.get("EventType") == "Preempt":
-            return json.dumps(event)
-    return None
+
+    def acknowledge(self) -> None:
+        if self.event_id is None:
+            return
+        body = json.dumps({"StartRequests": [{"EventId": self.event_id}]}).encode()
+        headers = {**self.HEADERS, "Content-Type": "application/json"}
+        try:
+            status, _ = http_request(
+                self.base + self.URL, method="POST", body=body, headers=headers, timeout=5
+            )
+        except OSError as error:
+            log(f"could not approve scheduled event {self.event_id}: {error}")
+            return
+        log(f"approved scheduled event {self.event_id}: HTTP {status}")
 
 
-METADATA_WATCHERS: dict[str, Any] = {
-    "aws": (aws_preemption_notice, "SKYLESS_AWS_METADATA_URL", "http://169.254.169.254"),
-    "gcp": (gcp_preemption_notice, "SKYLESS_GCP_METADATA_URL", "http://metadata.google.internal"),
-    "azure": (azure_preemption_notice, "SKYLESS_AZURE_METADATA_URL", "http://169.254.169.254"),
+METADATA_URLS = {
+    "aws": ("SKYLESS_AWS_METADATA_URL", "http://169.254.169.254"),
+    "gcp": ("SKYLESS_GCP_METADATA_URL", "http://metadata.google.internal"),
+    "azure": ("SKYLESS_AZURE_METADATA_URL", "http://169.254.169.254"),
 }
 
 
-def metadata_watcher(cloud: str) -> Callable[[], str | None] | None:
-    """The notice check for this cloud's metadata service, or None (local cloud, or no such service)."""
-    entry = METADATA_WATCHERS.get(cloud)
-    if entry is None:
+def metadata_watcher(cloud: str, env: dict[str, str]) -> MetadataWatcher | None:
+    """The preemption watcher for this cloud's metadata service (its base URL from the environment, so
+    tests can point it at a local server), or None (the local cloud, or clouds without one)."""
+    if cloud not in METADATA_URLS:
         return None
-    check, env_name, default = entry
-    base = os.environ.get(env_name, default).rstrip("/")
-    return lambda: check(base)
+    env_name, default = METADATA_URLS[cloud]
+    base = env.get(env_name) or default
+    if cloud == "aws":
+        return AwsSpotWatcher(base)
+    if cloud == "gcp":
+        return GcpPreemptedWatcher(base)
+    return AzureScheduledEventsWatcher(base, env.get("SKYLESS_INSTANCE_ID", ""))
 
 
 class Agent:
@@ -470,6 +546,7 @@ class Agent:
         self.instance_id = env.get("SKYLESS_INSTANCE_ID", "")
         self.node_ip = env.get("SKYLESS_NODE_IP", "127.0.0.1")
         self.cloud = env.get("SKYLESS_CLOUD", "local")
+        self.watcher = metadata_watcher(self.cloud, env)
         self.home = home
         self.api = ApiClient(
             env["SKYLESS_API_URL"], self.job_id, self.instance_id, env["SKYLESS_AGENT_TOKEN"]
@@ -507,15 +584,20 @@ class Agent:
         while not self.finished.wait(every) and not self.cancelled.is_set():
             self.api.report("heartbeat")
 
-    def watch_metadata(self, check: Callable[[], str | None]) -> None:
+    def watch_metadata(self, watcher: MetadataWatcher) -> None:
         while not self.finished.is_set() and not self.preempted.is_set():
-            notice = check()
+            notice = watcher.check()
             if notice:
                 self.on_preemption_notice(notice)
                 return
-            self.finished.wait(METADATA_POLL_SECONDS)
+            self.finished.wait(watcher.pause())
 
     def run(self) -> int:
+        if self.watcher is not None:  # from the start: a notice may come while the cluster is still forming
+            watch = threading.Thread(
+                target=self.watch_metadata, args=(self.watcher,), name="metadata", daemon=True
+            )
+            watch.start()
         config = self.api.fetch_config(stop=lambda: self.preempted.is_set() or self.cancelled.is_set())
         if config is None:
             log("stopped before the task started")
@@ -524,9 +606,6 @@ class Agent:
         threading.Thread(
             target=self.heartbeat, args=(heartbeat_seconds,), name="heartbeat", daemon=True
         ).start()
-        check = metadata_watcher(self.cloud)
-        if check is not None:
-            threading.Thread(target=self.watch_metadata, args=(check,), name="metadata", daemon=True).start()
 
         shipper = LogShipper(config.get("log_upload"), local_copy=self.home / "skyless_task.log")
         self.runner = TaskRunner(shipper)
@@ -536,7 +615,8 @@ class Agent:
         env = dict(os.environ)
         for name in ("SKYLESS_AGENT_TOKEN",):
             env.pop(name, None)
-        env.update(skypilot_env(config, self.node_ip))
+        setup_env = {**env, **skypilot_env(config, "setup")}
+        run_env = {**env, **skypilot_env(config, "run")}
         try:
             self.api.report("setting_up")
             try:
@@ -551,12 +631,12 @@ class Agent:
                 shipper.write((f"skyless: could not fetch the workdir or file mounts: {error}\n").encode())
                 return self.finish("failed", 1, f"fetching workdir/file mounts failed: {error}", shipper)
             if config.get("setup"):
-                code = self.runner.run(config["setup"], workdir, env)
+                code = self.runner.run(config["setup"], workdir, setup_env)
                 if code != 0:
                     return self.finish("failed", code, f"setup exited with {code}", shipper)
             if not self.preempted.is_set() and not self.cancelled.is_set():
                 self.api.report("running")
-            code = self.runner.run(config["run"], workdir, env) if config.get("run") else 0
+            code = self.runner.run(config["run"], workdir, run_env) if config.get("run") else 0
             return self.finish("succeeded" if code == 0 else "failed", code, None, shipper)
         finally:
             self.finished.set()
@@ -599,9 +679,12 @@ def main() -> int:
         return 3
     if agent.preempting_report is not None:
         agent.preempting_report.join(30)
-    if agent.preempted.is_set() and agent.runner is not None:
-        agent.runner.wait(PREEMPT_GRACE_SECONDS)
-        agent.runner.kill()
+    if agent.preempted.is_set():
+        if agent.runner is not None:
+            agent.runner.wait(PREEMPT_GRACE_SECONDS)
+            agent.runner.kill()
+        if agent.watcher is not None:
+            agent.watcher.acknowledge()  # the task has let go: the cloud may take the node now
     return 0 if code == 0 else 1
 
 

@@ -160,11 +160,14 @@ class AgentConfigResponse(BaseModel):
     rank: int
     num_nodes: int
     node_ips: list[str]
-    gpus_per_node: float
+    gpus_per_node: int
     task_id: str
     setup: str | None
     run: str | None
     envs: dict[str, str]
+    # SkyPilot's variables for each stage (shared/jobs/node_env.py), laid over `envs` by the agent
+    setup_env: dict[str, str] = {}
+    run_env: dict[str, str] = {}
     workdir_url: str | None
     workdir_git: GitSource | None = None
     file_mounts: list[FileMount]

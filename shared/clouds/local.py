@@ -247,6 +247,9 @@ class LocalCloud:
             deadline = time.monotonic() + 5
             while not hard and time.monotonic() < deadline and self._alive(record):
                 time.sleep(0.05)
+        if record.get("state") == "running":
+            # A VM that goes takes every process on it: the agent may be gone while the task it started
+            # (same process group, its own session) still runs.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
             _reap(pid)

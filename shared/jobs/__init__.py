@@ -3,9 +3,10 @@
 Steps: `submission` (a task file becomes a PENDING job), `planning` (optimize), `provisioning` (launch on
 the next candidate, failover), `agent_reports` (what nodes say: config, phases, heartbeats), `recovery`
 (preemptions and lost nodes), `instance_events` (cloud preemption events), `cancellation`, and the sweeps
-`reconcile` (lost events, silent nodes, stuck jobs) and `reaper` (VMs no job owns). `views` reads jobs for
+`reconcile` (lost events, silent nodes, stuck jobs) and `reaper` (VMs no job owns). Each step answers
+an `outcomes.Outcome`. `views` reads jobs for
 the API; `run_status` writes runs/<job>/status.json. The rest (`blocks`, `costs`, `messages`, `nodes`,
-`outcomes`, `task_records`, `tokens`, `file_mounts`) are the steps' parts.
+`task_records`, `tokens`, `file_mounts`) are the steps' parts.
 """
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "cancellation",
     "file_mounts",
     "instance_events",
+    "outcomes",
     "planning",
     "provisioning",
     "reaper",

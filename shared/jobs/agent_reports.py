@@ -16,6 +16,7 @@ from shared.errors import NotFoundError
 from shared.jobs.costs import cost_with
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
 from shared.jobs.messages import send_launch, send_teardown
+from shared.jobs.node_env import NodePlace, job_display_name, managed_task_ids, node_env
 from shared.jobs.nodes import by_rank, nodes_of
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
@@ -47,7 +48,7 @@ class AgentConfig:
     rank: int
     num_nodes: int
     node_ips: list[str]
-    gpus_per_node: float
+    gpus_per_node: int
     task_id: str
     setup: str | None
     run: str | None
@@ -58,6 +59,9 @@ class AgentConfig:
     heartbeat_seconds: int
     cloud: str = ""
     region: str = ""
+    zone: str | None = None
+    setup_env: dict[str, str] = field(default_factory=dict)  # SkyPilot's variables for `setup` (node_env)
+    run_env: dict[str, str] = field(default_factory=dict)  # ... and for `run`
     workdir_git: dict[str, str | None] | None = None  # {url, ref}: a git workdir the node clones
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -85,17 +89,38 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         return None
     rank = ranks[instance_id]
     task_index = int(job.task_index)
-    task = load_pipeline_of(wiring, job).tasks[task_index]
+    pipeline = load_pipeline_of(wiring, job)
+    task = pipeline.tasks[task_index]
     plan = plan_of(job)
     candidate = plan.tasks[task_index].candidates[int(job.candidate_index)] if plan else None
     key_prefix = f"runs/{job_id}/logs/{rank}/{int(job.attempt):03d}-"
     workdir_url = wiring.objects.presigned_get(job.workdir_key) if job.workdir_key else None
+    node_ips = [str(node["ip"]) for _, node in nodes]
+    place = NodePlace(
+        cluster_name=cluster.cluster_id,
+        cloud=cluster.cloud,
+        region=cluster.region,
+        zone=cluster.zone,
+        accelerator=candidate.accelerator if candidate else None,
+        accelerator_count=candidate.accelerator_count if candidate else 0.0,
+    )
+    task_ids = managed_task_ids(
+        submitted_at=float(job.created_at),
+        job_name=job_display_name(job.name, job.job_id, job.owner),
+        task_names=[t.name for t in pipeline.tasks],
+        job_id=job.job_id,
+        attempt=int(job.attempt),
+    )
+    group = pipeline.name if pipeline.execution == "parallel" else None
+    stages = node_env(
+        place=place, rank=rank, node_ips=node_ips, task_ids=task_ids, task_index=task_index, job_group=group
+    )
     return AgentConfig(
         rank=rank,
         num_nodes=len(nodes),
-        node_ips=[str(node["ip"]) for _, node in nodes],
-        gpus_per_node=float(candidate.accelerator_count) if candidate else 0.0,
-        task_id=f"skyless-{job_id}-{task_index}-{int(job.attempt)}",
+        node_ips=node_ips,
+        gpus_per_node=int(stages.run["SKYPILOT_NUM_GPUS_PER_NODE"]),
+        task_id=task_ids[task_index],
         setup=task.setup,
         run=task.run,
         envs={**task.envs, **secrets_of(wiring, job, task_index)},
@@ -106,6 +131,9 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         heartbeat_seconds=settings.heartbeat_seconds,
         cloud=cluster.cloud,
         region=cluster.region,
+        zone=cluster.zone,
+        setup_env=stages.setup,
+        run_env=stages.run,
     )
 
 

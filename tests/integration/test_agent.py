@@ -135,9 +135,16 @@ def _config(s3: Any, bucket: str, job: str, *, run: str, setup: str | None, rank
     def get_url(key: str) -> str:
         return s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=3600)
 
+    common = {"SKYPILOT_TASK_ID": f"{job}-task-0", "SKYPILOT_NUM_NODES": "2"}
+    ips = "10.0.0.1\n10.0.0.2"
     return {
         "rank": rank, "num_nodes": 2, "node_ips": ["10.0.0.1", "10.0.0.2"], "gpus_per_node": 8,
-        "task_id": f"{job}-task-0", "setup": setup, "run": run, "envs": {"MY_VAR": "hello world"},
+        "task_id": f"{job}-task-0", "setup": setup, "run": run,
+        "envs": {"MY_VAR": "hello world", "SKYPILOT_TASK_ID": "the task's own value loses"},
+        "setup_env": {**common, "SKYPILOT_SETUP_NODE_RANK": str(rank), "SKYPILOT_SETUP_NODE_IPS": ips,
+                      "SKYPILOT_SETUP_NUM_GPUS_PER_NODE": "8"},
+        "run_env": {**common, "SKYPILOT_NODE_RANK": str(rank), "SKYPILOT_NODE_IPS": ips,
+                    "SKYPILOT_NUM_GPUS_PER_NODE": "8"},
         "workdir_url": get_url(f"runs/{job}/workdir.tar.gz"),
         "file_mounts": [{"path": "~/mounted/file.txt", "url": get_url(f"runs/{job}/mounts/0")}],
         "log_upload": {"url": post["url"], "fields": post["fields"], "key_prefix": prefix},
@@ -184,7 +191,11 @@ def test_agent_runs_setup_and_run_with_skypilot_env_and_ships_logs(bucket: tuple
         'echo "token=${SKYLESS_AGENT_TOKEN:-absent}"\n'
         'exit 3\n'
     )
-    setup = "echo setup-ran; test -f train.py"
+    setup = (
+        "echo setup-ran; test -f train.py\n"
+        'echo "setup rank=$SKYPILOT_SETUP_NODE_RANK gpus=$SKYPILOT_SETUP_NUM_GPUS_PER_NODE'
+        ' run-rank=${SKYPILOT_NODE_RANK-unset} var=$MY_VAR"\n'
+    )
     with AgentProtocolServer(_config(s3, name, job, run=run, setup=setup)) as api:
         agent = _start_agent(api.url, job, tmp_path / "node")
         _out, err = agent.communicate(timeout=60)
@@ -199,6 +210,7 @@ def test_agent_runs_setup_and_run_with_skypilot_env_and_ships_logs(bucket: tuple
 
     logs = _shipped_log(s3, name, f"runs/{job}/logs/1/")
     assert "setup-ran" in logs
+    assert "setup rank=1 gpus=8 run-rank=unset var=hello world" in logs  # each stage gets its own variables
     assert "rank=1 nodes=2 gpus=8" in logs
     assert f"ips=10.0.0.1,10.0.0.2 task={job}-task-0 var=hello world" in logs
     assert "pwd=sky_workdir data=42 mount=mounted-content" in logs

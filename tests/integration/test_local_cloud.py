@@ -177,6 +177,20 @@ def test_preempt_ends_the_notice_early_when_the_node_shuts_down(cloud: LocalClou
     assert cloud.preempt("job-1", notice_seconds=30) is not None
     assert time.monotonic() - started < 5
     assert [n.state for n in cloud.describe("job-1-0")] == ["terminated"]
+    assert _gone(int(node_env(cloud, "job-1-0", 0)["CHILD_PID"])), "the task outlived its node"
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+            return True  # killed, waiting for its parent's reaper
+        time.sleep(0.05)
+    return False
 
 
 def test_concurrent_launches_of_one_attempt_start_its_nodes_once(cloud: LocalCloud) -> None:
