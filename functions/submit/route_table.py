@@ -17,7 +17,7 @@ from shared.auth import AuthError
 from shared.errors import ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
-Auth = Literal["user", "agent", "none"]
+Auth = Literal["user", "agent", "session", "none"]  # session: the dashboard's signed cookie
 
 
 class NotReadyError(UserError):
@@ -32,8 +32,13 @@ class BodyValidationError(UserError):
     """A JSON body of the wrong shape; `field` names the first offending field."""
 
 
+class ForbiddenError(UserError):
+    """Authenticated, but this key may not do that."""
+
+
 STATUS_OF: tuple[tuple[type[UserError], int], ...] = (
     (AuthError, 401),
+    (ForbiddenError, 403),
     (NotFoundError, 404),
     (ConflictError, 409),
     (PayloadTooLargeError, 413),
@@ -61,6 +66,8 @@ class RouteSpec:
     response: type[BaseModel] | None = None
     query: tuple[QueryParam, ...] = ()
     errors: tuple[int, ...] = field(default=())
+    media: str = "application/json"  # what the route answers (the dashboard's pages: text/html)
+    form: tuple[str, ...] = ()  # the fields of an application/x-www-form-urlencoded body
 
 
 ROUTES: list[RouteSpec] = []

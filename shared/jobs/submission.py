@@ -44,6 +44,8 @@ def submit_job(
     job_id: str | None = None,
     notify_slack: str | None = None,
     notify_email: str | None = None,
+    source: str = "cli",
+    source_ref: str | None = None,
 ) -> SubmittedJob:
     """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
 
@@ -51,6 +53,8 @@ def submit_job(
     twice safely: the second submit finds the job and sends nothing.
     `notify_slack`/`notify_email` override the owner's notification channels for this job (the webhook
     is kept as a Secrets Manager secret; the notifications table holds its name).
+    `source` says how it came: "cli" (the API, which the CLI and the SDK call), "upload" or "schedule";
+    `source_ref` names the upload's key or the schedule.
     """
     from shared.task_loader import load_pipeline
 
@@ -78,6 +82,8 @@ def submit_job(
         workdir_key=workdir_key,
         file_mounts=encode_keys(keys),
         token_hash="-",  # set per attempt when provisioning starts
+        source=source,
+        source_ref=source_ref,
     )
     store_pipeline(wiring, job, pipeline)
     store_job_override(settings, job.job_id, slack_webhook=notify_slack, email=notify_email)
