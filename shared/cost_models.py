@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from shared.jobs.cost_report import AttemptCost, CostLine, CostReport, JobCost
+if TYPE_CHECKING:  # the CLI reads these bodies without the report's code (catalog, tables)
+    from shared.jobs.cost_report import AttemptCost, CostLine, CostReport, JobCost
 
 
 def _iso(epoch: float | None) -> str | None:
