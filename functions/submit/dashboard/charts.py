@@ -6,6 +6,7 @@ the page's Content-Security-Policy needs no inline styles, and every label is es
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -158,11 +159,10 @@ def spend_by_cloud(daily: list[tuple[str, str, float]], *, days: int, now: float
             )
         if len(window) <= 14 or n % max(1, len(window) // 10) == 0:
             chart.ticks.append(Tick(round(x + bar_w / 2, 2), height - 10, day[5:]))
+    decimals = max(2, 1 - math.floor(math.log10(peak)))  # two significant digits at the top
     for fraction in (0.0, 0.5, 1.0):
         y = round(top + plot_h * (1 - fraction), 2)
         chart.lines.append((left, y, width - 20, y))
-        chart.row_labels.append(
-            Tick(4, y + 4, f"${peak * fraction:.2f}" if peak >= 1 else f"${peak * fraction:.4f}")
-        )
+        chart.row_labels.append(Tick(4, y + 4, f"${peak * fraction:.{decimals}f}"))
     chart.legend = [(colours[c], c) for c in sorted(clouds)]
     return chart

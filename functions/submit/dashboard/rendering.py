@@ -46,7 +46,9 @@ def _when(value: str | float | None) -> str:
 def _money(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"${value:,.2f}" if abs(value) >= 10 else f"${value:,.4f}"
+    if abs(value) >= 10:
+        return f"${value:,.2f}"
+    return f"${value:,.4f}" if abs(value) >= 0.01 or value == 0 else f"${value:.6f}"
 
 
 @cache
