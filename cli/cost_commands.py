@@ -11,6 +11,7 @@ from rich.table import Table
 
 from cli.console import stdout_console
 from cli.job_commands import ApiKey, ApiUrl, _client
+from cli.money_format import dollars
 from shared.cost_models import CostReportResponse
 
 console = stdout_console()
@@ -47,10 +48,6 @@ def cost_report(
     print_report(report, with_jobs=jobs)
 
 
-def _money(value: float) -> str:
-    return f"${value:,.2f}" if abs(value) >= 10 else f"${value:,.4f}"
-
-
 def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
     whose = "every user's jobs" if report.all_users else "your jobs"
     title = f"Cost of {whose} submitted in the last {report.days} day(s), by {report.by}"
@@ -73,11 +70,11 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
             str(line.jobs),
             str(line.attempts),
             f"{line.hours:.2f}",
-            _money(line.spot_cost),
-            _money(line.on_demand_market_cost),
-            _money(line.cost),
-            _money(line.on_demand_cost),
-            f"{_money(line.savings)} ({line.savings_percent:.0f}%)",
+            dollars(line.spot_cost),
+            dollars(line.on_demand_market_cost),
+            dollars(line.cost),
+            dollars(line.on_demand_cost),
+            f"{dollars(line.savings)} ({line.savings_percent:.0f}%)",
             end_section=line is report.lines[-1] if report.lines else False,
             style="bold" if line is report.total else None,
         )
@@ -105,7 +102,7 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
     for job in report.jobs:
         for n, attempt in enumerate(job.attempts):
             where = "/".join(p for p in (attempt.cloud, attempt.region, attempt.zone) if p)
-            on_demand = _money(attempt.on_demand_cost) if attempt.on_demand_hourly is not None else "unknown"
+            on_demand = dollars(attempt.on_demand_cost) if attempt.on_demand_hourly is not None else "unknown"
             attempts.add_row(
                 job.job_id if n == 0 else "",
                 escape(job.name or "-") if n == 0 else "",
@@ -115,8 +112,8 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
                 attempt.instance_type,
                 attempt.market,
                 f"{attempt.hours:.3f}",
-                _money(attempt.cost),
+                dollars(attempt.cost),
                 on_demand,
-                _money(attempt.savings),
+                dollars(attempt.savings),
             )
     console.print(attempts)

@@ -20,6 +20,7 @@ from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
 from cli.log_streams import LogStreams
+from cli.money_format import dollars
 from shared.api_models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
 
@@ -172,7 +173,7 @@ def queue(
             job.instance_type or "-",
             _yes_no(job.use_spot),
             str(job.recoveries),
-            f"${job.cost:.4f}",
+            dollars(job.cost),
             _escape(_source(job)),
             _age(job.created_at),
         )
