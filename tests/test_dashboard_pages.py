@@ -437,3 +437,40 @@ def test_no_page_or_redirect_carries_the_key(client: Client, stack: Settings, us
         assert users["alice"] not in text(answer)
         assert users["alice"] not in str(answer.headers)
         assert "api_key=" not in answer.headers.get("Location", "")
+
+
+# ------------------------------------------------------------------ through API Gateway's HTTP API events
+
+
+def test_signing_in_and_reading_a_page_through_http_api_events(
+    stack: Settings, users: dict[str, str]
+) -> None:
+    """As AWS calls the Lambda: cookies arrive in `cookies`, and each Set-Cookie leaves in `cookies`."""
+    from test_api_gateway import http_api_event
+
+    from functions.submit.app import handler
+
+    https = {"x-forwarded-proto": "https"}
+    form = handler(http_api_event("GET", "/dashboard/login", headers=https), None)
+    assert form["statusCode"] == 200 and form["headers"]["Content-Type"].startswith("text/html")
+    (sign_in_cookie,) = form["cookies"]
+    assert "Secure" in sign_in_cookie and "HttpOnly" in sign_in_cookie
+    token = re.search(r'name="csrf" value="([^"]+)"', form["body"])
+    assert token
+    body = urlencode({"api_key": users["alice"], "csrf": token.group(1), "next": "/dashboard"})
+    event = http_api_event(
+        "POST",
+        "/dashboard/login",
+        body=body,
+        headers={**https, "content-type": "application/x-www-form-urlencoded"},
+    )
+    event["cookies"] = [sign_in_cookie.split(";", 1)[0]]
+    signed_in = handler(event, None)
+
+    assert signed_in["statusCode"] == 303 and signed_in["headers"]["Location"] == "/dashboard"
+    session = next(c for c in signed_in["cookies"] if c.startswith("skyless_session="))
+    assert len(signed_in["cookies"]) == 2 and "Secure" in session
+    page_event = http_api_event("GET", "/dashboard", headers=https)
+    page_event["cookies"] = [session.split(";", 1)[0]]
+    page = handler(page_event, None)
+    assert page["statusCode"] == 200 and "Your jobs" in page["body"]
