@@ -20,6 +20,7 @@ from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
 from cli.log_streams import LogStreams
+from cli.money_format import dollars
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
 
@@ -129,25 +130,60 @@ def launch(
     raise typer.Exit(0 if final == "SUCCEEDED" else 1)
 
 
-def queue(api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """Your jobs, newest first."""
+def queue(
+    state: Annotated[
+        list[str] | None,
+        typer.Option("--state", help="Only jobs in this state (repeatable, or comma-separated)."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only jobs submitted since: 2d, 12h, or an ISO 8601 time.")
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Only jobs whose name contains this.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many jobs.")] = 50,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Your jobs, newest first: where they run, what they cost, how they were submitted."""
+    states = ",".join(state) if state else None
     with _client(api_url, api_key) as client:
-        jobs = client.list_jobs()
+        jobs = client.list_jobs(state=states, since=since, name=name, limit=limit)
     table = Table(title=f"{len(jobs)} job(s)")
-    for column in ("ID", "NAME", "STATE", "CLOUD/REGION", "INSTANCE", "SPOT", "RECOVERIES", "AGE"):
-        table.add_column(column, no_wrap=column in ("ID", "STATE"))
+    columns = (
+        "ID",
+        "NAME",
+        "STATE",
+        "CLOUD/REGION",
+        "INSTANCE",
+        "SPOT",
+        "RECOVERIES",
+        "COST",
+        "SOURCE",
+        "AGE",
+    )
+    for column in columns:
+        table.add_column(
+            column, no_wrap=column in ("ID", "STATE"), justify="right" if column == "COST" else "left"
+        )
     for job in jobs:
         table.add_row(
             job.job_id,
-            job.name or "-",
+            _escape(job.name or "-"),
             _state(job.state),
             _place(job),
             job.instance_type or "-",
             _yes_no(job.use_spot),
             str(job.recoveries),
+            dollars(job.cost),
+            _escape(_source(job)),
             _age(job.created_at),
         )
     console.print(table)
+
+
+def _source(job: JobSummary) -> str:
+    if job.source is None:
+        return "-"
+    return f"{job.source} {job.source_ref}" if job.source_ref else job.source
 
 
 def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:

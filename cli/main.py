@@ -7,6 +7,8 @@ import typer
 from cli import (
     catalog_commands,
     check_commands,
+    cost_commands,
+    dashboard_commands,
     job_commands,
     local_commands,
     notify_commands,
@@ -26,6 +28,8 @@ for area in (
     plan_commands,
     catalog_commands,
     job_commands,
+    cost_commands,
+    dashboard_commands,
     schedule_commands,
     notify_commands,
     local_commands,

@@ -47,7 +47,7 @@ def ensure_local_user(settings: Settings, key_file: Path) -> str:
         key = key_file.read_text().strip()
         if key and find_user(key, settings) is not None:
             return key
-    key = create_user(LOCAL_USER, settings, user_id="u-local")
+    key = create_user(LOCAL_USER, settings, user_id="u-local", admin=True)  # the machine's owner
     fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(key)

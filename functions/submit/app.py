@@ -12,7 +12,8 @@ from typing import Any
 
 from chalice import Chalice, Response
 
-from functions.submit import gateway_events, job_views, notification_views, schedule_views
+from functions.submit import cost_views, gateway_events, job_views, notification_views, schedule_views
+from functions.submit.dashboard import register_dashboard
 from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.openapi import build_openapi
 from functions.submit.route_table import (
@@ -25,6 +26,7 @@ from functions.submit.route_table import (
     register_route,
 )
 from shared.api.auth import authenticate_agent, authenticate_user
+from shared.api.cost_models import CostReportResponse
 from shared.api.models import (
     AgentConfigResponse,
     AgentStatusRequest,
@@ -79,9 +81,17 @@ def submit_job(caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
     return job_views.submit(Settings.from_env(), caller, body)
 
 
-@_route("/jobs", "GET", "The caller's jobs, newest first", response=JobList)
+JOB_QUERY = (
+    QueryParam("state", "string", "Only jobs in these states, comma-separated (running,failed)"),
+    QueryParam("since", "string", "Only jobs submitted since: a duration (2d, 12h) or an ISO 8601 time"),
+    QueryParam("name", "string", "Only jobs whose name contains this (case-insensitive)"),
+    QueryParam("limit", "integer", "At most this many jobs (1-1000, default 200)"),
+)
+
+
+@_route("/jobs", "GET", "The caller's jobs, newest first", response=JobList, query=JOB_QUERY, errors=(400,))
 def list_jobs(caller: User) -> JobList:
-    return job_views.list_for(Settings.from_env(), caller)
+    return job_views.list_for(Settings.from_env(), caller, query_params(app))
 
 
 @_route("/jobs/{job_id}", "GET", "One job: its plan, cluster and timeline", response=JobDetail, errors=(404,))
@@ -133,6 +143,19 @@ def agent_config(job_id: str, caller: None) -> dict[str, Any]:
         body=AgentStatusRequest, response=AgentStatusResponse, errors=(404, 409))  # fmt: skip
 def agent_status(job_id: str, caller: None, body: AgentStatusRequest) -> AgentStatusResponse:
     return job_views.agent_status(Settings.from_env(), job_id, body)
+
+
+COST_QUERY = (
+    QueryParam("days", "integer", "Jobs submitted in the last N days (default 7)"),
+    QueryParam("by", "string", "Group by cloud (default), user, job or day"),
+    QueryParam("all_users", "string", "true: every user's jobs (an admin key only)"),
+)
+
+
+@_route("/costs", "GET", "What jobs cost per attempt, against on-demand, and the savings",
+        response=CostReportResponse, query=COST_QUERY, errors=(400, 403))  # fmt: skip
+def cost_report(caller: User) -> CostReportResponse:
+    return cost_views.report(Settings.from_env(), caller, query_params(app))
 
 
 @functools.cache
@@ -198,3 +221,8 @@ def put_notifications(caller: User, body: NotificationSettingsRequest) -> Notifi
         response=NotificationTestResponse)  # fmt: skip
 def test_notifications(caller: User) -> NotificationTestResponse:
     return notification_views.test(Settings.from_env(), caller)
+
+
+# --------------------------------------------------------------- the dashboard (functions/submit/dashboard/)
+
+register_dashboard(app)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -29,6 +30,7 @@ from shared.errors import NotFoundError, TaskFileError, UserError
 from shared.jobs.agent_reports import agent_config as node_config
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
+from shared.jobs.job_filters import job_filter
 from shared.jobs.submission import new_job_id, submit_job
 from shared.jobs.views import get_job, list_jobs, read_logs
 from shared.notifications.settings import check_email, check_webhook, store_job_override
@@ -98,8 +100,11 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 
 
-def list_for(settings: Settings, caller: User) -> JobList:
-    jobs = list_jobs(settings, owner=caller.user_id)
+def list_for(settings: Settings, caller: User, params: Mapping[str, str] | None = None) -> JobList:
+    params = params or {}
+    where = job_filter(state=params.get("state"), since=params.get("since"), name=params.get("name"),
+                       limit=params.get("limit"))  # fmt: skip
+    jobs = list_jobs(settings, owner=caller.user_id, where=where)
     return JobList(jobs=[JobSummary.model_validate(job.as_dict()) for job in jobs])
 
 

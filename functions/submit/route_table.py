@@ -18,7 +18,7 @@ from shared.api.auth import AuthError
 from shared.errors import ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
-Auth = Literal["user", "agent", "none"]
+Auth = Literal["user", "agent", "session", "none"]  # session: the dashboard's signed cookie
 
 
 class NotReadyError(UserError):
@@ -33,8 +33,13 @@ class BodyValidationError(UserError):
     """A JSON body of the wrong shape; `field` names the first offending field."""
 
 
+class ForbiddenError(UserError):
+    """Authenticated, but this key may not do that."""
+
+
 STATUS_OF: tuple[tuple[type[UserError], int], ...] = (
     (AuthError, 401),
+    (ForbiddenError, 403),
     (NotFoundError, 404),
     (ConflictError, 409),
     (PayloadTooLargeError, 413),
@@ -62,6 +67,8 @@ class RouteSpec:
     response: type[BaseModel] | None = None
     query: tuple[QueryParam, ...] = ()
     errors: tuple[int, ...] = field(default=())
+    media: str = "application/json"  # what the route answers (the dashboard's pages: text/html)
+    form: tuple[str, ...] = ()  # the fields of an application/x-www-form-urlencoded body
 
 
 ROUTES: list[RouteSpec] = []
@@ -113,7 +120,7 @@ def _field_path(loc: tuple[int | str, ...]) -> str | None:
     return ".".join(parts) or None
 
 
-def _as_bytes(raw: str | bytes | None) -> bytes:
+def body_bytes(raw: str | bytes | None) -> bytes:
     return raw.encode() if isinstance(raw, str) else raw or b""
 
 
@@ -161,7 +168,7 @@ def register_route(
                 if spec.auth != "none":
                     kwargs["caller"] = caller
                 if spec.body is not None:
-                    kwargs["body"] = parse_body(_as_bytes(request.raw_body), spec.body)
+                    kwargs["body"] = parse_body(body_bytes(request.raw_body), spec.body)
                 answer = view(**kwargs)
             except UserError as exc:
                 return error_response(exc)

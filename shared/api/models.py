@@ -102,10 +102,14 @@ class JobSummary(BaseModel):
     attempt: int = 0
     created_at: str | None = None
     updated_at: str | None = None
+    cost: float = Field(0.0, description="USD so far: finished attempts, plus the live cluster up to now.")
+    source: Literal["cli", "upload", "schedule"] | None = Field(
+        None, description="How it was submitted: cli (POST /jobs: the CLI or the SDK), upload, schedule."
+    )
+    source_ref: str | None = Field(None, description="The upload's object key, or the schedule's name.")
 
 
 class JobDetail(JobSummary):
-    cost: float = Field(0.0, description="USD so far: finished attempts, plus the live cluster up to now.")
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)

@@ -41,11 +41,15 @@ def submit_job(
     workdir_key: str | None = None,
     file_mount_keys: dict[str, str] | None = None,
     job_id: str | None = None,
+    source: str = "cli",
+    source_ref: str | None = None,
 ) -> SubmittedJob:
     """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
 
     `job_id` lets a caller with its own idempotency key (an S3 upload's bucket/key/ETag) submit
     twice safely: the second submit finds the job and sends nothing.
+    `source` says how it came: "cli" (the API, which the CLI and the SDK call), "upload" or "schedule";
+    `source_ref` names the upload's key or the schedule.
     """
     from shared.task.loader import load_pipeline
 
@@ -69,6 +73,8 @@ def submit_job(
         workdir_key=workdir_key,
         file_mounts=encode_keys(keys),
         token_hash="-",  # set per attempt when provisioning starts
+        source=source,
+        source_ref=source_ref,
     )
     store_pipeline(wiring, job, pipeline)
     if wiring.store.create(job, f"submitted {filename}"):

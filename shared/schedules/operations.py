@@ -248,6 +248,8 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
         minimize=row.minimize,
         clouds=json.loads(row.clouds) if row.clouds else None,
         job_id=firing.job_id,
+        source="schedule",
+        source_ref=row.name,
     )
     model = schedules_model(settings)
     try:  # counted once even when two deliveries of this firing get here together

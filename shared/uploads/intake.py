@@ -177,8 +177,9 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         env = env_of(upload.key, metadata)
         check_task_runs(text, filename=upload.key, env=env)
         job = submit_job(
-            settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id
-        )
+            settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id,
+            source="upload", source_ref=upload.key,
+        )  # fmt: skip
     except UserError as error:
         if not _already_rejected(settings, upload):  # a re-delivery records and notifies nothing new
             reject(settings, upload, owner or "", error)
