@@ -170,3 +170,4 @@ class AgentConfigResponse(BaseModel):
     file_mounts: list[FileMount]
     log_upload: LogUpload
     heartbeat_seconds: int
+    attempt: int = 0

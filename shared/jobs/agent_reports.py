@@ -15,6 +15,7 @@ from shared.config import Settings
 from shared.errors import NotFoundError
 from shared.jobs.costs import cost_with
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
+from shared.jobs.job_storage import storage_for_node
 from shared.jobs.messages import send_launch, send_teardown
 from shared.jobs.nodes import by_rank, nodes_of
 from shared.jobs.outcomes import Outcome
@@ -59,6 +60,8 @@ class AgentConfig:
     cloud: str = ""
     region: str = ""
     workdir_git: dict[str, str | None] | None = None  # {url, ref}: a git workdir the node clones
+    attempt: int = 0  # the job's attempt (SKYLESS_ATTEMPT); task_id stays the same across attempts
+    storage: list[dict[str, Any]] = field(default_factory=list)  # bucket mounts (shared.jobs.job_storage)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -95,7 +98,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         num_nodes=len(nodes),
         node_ips=[str(node["ip"]) for _, node in nodes],
         gpus_per_node=float(candidate.accelerator_count) if candidate else 0.0,
-        task_id=f"skyless-{job_id}-{task_index}-{int(job.attempt)}",
+        task_id=stable_task_id(job_id, task_index),
         setup=task.setup,
         run=task.run,
         envs={**task.envs, **secrets_of(wiring, job, task_index)},
@@ -106,7 +109,15 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         heartbeat_seconds=settings.heartbeat_seconds,
         cloud=cluster.cloud,
         region=cluster.region,
+        attempt=int(job.attempt),
+        storage=storage_for_node(wiring, job, task, cluster),
     )
+
+
+def stable_task_id(job_id: str, task_index: int) -> str:
+    """SKYPILOT_TASK_ID: one per task of a job, the same on every attempt (as SkyPilot's managed jobs), so
+    a recovered task finds its checkpoints again."""
+    return f"skyless-{job_id}-{task_index}"
 
 
 def _git_source(workdir: Any) -> dict[str, str | None] | None:

@@ -13,6 +13,7 @@ from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
 from shared.notifications.settings import check_email, check_webhook, store_job_override
 from shared.states import JobState
+from shared.storage.lifecycle import check_job_storage
 from shared.wiring import wiring_for
 
 OBJECTIVES = ("cost", "time")
@@ -65,6 +66,7 @@ def submit_job(
         check_email(notify_email, field="notify.email")
     keys = file_mount_keys or {}
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
+    check_job_storage(settings, pipeline, owner=owner, filename=filename, text=task_text)
     wiring = wiring_for(settings)
     job = wiring.store.jobs(
         job_id=job_id or new_job_id(),
