@@ -385,6 +385,7 @@ class BucketClient:
             body = None
             if body_path is not None:
                 headers["Content-Length"] = str(body_path.stat().st_size)
+                headers["Content-Type"] = "application/octet-stream"  # urllib's default is a form
                 body = open(str(body_path), "rb")  # noqa: SIM115 - closed below, after the request
             request = urllib.request.Request(url, data=body, method=method, headers=headers)
             try:

@@ -24,6 +24,8 @@ from shared.api_models import (
     JobList,
     LogsResponse,
     PlanRequest,
+    StorageCredentialsRequest,
+    StorageCredentialsResponse,
     SubmitJobRequest,
     SubmitJobResponse,
     UploadRequest,
@@ -125,6 +127,15 @@ def agent_config(job_id: str, caller: None) -> dict[str, Any]:
         body=AgentStatusRequest, response=AgentStatusResponse, errors=(404, 409))  # fmt: skip
 def agent_status(job_id: str, caller: None, body: AgentStatusRequest) -> AgentStatusResponse:
     return job_views.agent_status(Settings.from_env(), job_id, body)
+
+
+@_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",
+        body=StorageCredentialsRequest, response=StorageCredentialsResponse, errors=(404,))  # fmt: skip
+def agent_storage(job_id: str, caller: None, body: StorageCredentialsRequest) -> StorageCredentialsResponse:
+    from shared.jobs.job_storage import fresh_node_storage
+
+    storage = fresh_node_storage(Settings.from_env(), job_id, body.instance_id)
+    return StorageCredentialsResponse(storage=storage)
 
 
 @functools.cache

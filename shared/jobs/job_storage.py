@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.clouds.errors import InvalidLaunchError
+from shared.errors import NotFoundError
 from shared.jobs.task_records import load_pipeline_of
 from shared.storage.lifecycle import (
     StorageFailure,
@@ -15,7 +16,7 @@ from shared.storage.lifecycle import (
 )
 from shared.storage.rclone import rclone_commands
 from shared.store.models import ClusterModel, JobModel
-from shared.wiring import Wiring
+from shared.wiring import Wiring, wiring_for
 
 
 def prepare_storage(wiring: Wiring, job: JobModel, cloud: str) -> None:
@@ -60,3 +61,15 @@ def mount_options(task: Any, path: str) -> dict[str, Any]:
     config = getattr(spec, "config", None)
     cached = getattr(config, "mount_cached", None)
     return cached.model_dump(exclude_none=True) if cached is not None else {}
+
+
+def fresh_node_storage(settings: Any, job_id: str, instance_id: str) -> list[dict[str, Any]]:
+    """New credentials for a node of the job's current cluster (its old ones are about to expire);
+    NotFoundError for any other node."""
+    wiring = wiring_for(settings)
+    job = wiring.store.get(job_id)
+    cluster = wiring.store.cluster(job.cluster_id) if job is not None else None
+    if job is None or cluster is None or instance_id not in (cluster.nodes or {}):
+        raise NotFoundError(f"{instance_id} is not a node of job {job_id} now", field="instance_id")
+    task = load_pipeline_of(wiring, job).tasks[int(job.task_index)]
+    return storage_for_node(wiring, job, task, cluster)

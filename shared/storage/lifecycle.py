@@ -10,6 +10,8 @@ twice.
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from shared.errors import UserError
@@ -40,6 +42,7 @@ def check_job_storage(
 
 
 def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: str | None) -> None:
+    _check_local_mount_paths(settings, pipeline, filename)
     backends = StorageBackends(settings)
     for task in pipeline.tasks:
         if not any(not isinstance(s, str) or "://" in s for s in (task.file_mounts or {}).values()):
@@ -58,6 +61,30 @@ def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: st
                 raise UserError(
                     f"bucket {mount.bucket} belongs to another skyless user", file=filename, field=mount.field
                 )
+
+
+def _check_local_mount_paths(settings: Any, pipeline: Any, filename: str | None) -> None:
+    """A local-cloud node shows absolute mount paths (`/checkpoint`) to its task through a private mount
+    namespace; where this machine allows none, such a path could not be where the task looks: refused."""
+    if "local" not in settings.providers:
+        return
+    for task in pipeline.tasks:
+        for path in task.file_mounts or {}:
+            if path.startswith("/") and not local_namespaces_work(settings.local_dir):
+                raise UserError(
+                    "absolute mount paths need a private mount namespace on the local cloud, and this "
+                    "machine allows none (user namespaces are disabled)",
+                    file=filename,
+                    field=f"file_mounts.{path}",
+                    hint=f"mount it under the node's home instead: ~{path}",
+                )
+
+
+@cache
+def local_namespaces_work(local_dir: Path) -> bool:
+    from node_agent.agent import mount_namespace_works
+
+    return mount_namespace_works(local_dir / "namespace-probe")
 
 
 def line_of_mount_field(text: str, pipeline: Any, field: str) -> int | None:
