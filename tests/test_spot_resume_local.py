@@ -113,7 +113,8 @@ def test_spot_example_resumes_from_its_bucket_after_preemptions_in_run_and_in_se
     last_step_before = max(int(s) for s in re.findall(r"step (\d+)/12", _log(api, job_id)))
 
     # 2. preempted during the next attempt's setup
-    wait(job_id, lambda j: j["attempt"] >= 1 and j["state"] == "SETTING_UP" and "setup #2" in _log(api, job_id))
+    in_setup = lambda j: j["attempt"] >= 1 and j["state"] == "SETTING_UP" and "setup #2" in _log(api, job_id)  # noqa: E731
+    wait(job_id, in_setup)
     preempt = cli("local", "preempt", job_id, "--grace", "5")
     assert preempt.returncode == 0, preempt.stdout + preempt.stderr
 
