@@ -140,8 +140,10 @@ def test_spot_example_resumes_from_its_bucket_after_preemptions_in_run_and_in_se
     logs = cli("logs", job_id)
     assert logs.returncode == 0, logs.stderr
     assert re.search(r"^----- attempt 1: \S+ \S+ \(spot\) -----$", logs.stdout, re.M), logs.stdout
-    assert logs.stdout.index("----- attempt 1") < logs.stdout.index("setup #2") < logs.stdout.index(
-        "----- attempt 2"
+    assert (
+        logs.stdout.index("----- attempt 1")
+        < logs.stdout.index("setup #2")
+        < logs.stdout.index("----- attempt 2")
     )
 
     # Never two live clusters; three attempts' clusters came and went.
