@@ -24,8 +24,8 @@ from shared.storage.backends import S3Backend
 
 @pytest.fixture
 def backend(moto_endpoint: str) -> S3Backend:
-    return S3Backend(store_label="local", region="us-east-1", endpoint_url=moto_endpoint,
-                     node_endpoint=moto_endpoint, role_arn="arn:aws:iam::123456789012:role/t-storage")  # fmt: skip
+    role = "arn:aws:iam::123456789012:role/t-storage"
+    return S3Backend("local", "us-east-1", moto_endpoint, node_endpoint=moto_endpoint, role_arn=role)
 
 
 def _entry(backend: S3Backend, bucket: str, prefix: str = "", mode: str = "MOUNT_CACHED", path: str = "/c"):
@@ -97,7 +97,7 @@ def test_one_object_copied_lands_as_that_file_and_a_copy_writes_nothing_back(bac
     assert mirror.push() == 0 and _objects(s3, bucket) == {"models/weights.bin": b"weights"}
 
 
-def _agent_with_bucket(s3: Any, backend: S3Backend, run: str, setup: str | None = None) -> tuple[dict, str, str]:
+def _agent_with_bucket(s3: Any, backend: S3Backend, run: str, setup: str | None = None) -> tuple[dict, str, str]:  # noqa: E501
     logs, job = f"logs-{uuid.uuid4().hex[:8]}", f"job-{uuid.uuid4().hex[:8]}"
     bucket = f"ckpt-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(Bucket=logs)

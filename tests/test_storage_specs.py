@@ -40,7 +40,7 @@ def test_a_named_storage_object_is_created_by_skyless_mounted_by_default_and_kep
     )
     assert (ckpt.store, ckpt.bucket, ckpt.mode, ckpt.persistent, ckpt.managed, ckpt.write_back) == (
         None, "my-ckpt", "MOUNT", True, True, True)  # fmt: skip
-    assert (outputs.store, outputs.mode, outputs.persistent, outputs.write_back) == ("gcs", "COPY", False, False)
+    assert (outputs.store, outputs.mode, outputs.persistent) == ("gcs", "COPY", False) and not outputs.write_back
     assert (data.store, data.bucket, data.prefix, data.managed, data.read_only, data.write_back) == (
         "s3", "shared-data", "v2", False, True, False)  # fmt: skip
 
@@ -84,6 +84,6 @@ def test_a_store_this_deployment_does_not_reach_is_refused_and_the_local_runtime
 
     monkeypatch.setenv("SKYLESS_STORES", "s3=aws")
     with pytest.raises(UserError) as caught:
-        check_job_storage(stack.with_(providers="aws=aws"), pipeline, owner="u1", filename="t.yaml", text=text)
+        check_job_storage(stack.with_(providers="aws=aws"), pipeline, owner="u1", filename="t", text=text)
     assert "gs:// buckets are not reached by this deployment" in caught.value.message
     assert (caught.value.field, caught.value.line) == ("file_mounts.~/w", 4)
