@@ -97,7 +97,9 @@ def test_one_object_copied_lands_as_that_file_and_a_copy_writes_nothing_back(bac
     assert mirror.push() == 0 and _objects(s3, bucket) == {"models/weights.bin": b"weights"}
 
 
-def _agent_with_bucket(s3: Any, backend: S3Backend, run: str, setup: str | None = None) -> tuple[dict, str, str]:  # noqa: E501
+def _agent_with_bucket(
+    s3: Any, backend: S3Backend, run: str, setup: str | None = None
+) -> tuple[dict, str, str]:  # noqa: E501
     logs, job = f"logs-{uuid.uuid4().hex[:8]}", f"job-{uuid.uuid4().hex[:8]}"
     bucket = f"ckpt-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(Bucket=logs)
@@ -111,15 +113,16 @@ def _agent_with_bucket(s3: Any, backend: S3Backend, run: str, setup: str | None 
 def test_preemption_notice_writes_back_before_the_node_reports_preempting(backend, tmp_path: Path):
     s3 = boto3.client("s3", endpoint_url=backend.endpoint_url)
     run = (
-        'step=$(cat /ckpt/step); trap \'echo "$step" > /ckpt/step; echo saved $step; exit 0\' TERM\n'
+        "step=$(cat /ckpt/step); trap 'echo \"$step\" > /ckpt/step; echo saved $step; exit 0' TERM\n"
         "while true; do step=$((step + 1)); echo $step > /ckpt/step; sleep 0.05; done\n"
     )
     config, job, bucket = _agent_with_bucket(s3, backend, run)
     bucket_when_preempting: list[bytes] = []
 
     with AgentProtocolServer(config, not_ready_times=0) as api:
-        api.on_status = lambda status: status["phase"] == "preempting" and bucket_when_preempting.append(
-            s3.get_object(Bucket=bucket, Key=f"{job}/step")["Body"].read()
+        api.on_status = lambda status: (
+            status["phase"] == "preempting"
+            and bucket_when_preempting.append(s3.get_object(Bucket=bucket, Key=f"{job}/step")["Body"].read())
         )
         agent = _start_agent(api.url, job, tmp_path / "node", SKYLESS_STORAGE_SYNC_SECONDS="60")
         _wait_for(lambda: "running" in api.phases())
@@ -143,8 +146,8 @@ def test_the_task_sees_the_bucket_at_its_absolute_path_and_the_end_writes_back_b
     bucket_when_done: list[dict] = []
 
     with AgentProtocolServer(config, not_ready_times=0) as api:
-        api.on_status = lambda status: status["phase"] == "succeeded" and bucket_when_done.append(
-            _objects(s3, bucket)
+        api.on_status = lambda status: (
+            status["phase"] == "succeeded" and bucket_when_done.append(_objects(s3, bucket))
         )
         agent = _start_agent(api.url, job, tmp_path / "node", SKYLESS_STORAGE_SYNC_SECONDS="60")
         assert agent.wait(60) == 0, agent.stderr.read().decode()

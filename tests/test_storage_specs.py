@@ -40,7 +40,8 @@ def test_a_named_storage_object_is_created_by_skyless_mounted_by_default_and_kep
     )
     assert (ckpt.store, ckpt.bucket, ckpt.mode, ckpt.persistent, ckpt.managed, ckpt.write_back) == (
         None, "my-ckpt", "MOUNT", True, True, True)  # fmt: skip
-    assert (outputs.store, outputs.mode, outputs.persistent) == ("gcs", "COPY", False) and not outputs.write_back
+    assert (outputs.store, outputs.mode, outputs.persistent) == ("gcs", "COPY", False)
+    assert not outputs.write_back
     assert (data.store, data.bucket, data.prefix, data.managed, data.read_only, data.write_back) == (
         "s3", "shared-data", "v2", False, True, False)  # fmt: skip
 
