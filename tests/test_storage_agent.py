@@ -99,7 +99,7 @@ def test_one_object_copied_lands_as_that_file_and_a_copy_writes_nothing_back(bac
 
 def _agent_with_bucket(
     s3: Any, backend: S3Backend, run: str, setup: str | None = None
-) -> tuple[dict, str, str]:  # noqa: E501
+) -> tuple[dict, str, str]:
     logs, job = f"logs-{uuid.uuid4().hex[:8]}", f"job-{uuid.uuid4().hex[:8]}"
     bucket = f"ckpt-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(Bucket=logs)
