@@ -203,3 +203,21 @@ def test_the_local_backend_is_the_runtimes_own_s3_for_every_store(stack: Setting
     assert backends.store_for_cloud("gcp") == "gcs" and backends.store_for_cloud("lambda") == "s3"
     deployed = StorageBackends(stack.with_(providers="aws=aws,gcp=gcp"), environ={})
     assert deployed.for_store("gcs") is None and deployed.store_for_cloud("gcp") == "s3"
+
+
+def test_a_task_bucket_of_the_local_runtime_outlives_a_restart_through_the_snapshot(
+    stack: Settings, tmp_path
+):
+    from local_runtime.state_snapshot import restore_snapshot, save_snapshot
+
+    name = f"ckpt-{uuid.uuid4().hex[:8]}"
+    prepare_job_storage(stack, _job(), _task(f"  /ckpt:\n    name: {name}\n"), "aws")
+    s3 = boto3.client("s3", endpoint_url=stack.endpoint_url)
+    s3.put_object(Bucket=name, Key="run/step", Body=b"9\n")
+    save_snapshot(stack, tmp_path / "state.json")
+    s3.delete_object(Bucket=name, Key="run/step")
+    s3.delete_bucket(Bucket=name)  # what a fresh embedded endpoint looks like
+
+    restore_snapshot(stack, tmp_path / "state.json")
+
+    assert s3.get_object(Bucket=name, Key="run/step")["Body"].read() == b"9\n"
