@@ -951,7 +951,7 @@ class Agent:
                     for note in notes:
                         shipper.write(note.encode())
                 self.start_storage(config, env, shipper)
-            except (OSError, ValueError, tarfile.TarError, AgentHttpError) as error:
+            except (OSError, ValueError, tarfile.TarError, AgentHttpError, ElementTree.ParseError) as error:
                 shipper.write((f"skyless: could not fetch the workdir or file mounts: {error}\n").encode())
                 return self.finish("failed", 1, f"fetching workdir/file mounts failed: {error}", shipper)
             if self.preempted.is_set() or self.cancelled.is_set():
