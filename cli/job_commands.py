@@ -281,6 +281,8 @@ def local_workdirs(text: str, filename: str, env: dict[str, str]) -> list[Path]:
     pipeline = load_pipeline(text, filename=filename, env_overrides=env)
     found: list[Path] = []
     for task in pipeline.tasks:
+        for note in task.unsupported:  # where skyless differs from SkyPilot, as `skyless plan` says
+            console.print(f"[yellow]note:[/yellow] {_escape(note)}")
         workdir = task.workdir
         if isinstance(workdir, str) and "://" not in workdir:
             path = Path(workdir).expanduser()

@@ -11,6 +11,7 @@ freshly created stack.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -84,19 +85,31 @@ def take_snapshot(settings: Settings) -> dict[str, Any]:
             items.extend(page["Items"])
         tables[name] = items
     s3 = aws_client("s3", settings)
-    objects: dict[str, str] = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=settings.bucket):
-        for item in page.get("Contents", []):
-            body = s3.get_object(Bucket=settings.bucket, Key=item["Key"])["Body"].read()
-            objects[item["Key"]] = base64.b64encode(body).decode()
     return {
         "version": SNAPSHOT_VERSION,
         "taken_at": time.time(),
         "prefix": settings.prefix,
         "tables": _encode(tables),
-        "objects": objects,
+        "objects": _bucket_objects(s3, settings.bucket),
+        "task_buckets": {name: _bucket_objects(s3, name) for name in _task_buckets(tables, settings)},
         "queues": _queue_messages(settings),
     }
+
+
+def _bucket_objects(s3: Any, bucket: str) -> dict[str, str]:
+    objects: dict[str, str] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            body = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+            objects[item["Key"]] = base64.b64encode(body).decode()
+    return objects
+
+
+def _task_buckets(tables: dict[str, list[dict[str, Any]]], settings: Settings) -> list[str]:
+    """The buckets tasks mount that the registry holds as live (shared.storage.registry): on the local
+    runtime they live in the embedded endpoint too, so a checkpoint outlives `local down`."""
+    items = tables.get(settings.table_name("buckets"), [])
+    return sorted(i["bucket"]["S"] for i in items if i.get("state", {}).get("S") == "ACTIVE")
 
 
 def save_snapshot(settings: Settings, path: Path) -> None:
@@ -130,6 +143,11 @@ def restore_snapshot(settings: Settings, path: Path) -> dict[str, int]:
     s3 = aws_client("s3", settings)
     for key, body in snapshot["objects"].items():
         s3.put_object(Bucket=settings.bucket, Key=key, Body=base64.b64decode(body))
+    for bucket, objects in snapshot.get("task_buckets", {}).items():
+        with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+            s3.create_bucket(Bucket=bucket)
+        for key, body in objects.items():
+            s3.put_object(Bucket=bucket, Key=key, Body=base64.b64decode(body))
     sqs = aws_client("sqs", settings)
     message_count = 0
     for kind, messages in snapshot["queues"].items():

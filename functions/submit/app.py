@@ -35,6 +35,8 @@ from shared.api.models import (
     JobList,
     LogsResponse,
     PlanRequest,
+    StorageCredentialsRequest,
+    StorageCredentialsResponse,
     SubmitJobRequest,
     SubmitJobResponse,
     UploadRequest,
@@ -156,6 +158,13 @@ COST_QUERY = (
         response=CostReportResponse, query=COST_QUERY, errors=(400, 403))  # fmt: skip
 def cost_report(caller: User) -> CostReportResponse:
     return cost_views.report(Settings.from_env(), caller, query_params(app))
+@_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",
+        body=StorageCredentialsRequest, response=StorageCredentialsResponse, errors=(404,))  # fmt: skip
+def agent_storage(job_id: str, caller: None, body: StorageCredentialsRequest) -> StorageCredentialsResponse:
+    from shared.jobs.job_storage import fresh_node_storage
+
+    storage = fresh_node_storage(Settings.from_env(), job_id, body.instance_id)
+    return StorageCredentialsResponse(storage=storage)
 
 
 @functools.cache

@@ -177,3 +177,15 @@ class AgentConfigResponse(BaseModel):
     file_mounts: list[FileMount]
     log_upload: LogUpload
     heartbeat_seconds: int
+    attempt: int = 0
+    storage: list[dict[str, Any]] = Field(
+        default_factory=list, description="Bucket mounts with credentials scoped to each (shared/storage)."
+    )
+
+
+class StorageCredentialsRequest(RequestBody):
+    instance_id: str = Field(min_length=1, max_length=256)
+
+
+class StorageCredentialsResponse(BaseModel):
+    storage: list[dict[str, Any]]

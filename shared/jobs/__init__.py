@@ -4,10 +4,10 @@ Steps: `submission` (a task file becomes a PENDING job), `planning` (optimize), 
 the next candidate, failover), `agent_reports` (what nodes say: config, phases, heartbeats), `recovery`
 (preemptions and lost nodes), `instance_events` (cloud preemption events), `cancellation`, and the sweeps
 `reconcile` (lost events, silent nodes, stuck jobs) and `reaper` (VMs no job owns). Each step answers an
-`outcomes.Outcome`. Reads for the API: `views` (one job, a user's jobs, logs), `job_filters`, `blocks`
-(places a job may not use again) and `cost_report`; `run_status` writes runs/<job>/status.json.
-The rest (`costs`, `messages`, `nodes`, `task_records`, `tokens`, `file_mounts`, `node_env`) are the
-steps' parts.
+`outcomes.Outcome`. `job_storage` is the jobs side of bucket mounts. Reads for the API: `views` (one job,
+a user's jobs, logs), `job_filters`, `blocks` (places a job may not use again) and `cost_report`;
+`run_status` writes runs/<job>/status.json. The rest (`costs`, `messages`, `nodes`, `task_records`,
+`tokens`, `file_mounts`, `node_env`) are the steps' parts.
 """
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "file_mounts",
     "instance_events",
     "job_filters",
+    "job_storage",
     "outcomes",
     "planning",
     "provisioning",

@@ -26,6 +26,7 @@ from shared.jobs.blocks import (
     sticky,
     zone_block,
 )
+from shared.jobs.job_storage import prepare_storage, release_storage
 from shared.jobs.messages import ProvisionMessage, cluster_id_for, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, plan_of
@@ -125,6 +126,7 @@ def task_launch_fields(wiring: Wiring, job: JobModel) -> dict[str, Any]:
 
 def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
     provider = wiring.providers.provider_for(candidate.cloud)
+    prepare_storage(wiring, job, candidate.cloud)
     cluster_id = cluster_id_for(job.job_id, int(job.attempt))
     spec = LaunchSpec(
         job_id=job.job_id,
@@ -237,6 +239,8 @@ def _wait_or_give_up(wiring: Wiring, job: JobModel, blocks: list[Block], tried: 
 
 def _fail(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
     moved = wiring.store.move(job, JobState.FAILED, reason, changes={"reason": reason})
+    if moved:
+        release_storage(wiring, job)
     return Outcome.DONE if moved else Outcome.ALREADY_DONE
 
 
@@ -250,6 +254,9 @@ def teardown_cluster(wiring: Wiring, job_id: str, cluster_id: str) -> Outcome:
         providers = wiring.providers.usable_providers()
     for provider in providers:
         provider.terminate(cluster_id)
+    job = wiring.store.get(job_id)
+    if job is not None and is_terminal(job.state):
+        release_storage(wiring, job)  # after the nodes are gone: their last write-back has landed
     if cluster is not None and wiring.store.mark_cluster_terminated(cluster):
         wiring.store.note(job_id, "teardown", f"cluster {cluster_id} terminated")
         return Outcome.DONE

@@ -12,6 +12,7 @@ from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
 from shared.states import JobState
+from shared.storage.lifecycle import check_job_storage
 from shared.wiring import wiring_for
 
 OBJECTIVES = ("cost", "time")
@@ -60,6 +61,7 @@ def submit_job(
     )
     keys = file_mount_keys or {}
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
+    check_job_storage(settings, pipeline, owner=owner, filename=filename, text=task_text)
     wiring = wiring_for(settings)
     job = wiring.store.jobs(
         job_id=job_id or new_job_id(),

@@ -182,7 +182,34 @@ def read_logs(settings: Settings, job_id: str, *, owner: str | None, rank: int =
         raise UserError("not a cursor of this job's log", field="after")
     keys = wiring.objects.list_keys(prefix, after=after)
     chunk_keys = keys[:MAX_LOG_CHUNKS_PER_READ]
-    text = "".join(wiring.objects.get_text(key) or "" for key in chunk_keys)
+    text = ""
+    previous = attempt_of_log_key(after) if after else 0
+    for key in chunk_keys:
+        attempt = attempt_of_log_key(key)
+        if attempt is not None and attempt != previous:
+            text += ("" if text.endswith("\n") or not text else "\n") + attempt_banner(
+                wiring, job_id, attempt
+            )
+            previous = attempt
+        text += wiring.objects.get_text(key) or ""
     cursor = chunk_keys[-1] if chunk_keys else after
     finished = is_terminal(job.state) and len(keys) <= MAX_LOG_CHUNKS_PER_READ
     return LogPage(job_id, rank, text, cursor, finished)
+
+
+def attempt_of_log_key(key: str) -> int | None:
+    """The attempt of a log chunk key `runs/<job>/logs/<rank>/<attempt:03d>-<n>.log`."""
+    head, dash, _ = key.rsplit("/", 1)[-1].partition("-")
+    return int(head) if dash and head.isdigit() else None
+
+
+def attempt_banner(wiring: Any, job_id: str, attempt: int) -> str:
+    """The line that opens each attempt's part of a log after the first: where that attempt ran."""
+    from shared.jobs.messages import cluster_id_for
+
+    cluster = wiring.store.cluster(cluster_id_for(job_id, attempt))
+    where = ""
+    if cluster is not None:
+        place = "/".join(p for p in (cluster.cloud, cluster.region, cluster.zone) if p)
+        where = f": {place} {cluster.instance_type}" + (" (spot)" if cluster.use_spot else "")
+    return f"----- attempt {attempt}{where} -----\n"

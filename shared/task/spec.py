@@ -214,6 +214,12 @@ class Task(SpecModel):
             notes.append("service: read, not run by skyless (SkyServe services)")
         if self.pool is not None:
             notes.append("pool: read, not run by skyless (worker pools)")
+        for path, source in (self.file_mounts or {}).items():
+            if isinstance(source, StorageObject) and (source.mode or "MOUNT") == "MOUNT":
+                notes.append(
+                    f"file_mounts.{path}: MOUNT on the local cloud is a copy written back every 5 s and when "
+                    "the node lets go (as MOUNT_CACHED); other nodes' writes show at the next attempt"
+                )
         return notes
 
     def resource_choice(self) -> ResourceChoice:

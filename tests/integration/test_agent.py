@@ -37,6 +37,7 @@ class AgentProtocolServer:
         self.fail_next_status = 1  # the first status post gets a 503: the agent must retry it
         self.metadata_notice: str | None = None
         self.cancel_after: str | None = None  # answer {"cancel": true} to statuses after this phase
+        self.on_status: Any = None  # called with each status post before it is answered
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -85,6 +86,8 @@ class AgentProtocolServer:
                 status = json.loads(body)
                 cancel = outer.cancel_after is not None and outer.cancel_after in outer.phases()
                 outer.statuses.append(status)
+                if outer.on_status is not None:
+                    outer.on_status(status)
                 self._send(200, json.dumps({"job_id": "j", "state": "RUNNING", "cancel": cancel}).encode())
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
