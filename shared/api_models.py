@@ -170,3 +170,4 @@ class AgentConfigResponse(BaseModel):
     file_mounts: list[FileMount]
     log_upload: LogUpload
     heartbeat_seconds: int
+    agent_token: str = Field(description="What the agent reports status with (Authorization: Bearer).")

@@ -12,7 +12,7 @@ from node_agent.user_data import AGENT_SOURCE, render_user_data
 
 def _render(cloud: str = "aws", **extra: str) -> str:
     return render_user_data(api_url="https://api.example.com", job_id="j-1", cluster_id="c-1",
-                            agent_token="tok'en; rm -rf /", cloud=cloud, **extra)
+                            boot_token="tok'en; rm -rf /", cloud=cloud, **extra)
 
 
 def test_user_data_carries_the_agent_byte_for_byte_and_fits_ec2_limit():
@@ -25,7 +25,7 @@ def test_user_data_carries_the_agent_byte_for_byte_and_fits_ec2_limit():
 def test_user_data_is_valid_bash_and_quotes_the_token():
     script = _render()
     assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
-    assert "export SKYLESS_AGENT_TOKEN='tok'\"'\"'en; rm -rf /'" in script
+    assert "export SKYLESS_BOOT_TOKEN='tok'\"'\"'en; rm -rf /'" in script
     assert "export SKYLESS_CLOUD=aws" in script
 
 

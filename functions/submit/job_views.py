@@ -23,11 +23,12 @@ from shared.api_models import (
     UploadRequest,
     UploadResponse,
 )
+from shared.auth import BootCaller
 from shared.config import Settings
 from shared.errors import NotFoundError, TaskFileError, UserError
-from shared.jobs.agent_reports import agent_config as node_config
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
+from shared.jobs.node_claims import first_config
 from shared.jobs.submission import submit_job
 from shared.jobs.views import get_job, list_jobs, read_logs
 from shared.object_store import S3ObjectStore
@@ -112,13 +113,12 @@ def logs(settings: Settings, caller: User, job_id: str, *, rank: int, after: str
                         finished=page.finished)  # fmt: skip
 
 
-def agent_config(settings: Settings, job_id: str, instance_id: str) -> dict[str, Any]:
+def agent_config(settings: Settings, job_id: str, instance_id: str, caller: BootCaller) -> dict[str, Any]:
     if not instance_id or len(instance_id) > 256:
         raise UserError("the asking node's instance id is required", field="instance_id")
-    config = node_config(settings, job_id, instance_id)
-    if config is None:
+    answer = first_config(settings, job_id, instance_id, caller.attempt, caller.node_key)
+    if answer is None:
         raise NotReadyError("not every node of the cluster is known yet", hint="retry in a second")
-    answer = config.as_dict()
     AgentConfigResponse.model_validate(answer)  # the contract holds, extra fields allowed
     return answer
 

@@ -17,7 +17,7 @@ from shared.auth import AuthError
 from shared.errors import ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
-Auth = Literal["user", "agent", "none"]
+Auth = Literal["user", "agent", "boot", "none"]
 
 
 class NotReadyError(UserError):
