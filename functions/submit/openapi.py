@@ -43,6 +43,11 @@ def build_openapi(
             "securitySchemes": {
                 "apiKey": {"type": "http", "scheme": "bearer", "description": "A user's API key"},
                 "jobToken": {"type": "http", "scheme": "bearer", "description": "A job's agent token"},
+                "bootToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A node's boot token (user-data), with the agent's own X-Skyless-Node-Key",
+                },
             },
         },
     }
@@ -79,6 +84,8 @@ def _operation(route: RouteSpec, schemas: dict[str, Any]) -> dict[str, Any]:
         operation["security"] = [{"apiKey": []}]
     elif route.auth == "agent":
         operation["security"] = [{"jobToken": []}]
+    elif route.auth == "boot":
+        operation["security"] = [{"bootToken": []}]
     else:
         operation["security"] = []
     codes = set(route.errors)
