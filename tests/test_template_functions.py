@@ -549,6 +549,18 @@ def test_user_data_holds_no_secret_only_the_boot_token(
         assert secret not in script
 
 
+def test_the_job_ended_filter_passes_terminal_state_events_only(deployed: DeployedStack) -> None:
+    job_ended = deployed.functions["SubmitFunction"].events["JobEnded"]["Properties"]
+    pattern = json.loads(job_ended["FilterCriteria"]["Filters"][0]["Pattern"])
+    [record] = event_fixture("dynamodb_stream_state_event.json")["Records"]
+    assert matches_pattern(pattern, record)
+    running = copy.deepcopy(record)
+    running["dynamodb"]["NewImage"]["state"]["S"] = "RUNNING"
+    note = copy.deepcopy(record)
+    note["dynamodb"]["NewImage"]["kind"]["S"] = "note"
+    assert not matches_pattern(pattern, running) and not matches_pattern(pattern, note)
+
+
 def test_the_stream_functions_answer_partial_batch_responses(journey: dict[str, Any]) -> None:
     ended = {r["dynamodb"]["NewImage"]["state"]["S"] for r in journey["terminal_records"]}
     assert ended == {"FAILED", "CANCELLED"}, "the jobs' terminal state events pass the JobEnded filter"
