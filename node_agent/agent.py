@@ -2,8 +2,11 @@
 
 Standard library only, Python >= 3.8: this one file is shipped to VMs inside user-data.
 Started with SKYLESS_API_URL, SKYLESS_JOB_ID, SKYLESS_CLUSTER_ID, SKYLESS_INSTANCE_ID,
-SKYLESS_AGENT_TOKEN (and optionally SKYLESS_NODE_IP, SKYLESS_CLOUD) in its environment; its working
+SKYLESS_BOOT_TOKEN (and optionally SKYLESS_NODE_IP, SKYLESS_CLOUD) in its environment; its working
 directory is the node's home (the sandbox folder for the local cloud, ~ on a VM).
+
+The boot token (from user-data) buys one config fetch for this node, bound to a key the agent makes at
+start and keeps in memory; the answer carries the agent token it reports with. Nothing secret is written.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import io
 import json
 import os
 import random
+import secrets
 import signal
 import subprocess
 import sys
@@ -95,12 +99,14 @@ def with_retries(
 class ApiClient:
     """The agent side of the node agent protocol (docs/architecture.md)."""
 
-    def __init__(self, api_url: str, job_id: str, instance_id: str, token: str) -> None:
+    def __init__(self, api_url: str, job_id: str, instance_id: str, boot_token: str) -> None:
         self.api_url = api_url.rstrip("/")
         self.job_id = job_id
         self.instance_id = instance_id
-        self.headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+        self.node_key = secrets.token_hex(32)  # binds the one config fetch to this process
+        self.headers = {"Authorization": "Bearer " + boot_token, "Content-Type": "application/json"}
         self.on_cancel: Callable[[], None] | None = None  # the API says the job is over
+        self.has_agent_token = False  # reports need the agent token the config answer carries
 
     def fetch_config(
         self,
@@ -117,10 +123,15 @@ class ApiClient:
             urllib.parse.urlencode({"instance_id": self.instance_id}),
         )
         deadline = time.monotonic() + give_up_after
+        headers = {**self.headers, "X-Skyless-Node-Key": self.node_key}
         while True:
-            status, body = with_retries(lambda: http_request(url, headers=self.headers))
+            status, body = with_retries(lambda: http_request(url, headers=headers))
             if status == 200:
-                return json.loads(body.decode("utf-8"))
+                config = json.loads(body.decode("utf-8"))
+                if config.get("agent_token"):  # from now on the boot token opens nothing
+                    self.headers = {**self.headers, "Authorization": "Bearer " + config["agent_token"]}
+                    self.has_agent_token = True
+                return config
             if status != NOT_READY_STATUS or time.monotonic() > deadline:
                 raise AgentHttpError(status, body.decode("utf-8", "replace"))
             if stop():
@@ -880,7 +891,7 @@ class Agent:
         self.watcher = metadata_watcher(self.cloud, env)
         self.home = home
         self.api = ApiClient(
-            env["SKYLESS_API_URL"], self.job_id, self.instance_id, env["SKYLESS_AGENT_TOKEN"]
+            env["SKYLESS_API_URL"], self.job_id, self.instance_id, env["SKYLESS_BOOT_TOKEN"]
         )
         self.preempted = threading.Event()
         self.finished = threading.Event()
@@ -901,6 +912,9 @@ class Agent:
             return  # includes the SIGTERM the agent sent its own process group
         self.preempted.set()
         log(f"preemption notice: {reason}")
+        if not self.api.has_agent_token:
+            return  # before its config nothing runs, and the boot token opens only the config: the cloud's
+            # own preemption event tells the control plane
         self.preempting_report = threading.Thread(
             target=self.let_go, args=(reason,), name="report-preempting", daemon=True
         )
@@ -1011,7 +1025,7 @@ class Agent:
             return self.finish("failed", 143, None, shipper)
         workdir = self.home / "sky_workdir"
         env = dict(os.environ)
-        for name in ("SKYLESS_AGENT_TOKEN",):
+        for name in ("SKYLESS_BOOT_TOKEN", "SKYLESS_AGENT_TOKEN"):
             env.pop(name, None)
         setup_env = {**env, **skypilot_env(config, "setup")}
         run_env = {**env, **skypilot_env(config, "run")}
@@ -1076,7 +1090,7 @@ def main() -> int:
     home = Path(os.environ.get("SKYLESS_NODE_HOME") or os.getcwd())
     missing = [
         name
-        for name in ("SKYLESS_API_URL", "SKYLESS_JOB_ID", "SKYLESS_AGENT_TOKEN")
+        for name in ("SKYLESS_API_URL", "SKYLESS_JOB_ID", "SKYLESS_BOOT_TOKEN")
         if not os.environ.get(name)
     ]
     if missing:

@@ -77,12 +77,14 @@ def render_user_data(
     api_url: str,
     job_id: str,
     cluster_id: str,
-    agent_token: str,
+    boot_token: str,
     cloud: str,
     run_as: str | None = None,
 ) -> str:
     """A bash user-data script: unpack the agent, learn this VM's id and IP, start the agent detached.
 
+    The only credential in it is the boot token (shared.jobs.tokens): it expires with the boot window and
+    buys one config fetch per node, so the script opens nothing once the agent has started.
     The agent file travels gzipped and base64-encoded, which keeps the script under EC2's 16 KB limit.
     The agent runs in its own session (setsid) from the user's home, so ~/sky_workdir is where SkyPilot
     puts it and stopping the agent's process group stops the task with it.
@@ -93,7 +95,7 @@ def render_user_data(
         "SKYLESS_API_URL": api_url,
         "SKYLESS_JOB_ID": job_id,
         "SKYLESS_CLUSTER_ID": cluster_id,
-        "SKYLESS_AGENT_TOKEN": agent_token,
+        "SKYLESS_BOOT_TOKEN": boot_token,
         "SKYLESS_CLOUD": cloud,
     }
     exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())

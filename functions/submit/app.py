@@ -25,7 +25,7 @@ from functions.submit.route_table import (
     query_params,
     register_route,
 )
-from shared.api.auth import authenticate_agent, authenticate_user
+from shared.api.auth import BootCaller, authenticate_agent, authenticate_boot, authenticate_user
 from shared.api.cost_models import CostReportResponse
 from shared.api.models import (
     AgentConfigResponse,
@@ -65,9 +65,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return gateway_events.for_payload(event, app(rest_event, context))
 
 
-def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> User | None:
+def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> User | BootCaller | None:
     if auth == "user":
         return authenticate_user(headers, Settings.from_env())
+    if auth == "boot":
+        return authenticate_boot(headers, path_args["job_id"], Settings.from_env())
     if auth == "agent":
         authenticate_agent(headers, path_args["job_id"], Settings.from_env())
     return None
@@ -134,11 +136,12 @@ def create_upload(caller: User, body: UploadRequest) -> UploadResponse:
 AGENT_QUERY = (QueryParam("instance_id", "string", "The asking node's instance id"),)
 
 
-@_route("/agent/{job_id}/config", "GET", "A node's task config (425 until every node is known)",
-        auth="agent", response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 425))  # fmt: skip
-def agent_config(job_id: str, caller: None) -> dict[str, Any]:
+@_route("/agent/{job_id}/config", "GET",
+        "A node's config and agent token, once per node, for its boot token (425 until every node is known)",
+        auth="boot", response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 425))  # fmt: skip
+def agent_config(job_id: str, caller: BootCaller) -> dict[str, Any]:
     instance_id = query_params(app).get("instance_id", "")
-    return job_views.agent_config(Settings.from_env(), job_id, instance_id)
+    return job_views.agent_config(Settings.from_env(), job_id, instance_id, caller)
 
 
 @_route("/agent/{job_id}/status", "POST", "A node reports its phase or a heartbeat", auth="agent",

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from functions.submit.route_table import NotReadyError
+from shared.api.auth import BootCaller
 from shared.api.models import (
     AgentConfigResponse,
     AgentStatusRequest,
@@ -27,10 +28,10 @@ from shared.api.models import (
 from shared.aws.object_store import S3ObjectStore
 from shared.config import Settings
 from shared.errors import NotFoundError, TaskFileError, UserError
-from shared.jobs.agent_reports import agent_config as node_config
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.job_filters import job_filter
+from shared.jobs.node_claims import first_config
 from shared.jobs.submission import new_job_id, submit_job
 from shared.jobs.views import get_job, list_jobs, read_logs
 from shared.notifications.settings import check_email, check_webhook, store_job_override
@@ -126,13 +127,12 @@ def logs(settings: Settings, caller: User, job_id: str, *, rank: int, after: str
                         finished=page.finished)  # fmt: skip
 
 
-def agent_config(settings: Settings, job_id: str, instance_id: str) -> dict[str, Any]:
+def agent_config(settings: Settings, job_id: str, instance_id: str, caller: BootCaller) -> dict[str, Any]:
     if not instance_id or len(instance_id) > 256:
         raise UserError("the asking node's instance id is required", field="instance_id")
-    config = node_config(settings, job_id, instance_id)
-    if config is None:
+    answer = first_config(settings, job_id, instance_id, caller.attempt, caller.node_key)
+    if answer is None:
         raise NotReadyError("not every node of the cluster is known yet", hint="retry in a second")
-    answer = config.as_dict()
     AgentConfigResponse.model_validate(answer)  # the contract holds, extra fields allowed
     return answer
 

@@ -51,6 +51,11 @@ def build_openapi(
                     "name": "skyless_session",
                     "description": "The dashboard's signed session, from signing in with an API key",
                 },
+                "bootToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A node's boot token (user-data), with the agent's own X-Skyless-Node-Key",
+                },
             },
         },
     }
@@ -90,7 +95,7 @@ def _operation(route: RouteSpec, schemas: dict[str, Any]) -> dict[str, Any]:
             "required": True,
             "content": {"application/x-www-form-urlencoded": {"schema": form_schema}},
         }
-    schemes = {"user": "apiKey", "agent": "jobToken", "session": "session"}
+    schemes = {"user": "apiKey", "agent": "jobToken", "boot": "bootToken", "session": "session"}
     operation["security"] = [{schemes[route.auth]: []}] if route.auth in schemes else []
     codes = set(route.errors)
     if route.auth in ("user", "agent"):

@@ -14,11 +14,10 @@ from chalice import Chalice, Response
 from chalice.app import Request
 from pydantic import BaseModel, ValidationError
 
-from shared.api.auth import AuthError
-from shared.errors import ConflictError, NotFoundError, UserError
+from shared.errors import AuthError, ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
-Auth = Literal["user", "agent", "session", "none"]  # session: the dashboard's signed cookie
+Auth = Literal["user", "agent", "boot", "session", "none"]  # session: the dashboard's signed cookie
 
 
 class NotReadyError(UserError):

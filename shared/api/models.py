@@ -181,6 +181,7 @@ class AgentConfigResponse(BaseModel):
     storage: list[dict[str, Any]] = Field(
         default_factory=list, description="Bucket mounts with credentials scoped to each (shared/storage)."
     )
+    agent_token: str = Field(description="What the agent reports status with (Authorization: Bearer).")
 
 
 class StorageCredentialsRequest(RequestBody):

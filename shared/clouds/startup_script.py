@@ -14,7 +14,7 @@ def startup_script(spec: LaunchSpec, *, pinned_id: str | None = None, run_as: st
         api_url=spec.agent_env.get("SKYLESS_API_URL", ""),
         job_id=spec.job_id,
         cluster_id=spec.cluster_id,
-        agent_token=spec.agent_env.get("SKYLESS_AGENT_TOKEN", ""),
+        boot_token=spec.agent_env.get("SKYLESS_BOOT_TOKEN", ""),
         cloud=spec.cloud,
         run_as=run_as,
     )

@@ -31,7 +31,7 @@ from shared.jobs.messages import ProvisionMessage, cluster_id_for, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, plan_of
 from shared.jobs.task_records import load_pipeline_of
-from shared.jobs.tokens import agent_token, token_hash
+from shared.jobs.tokens import agent_token, boot_token, token_hash
 from shared.optimizer.plan import Block, Candidate
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
@@ -143,7 +143,8 @@ def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
         accelerator_count=math.ceil(candidate.accelerator_count) if candidate.accelerator else 0,
         agent_env={
             "SKYLESS_API_URL": wiring.settings.api_url or "",
-            "SKYLESS_AGENT_TOKEN": agent_token(wiring.settings, job.job_id, int(job.attempt)),
+            # user-data's only credential: one config fetch per node, within the boot window
+            "SKYLESS_BOOT_TOKEN": boot_token(wiring.settings, job.job_id, int(job.attempt)),
         },
         **task_launch_fields(wiring, job),
     )

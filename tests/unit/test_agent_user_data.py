@@ -12,7 +12,7 @@ from node_agent.user_data import AGENT_SOURCE, render_user_data, strip_for_shipp
 
 def _render(cloud: str = "aws", **extra: str) -> str:
     return render_user_data(api_url="https://api.example.com", job_id="j-1", cluster_id="c-1",
-                            agent_token="tok'en; rm -rf /", cloud=cloud, **extra)
+                            boot_token="tok'en; rm -rf /", cloud=cloud, **extra)
 
 
 def test_user_data_carries_the_agent_less_only_docstrings_and_annotations_and_fits_ec2_limit():
@@ -31,7 +31,7 @@ def test_user_data_carries_the_agent_less_only_docstrings_and_annotations_and_fi
 def test_user_data_is_valid_bash_and_quotes_the_token():
     script = _render()
     assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
-    assert "export SKYLESS_AGENT_TOKEN='tok'\"'\"'en; rm -rf /'" in script
+    assert "export SKYLESS_BOOT_TOKEN='tok'\"'\"'en; rm -rf /'" in script
     assert "export SKYLESS_CLOUD=aws" in script
 
 
