@@ -60,7 +60,9 @@ def submit_job(
         task_text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {}
     )
     if notify_slack:
-        check_webhook(notify_slack, field="notify.slack_webhook")
+        check_webhook(
+            notify_slack, field="notify.slack_webhook", allow_loopback=settings.allow_loopback_webhooks
+        )
     if notify_email:
         check_email(notify_email, field="notify.email")
     keys = file_mount_keys or {}
