@@ -20,7 +20,7 @@ def control_plane_secret(settings: Settings) -> bytes:
         return from_env.encode("utf-8")
     path: Path = settings.local_dir / "agent-secret"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # owner only, as the local runtime's
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
