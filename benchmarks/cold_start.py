@@ -147,7 +147,10 @@ class Bench:
         self.sqs = aws_client("sqs", self.settings)
 
     def stop(self) -> None:
+        import shutil
+
         self.server.stop()
+        shutil.rmtree(self.settings.home, ignore_errors=True)
 
     def receive(self, kind: str, wait: int = 2) -> dict[str, Any]:
         url = self.sqs.get_queue_url(QueueName=self.settings.queue_name(kind))["QueueUrl"]
