@@ -33,6 +33,8 @@ class Settings:
     max_recoveries: int = 10  # preemptions/lost nodes a job survives
     # the role EventBridge Scheduler assumes to send schedule firings (the SAM template's SchedulerRole)
     scheduler_role_arn: str = "arn:aws:iam::123456789012:role/skyless-scheduler"
+    # webhooks may reach this machine (SKYLESS_ALLOW_LOOPBACK_WEBHOOKS=1): set by the local runtime only
+    allow_loopback_webhooks: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -52,6 +54,7 @@ class Settings:
             max_transient_retries=_env_int("SKYLESS_MAX_TRANSIENT_RETRIES", 5),
             max_recoveries=_env_int("SKYLESS_MAX_RECOVERIES", 10),
             scheduler_role_arn=env.get("SKYLESS_SCHEDULER_ROLE_ARN") or cls.scheduler_role_arn,
+            allow_loopback_webhooks=env.get("SKYLESS_ALLOW_LOOPBACK_WEBHOOKS", "") == "1",
         )
 
     def with_(self, **changes: object) -> Settings:
@@ -86,6 +89,7 @@ class Settings:
             "SKYLESS_MAX_TRANSIENT_RETRIES": str(self.max_transient_retries),
             "SKYLESS_MAX_RECOVERIES": str(self.max_recoveries),
             "SKYLESS_SCHEDULER_ROLE_ARN": self.scheduler_role_arn,
+            "SKYLESS_ALLOW_LOOPBACK_WEBHOOKS": "1" if self.allow_loopback_webhooks else "0",
         }
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL"] = self.endpoint_url

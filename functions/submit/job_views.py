@@ -80,7 +80,11 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         # This job's own channels (the webhook kept as a Secrets Manager secret), stored before the job
         # exists so that its first timeline event already sees them.
         if body.notify.slack_webhook:
-            check_webhook(body.notify.slack_webhook, field="notify.slack_webhook")
+            check_webhook(
+                body.notify.slack_webhook,
+                field="notify.slack_webhook",
+                allow_loopback=settings.allow_loopback_webhooks,
+            )
         if body.notify.email:
             check_email(body.notify.email, field="notify.email")
         store_job_override(

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ValidationError
 from shared.errors import AuthError, ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
+MAX_JSON_DEPTH = 32  # the deepest real body (a task as JSON) is about 6 levels
+MAX_PATH_PARAM_CHARS = 256
 Auth = Literal["user", "agent", "boot", "session", "none"]  # session: the dashboard's signed cookie
 
 
@@ -94,6 +96,12 @@ def parse_body(raw: bytes | None, model: type[BaseModel]) -> BaseModel:
         raise UserError(
             f"the request body is not valid JSON: {exc.msg}", line=exc.lineno, hint=f"at column {exc.colno}"
         ) from exc
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as exc:  # an integer of more digits than int() takes
+        raise UserError("the request body holds a number too long to read", hint=str(exc)[:120]) from None
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise _too_deep()
     if not isinstance(data, dict):
         raise BodyValidationError(f"the request body must be a JSON object, not {type(data).__name__}")
     try:
@@ -103,6 +111,36 @@ def parse_body(raw: bytes | None, model: type[BaseModel]) -> BaseModel:
         raise BodyValidationError(first["msg"], field=_field_path(first["loc"])) from exc
     except RecursionError as exc:
         raise BodyValidationError("the request body is nested too deeply") from exc
+
+
+def _too_deep() -> UserError:
+    return UserError(
+        "the request body is nested too deeply", hint=f"at most {MAX_JSON_DEPTH} levels of arrays and objects"
+    )
+
+
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (iterative: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                return deepest
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def check_path_params(path_args: dict[str, str]) -> None:
+    """Every path parameter is a non-empty, printable, bounded string (`POST /schedules//pause` is a 400)."""
+    for name, value in path_args.items():
+        if not value or not value.strip():
+            raise UserError("must not be empty", field=name, hint="the URL has an empty path segment")
+        if len(value) > MAX_PATH_PARAM_CHARS:
+            raise UserError(f"must be at most {MAX_PATH_PARAM_CHARS} characters", field=name)
+        if not value.isprintable():
+            raise UserError("must not contain control characters", field=name)
 
 
 UNION_MEMBER_TAG = re.compile(r"^(constrained-)?(str|int|float|bool|none|dict\[.*|list\[.*|function-.*)$")
@@ -162,6 +200,7 @@ def register_route(
         def handle(**path_args: str) -> Response:
             request = current_request(app)
             try:
+                check_path_params(path_args)
                 caller = authenticate(spec.auth, dict(request.headers), path_args)
                 kwargs: dict[str, Any] = dict(path_args)
                 if spec.auth != "none":

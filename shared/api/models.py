@@ -63,7 +63,7 @@ class UploadRequest(RequestBody):
 class AgentStatusRequest(RequestBody):
     instance_id: str = Field(min_length=1, max_length=256)
     phase: AgentPhase
-    exit_code: int | None = None
+    exit_code: int | None = Field(None, ge=-(2**31), le=2**32 - 1)  # any OS's exit status fits
     message: str | None = Field(None, max_length=4096)
 
 

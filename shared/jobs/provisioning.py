@@ -27,7 +27,7 @@ from shared.jobs.blocks import (
     zone_block,
 )
 from shared.jobs.job_storage import prepare_storage, release_storage
-from shared.jobs.messages import ProvisionMessage, cluster_id_for, send_launch
+from shared.jobs.messages import ProvisionMessage, cluster_id_for, parse_message, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, plan_of
 from shared.jobs.task_records import load_pipeline_of
@@ -51,7 +51,7 @@ def transient_delay(retries: int) -> int:
 
 def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     wiring = wiring or current_wiring()
-    message = ProvisionMessage.model_validate(body)
+    message = parse_message(ProvisionMessage, body)
     if message.action == "teardown":
         cluster_id = message.cluster_id or cluster_id_for(message.job_id, message.attempt)
         return teardown_cluster(wiring, message.job_id, cluster_id)

@@ -58,7 +58,7 @@ def _secret_from_secrets_manager(region: str, endpoint_url: str | None, arn: str
 
 def _local_secret_file(path: Path) -> bytes:
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # owner only, as the local runtime's
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:

@@ -119,10 +119,11 @@ def test_another_users_job_is_404_to_show_cancel_and_read(alice: Api, bob: Api) 
     assert alice.get(f"/jobs/{job_id}").json_body["state"] == "PENDING"
 
 
-def test_an_unknown_or_absurd_job_id_is_404(alice: Api) -> None:
+def test_an_unknown_job_id_is_404_and_an_absurd_one_400(alice: Api) -> None:
     assert alice.get("/jobs/job-nope").status_code == 404
-    assert alice.get("/jobs/" + "x" * 5000).status_code == 404
     assert alice.get("/jobs/job-nope").json_body["field"] == "job_id"
+    absurd = alice.get("/jobs/" + "x" * 5000)  # refused before any lookup (path parameters are bounded)
+    assert absurd.status_code == 400 and absurd.json_body["field"] == "job_id"
 
 
 def test_show_has_the_plan_and_the_place_once_planned(stack: Settings, alice: Api) -> None:

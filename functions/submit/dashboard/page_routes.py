@@ -31,6 +31,7 @@ from functions.submit.route_table import (
     QueryParam,
     RouteSpec,
     body_bytes,
+    check_path_params,
     current_request,
 )
 from shared.config import Settings
@@ -163,6 +164,7 @@ def page_route(
             headers = {k.lower(): v for k, v in dict(raw.headers).items()}
             request = PageRequest(settings, keeper, None, dict(raw.query_params or {}), {}, headers)
             try:
+                check_path_params(path_args)  # before the session: a bad URL is a 400 for everyone
                 if auth == "session":
                     request.session = keeper.session(headers)
                 if method == "POST":
