@@ -14,7 +14,8 @@ the baselines beside it) by `shared.spot_policy.replay`:
 
 - single place: each zone alone (greedy, Uniform Progress, skyless's `decide`, spot only), the mean over
   zones and start points;
-- multi place: all zones are the plan's places (skyless, greedy over every zone, spot only).
+- multi place: all zones are the plan's places, with their regions (skyless, greedy over every zone,
+  spot only).
 
 "best" is `shared.spot_policy.optimal_cost`, the least any schedule could pay on the same trace and start
 points knowing the future. Single-place optima are slow (0.1-1 s each), so by default they are computed
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -61,7 +63,11 @@ SINGLE_POLICIES: dict[str, Policy] = {
     "skyless": decide,
     "spot only": decide_spot_only,
 }
-MULTI_POLICIES: dict[str, Policy] = {"greedy": decide_greedy, "skyless": decide, "spot only": decide_spot_only}
+MULTI_POLICIES: dict[str, Policy] = {
+    "greedy": decide_greedy,
+    "skyless": decide,
+    "spot only": decide_spot_only,
+}
 DEADLINE_POLICIES = ("greedy", "uniform progress", "skyless")  # spot only is not meant to keep deadlines
 
 
@@ -105,6 +111,11 @@ def load_traces(folder: Path) -> list[AvailabilityTrace]:
     return traces
 
 
+def region_of(zone: str) -> str:
+    """`us-east-1a` -> `us-east-1`, `us-central1-b` -> `us-central1`: zones of a region lose spot together."""
+    return re.sub(r"-?[a-z]$", "", zone)
+
+
 def start_ticks(traces: Sequence[AvailabilityTrace], longest_window: float, count: int) -> list[int]:
     length = min(len(t.available) for t in traces)
     last = length - int(longest_window / traces[0].gap) - 2
@@ -129,7 +140,7 @@ def run_scope(
         all_on_demand = args.od_price * (work + overhead) / HOUR
         tallies = {name: Tally() for name in policies}
         for traces in traces_by_run:
-            places = [PlaceOption(t.place, spot_price, args.od_price) for t in traces]
+            places = [PlaceOption(t.place, spot_price, args.od_price, region_of(t.place)) for t in traces]
             for start in starts:
                 feasible = []
                 for name, policy in policies.items():
@@ -143,7 +154,10 @@ def run_scope(
                         restart_overhead=overhead,
                     )
                     tallies[name].add(
-                        result.cost / all_on_demand, result.spot_seconds / HOUR, result.restarts, result.missed
+                        result.cost / all_on_demand,
+                        result.spot_seconds / HOUR,
+                        result.restarts,
+                        result.missed,
                     )
                     if not result.missed:
                         feasible.append(result.cost)
@@ -176,7 +190,11 @@ def print_scope(title: str, settings: list[Setting], names: Sequence[str]) -> No
                 f"{t.misses:3d}/{t.runs:<3d}"
             )
         best = f"{setting.best.mean_cost():6.3f}" if setting.best.runs else f"{'-':>6}"
-        print(f"{setting.ratio:5.2f} {setting.overhead_hours:6.2f}h " + " ".join(f"{c:>26}" for c in cells) + f" {best}")
+        print(
+            f"{setting.ratio:5.2f} {setting.overhead_hours:6.2f}h "
+            + " ".join(f"{c:>26}" for c in cells)
+            + f" {best}"
+        )
 
 
 def check_targets(single: list[Setting], multi: list[Setting]) -> list[str]:
@@ -188,15 +206,17 @@ def check_targets(single: list[Setting], multi: list[Setting]) -> list[str]:
         for name in DEADLINE_POLICIES
         if name in s.policies and s.policies[name].misses
     ]
-    verdicts.append(("PASS" if not misses else "FAIL") + " zero deadline misses (greedy, uniform progress, "
-                    "skyless; every setting)" + ("" if not misses else ": " + "; ".join(misses)))
+    verdicts.append(
+        ("PASS" if not misses else "FAIL") + " zero deadline misses (greedy, uniform progress, "
+        "skyless; every setting)" + ("" if not misses else ": " + "; ".join(misses))
+    )
     headline = [s for s in multi if (s.ratio, s.overhead_hours) == HEADLINE]
     if headline and headline[0].best.runs:
         ours, best = headline[0].policies["skyless"].mean_cost(), headline[0].best.mean_cost()
         gap = ours / best - 1
         verdicts.append(
-            f"{'PASS' if gap <= 0.05 else 'FAIL'} multi place within 5 % of best at ratio {HEADLINE[0]}, restart "
-            f"{HEADLINE[1]} h: {ours:.3f} vs {best:.3f} (+{100 * gap:.1f} %)"
+            f"{'PASS' if gap <= 0.05 else 'FAIL'} multi place within 5 % of best at ratio {HEADLINE[0]}, "
+            f"restart {HEADLINE[1]} h: {ours:.3f} vs {best:.3f} (+{100 * gap:.1f} %)"
         )
     worse = [
         f"{s.ratio}/{s.overhead_hours}h: {s.policies['skyless'].mean_cost():.3f} > "
@@ -204,8 +224,11 @@ def check_targets(single: list[Setting], multi: list[Setting]) -> list[str]:
         for s in single
         if s.policies["skyless"].mean_cost() > s.policies["greedy"].mean_cost() + 1e-9
     ]
-    verdicts.append(("PASS" if not worse else "FAIL") + " single place no worse than greedy in every setting"
-                    + ("" if not worse else ": " + "; ".join(worse)))
+    verdicts.append(
+        ("PASS" if not worse else "FAIL")
+        + " single place no worse than greedy in every setting"
+        + ("" if not worse else ": " + "; ".join(worse))
+    )
     return verdicts
 
 
@@ -214,9 +237,13 @@ def parse_floats(text: str) -> list[float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("traces", nargs="?", type=Path, default=DEFAULT_TRACES)
-    parser.add_argument("--trace-set", default=DEFAULT_SET, help="folder of one trace per place, inside TRACES")
+    parser.add_argument(
+        "--trace-set", default=DEFAULT_SET, help="folder of one trace per place, inside TRACES"
+    )
     parser.add_argument("--hours", type=float, default=48.0, help="the job's compute, hours")
     parser.add_argument("--starts", type=int, default=10, help="start points per setting (and per zone)")
     parser.add_argument("--ratios", type=parse_floats, default=[0.5, 0.6, 0.7, 0.8, 0.9])
@@ -231,10 +258,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     starts = start_ticks(traces, args.hours * HOUR / min(args.ratios), args.starts)
     grid = [(r, o) for r in args.ratios for o in args.overheads]
     every = set(grid)
-    single_best = every if args.single_optimal == "all" else {HEADLINE} & every if args.single_optimal == "headline" else set()
+    single_best = (
+        every
+        if args.single_optimal == "all"
+        else {HEADLINE} & every
+        if args.single_optimal == "headline"
+        else set()
+    )
     print(
-        f"traces: {args.trace_set} ({len(traces)} places, {traces[0].gap:.0f} s samples); job {args.hours:g} h "
-        f"of compute; {len(starts)} start points; on-demand ${args.od_price}/h, spot {args.spot_discount}x cheaper"
+        f"traces: {args.trace_set} ({len(traces)} places, {traces[0].gap:.0f} s samples); "
+        f"job {args.hours:g} h of compute; {len(starts)} start points; "
+        f"on-demand ${args.od_price}/h, spot {args.spot_discount}x cheaper"
     )
 
     single = [Setting(r, o) for r, o in grid]
@@ -242,8 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     multi = [Setting(r, o) for r, o in grid]
     run_scope([traces], MULTI_POLICIES, multi, starts, args, every)
 
-    print_scope(f"single place (each of {len(traces)} zones alone; mean over zones and starts)", single,
-                list(SINGLE_POLICIES))
+    print_scope(
+        f"single place (each of {len(traces)} zones alone; mean over zones and starts)",
+        single,
+        list(SINGLE_POLICIES),
+    )
     print_scope(f"multi place (all {len(traces)} zones in the plan)", multi, list(MULTI_POLICIES))
     verdicts = check_targets(single, multi)
     print("\ntargets")

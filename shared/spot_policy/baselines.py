@@ -18,7 +18,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from shared.spot_policy.deadline_policy import DEFAULT_CONFIG, PolicyConfig
-from shared.spot_policy.job_state import Decision, DeadlineState, Market, PlaceOption, UseOnDemand, UseSpot, Wait
+from shared.spot_policy.job_state import (
+    DeadlineState,
+    Decision,
+    Market,
+    Placement,
+    PlaceOption,
+    UseOnDemand,
+    UseSpot,
+    Wait,
+)
 from shared.spot_policy.spot_history import SpotHistory
 
 _NO_HISTORY = SpotHistory()
@@ -33,7 +42,7 @@ def decide_greedy(
     history = history or {}
     on_demand = _cheapest_on_demand(places)
     net = job.restart_overhead + config.reaction
-    current = job.current
+    current = _still_offered(job, places)
     if current is not None and current.market is Market.ON_DEMAND:
         return UseOnDemand(current.place, "greedy: on-demand to the end")
     if current is not None and current.market is Market.SPOT:
@@ -56,7 +65,7 @@ def decide_uniform_progress(
     history = history or {}
     on_demand = _cheapest_on_demand(places)
     d = job.restart_overhead
-    current = job.current
+    current = _still_offered(job, places)
     window = job.deadline - job.submitted_at
     done = job.total_work - job.work_left
 
@@ -69,7 +78,9 @@ def decide_uniform_progress(
     if current is not None and current.market is Market.ON_DEMAND:
         # The safety net holds once the slack is too small to leave on-demand and come back.
         if job.slack <= 2 * d + config.reaction or done < expected(job.now + 2 * d):
-            return UseOnDemand(current.place, "uniform progress: on-demand until ahead", job.now + config.retry)
+            return UseOnDemand(
+                current.place, "uniform progress: on-demand until ahead", job.now + config.retry
+            )
         if ready:
             return UseSpot(ready[0].place, "uniform progress: ahead; spot has capacity")
         return Wait(job.now + config.retry, "uniform progress: ahead; waiting for spot")
@@ -92,13 +103,25 @@ def decide_spot_only(
     config: PolicyConfig = DEFAULT_CONFIG,
 ) -> Decision:
     history = history or {}
-    current = job.current
+    current = _still_offered(job, places)
     if current is not None and current.market is Market.SPOT:
         return UseSpot(current.place, "spot only: spot is running")
     ready = _ready_spot(job, places, history, config)
     if ready:
         return UseSpot(ready[0].place, "spot only: the next place with capacity")
     return Wait(job.now + config.retry, "spot only: waiting for spot")
+
+
+def _still_offered(job: DeadlineState, places: Sequence[PlaceOption]) -> Placement | None:
+    """The current cluster, if the plan still offers its market at its place."""
+    current = job.current
+    if current is None:
+        return None
+    for option in places:
+        price = option.spot_price if current.market is Market.SPOT else option.on_demand_price
+        if option.place == current.place and price is not None:
+            return current
+    return None
 
 
 def _cheapest_on_demand(places: Sequence[PlaceOption]) -> PlaceOption:
@@ -109,7 +132,10 @@ def _cheapest_on_demand(places: Sequence[PlaceOption]) -> PlaceOption:
 
 
 def _ready_spot(
-    job: DeadlineState, places: Sequence[PlaceOption], history: Mapping[str, SpotHistory], config: PolicyConfig
+    job: DeadlineState,
+    places: Sequence[PlaceOption],
+    history: Mapping[str, SpotHistory],
+    config: PolicyConfig,
 ) -> list[PlaceOption]:
     return [
         p

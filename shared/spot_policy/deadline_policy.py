@@ -15,7 +15,8 @@ Thresholds on the job's slack (time to the deadline that the work does not need)
   when the job is behind its reserve, the slack they spend as future on-demand hours).
 
 Every spot place of the plan is a candidate; they are tried best first (expected price per useful hour,
-from the price and the expected run length of `SpotHistory`), skipping places refused moments ago.
+from the price and the expected run length of `SpotHistory`, shorter for an hour in a region that just
+lost capacity, since its zones fail together), skipping places refused moments ago.
 The caller launches the answer; a refused launch is recorded in the history and the policy asked again.
 """
 
@@ -43,9 +44,14 @@ _NO_HISTORY = SpotHistory()
 class PolicyConfig:
     reaction: float = 300.0  # seconds the control plane may take to act on an event; kept spare by the net
     retry: float = 300.0  # a place refused capacity is tried again after this long
-    prior_run: float = 2 * HOUR  # expected spot run at a place with no history
+    prior_run: float = 4 * HOUR  # expected spot run at a place with no history
     prior_weight: float = 1.0  # how many runs that prior counts for
-    outage: float = 1.5 * HOUR  # expected outage of spot at one place
+    outage: float = 0.5 * HOUR  # expected outage of spot at one place
+    outage_restarts: float = 1.0  # on-demand in an outage only if it should outlast this many restarts
+    pace_share: float = 0.4  # the reserve never asks for more than this share of the job's even pace
+    leave_restarts: float = 2.0  # on-demand is left for spot with this many restarts of slack to spare
+    region_window: float = 1 * HOUR  # after a preemption or refusal in a region, its other places are
+    region_penalty: float = 3.0  # expected to run this many times shorter for this long (they fail together)
 
 
 DEFAULT_CONFIG = PolicyConfig()
@@ -76,24 +82,36 @@ def decide(
     slack = job.slack
     if _running_spot(job, spot):
         assert job.current is not None
-        return UseSpot(job.current.place, "spot is running; a running cluster is not moved", _net_time(job, net))
+        return UseSpot(
+            job.current.place, "spot is running; a running cluster is not moved", _net_time(job, net)
+        )
     if slack <= net:
-        return UseOnDemand(on_demand.place, f"safety net: {_hours(slack)} of slack covers only one more restart")
+        return UseOnDemand(
+            on_demand.place, f"safety net: {_hours(slack)} of slack covers only one more restart"
+        )
 
     reserve = net + _reserve_rate(job, spot, history, config) * job.work_left
     ready = _ranked_spot(job, spot, history, config)
     if job.current is not None and job.current.market is Market.ON_DEMAND:
-        behind = slack < reserve
-        if ready and slack >= net + 2 * d and _pays_back(job, ready[0], on_demand, history, config, behind):
+        behind = slack < reserve + config.leave_restarts * d
+        # With one place, a preemption means an outage and on-demand again: leave only when ahead.
+        # With several, another place likely has capacity: leave when the run pays back its restarts.
+        if (
+            ready
+            and slack >= net + 2 * d
+            and (
+                not behind or (len(spot) > 1 and _pays_back(job, ready[0], on_demand, history, config, True))
+            )
+        ):
             return UseSpot(ready[0].place, f"{_hours(slack)} of slack allows spot again")
-        why = "behind the pace the deadline needs" if behind else "no spot place pays back a restart"
+        why = "the slack is too close to the reserve to risk spot" if behind else "no spot capacity"
         return UseOnDemand(on_demand.place, f"on-demand: {why}", job.now + config.retry)
 
     if ready and slack - d >= net:
         return UseSpot(ready[0].place, f"spot; {_hours(slack)} of slack")
     outage = _expected_outage(job, spot, history, config)
     # On-demand saves slack only if the outage outlasts its restart overhead; it never saves money.
-    on_demand_pays = outage > d and slack - outage < reserve
+    on_demand_pays = outage > config.outage_restarts * d and slack - outage < reserve
     if not on_demand_pays and slack - min(config.retry, slack) > net + d:
         until = job.now + min(config.retry, slack - net - d)
         return Wait(until, f"no spot capacity; waiting ({_hours(slack)} of slack)")
@@ -135,8 +153,26 @@ def _net_time(job: DeadlineState, net: float) -> float | None:
     return hits_net if hits_net < job.now + job.overhead_left else None
 
 
-def _expected_run(option: PlaceOption, history: Mapping[str, SpotHistory], config: PolicyConfig) -> float:
-    return history.get(option.place, _NO_HISTORY).mean_run(config.prior_run, config.prior_weight)
+def _expected_run(
+    option: PlaceOption,
+    history: Mapping[str, SpotHistory],
+    config: PolicyConfig,
+    troubled: frozenset[str] = frozenset(),
+) -> float:
+    run = history.get(option.place, _NO_HISTORY).mean_run(config.prior_run, config.prior_weight)
+    return run / config.region_penalty if option.group in troubled else run
+
+
+def _troubled_regions(
+    job: DeadlineState, spot: Sequence[PlaceOption], history: Mapping[str, SpotHistory], config: PolicyConfig
+) -> frozenset[str]:
+    """Regions (place groups) where spot was taken away or refused within `region_window`."""
+    troubled = set()
+    for option in spot:
+        seen = history.get(option.place, _NO_HISTORY).last_unavailable
+        if seen is not None and job.now - seen < config.region_window:
+            troubled.add(option.group)
+    return frozenset(troubled)
 
 
 def _ranked_spot(
@@ -145,9 +181,10 @@ def _ranked_spot(
     """Spot places not refused moments ago, best first: the lowest expected price per useful hour (a run
     of the expected length loses one restart overhead), then the plan's order."""
     ready = [p for p in spot if not history.get(p.place, _NO_HISTORY).unavailable_at(job.now, config.retry)]
+    troubled = _troubled_regions(job, spot, history, config)
 
     def expected_price(option: PlaceOption) -> float:
-        run = _expected_run(option, history, config)
+        run = _expected_run(option, history, config, troubled)
         assert option.spot_price is not None
         return option.spot_price * (run + job.restart_overhead) / max(run, 1.0)
 
@@ -161,10 +198,10 @@ def _reserve_rate(
     """Slack the rest of the job is expected to spend per second of work: a restart (and, when every place
     may be down, an outage) per expected run of the best place; never more than the job's own pace."""
     best_run = max(max(_expected_run(p, history, config) for p in spot), 1.0)
-    learned = (job.restart_overhead + config.outage / len(spot)) / best_run
+    learned = (job.restart_overhead + _place_outage(spot, history, config)) / best_run
     total_slack = (job.deadline - job.submitted_at) - job.total_work
     pace = total_slack / job.total_work if job.total_work > 0 else learned
-    return min(learned, max(pace, 0.0))
+    return min(learned, config.pace_share * max(pace, 0.0))
 
 
 def _pays_back(
@@ -193,7 +230,18 @@ def _expected_outage(
     began = [history.get(p.place, _NO_HISTORY).down_since for p in spot]
     known = [b for b in began if b is not None]
     age = job.now - max(known) if len(known) == len(began) else 0.0
-    return max(config.outage / len(spot), age)
+    return max(_place_outage(spot, history, config), age)
+
+
+def _place_outage(
+    spot: Sequence[PlaceOption], history: Mapping[str, SpotHistory], config: PolicyConfig
+) -> float:
+    """The expected wait for capacity at some place once every place is down: the shortest expected
+    outage of one place, shared among the places."""
+    shortest = min(
+        history.get(p.place, _NO_HISTORY).mean_outage(config.outage, config.prior_weight) for p in spot
+    )
+    return shortest / len(spot)
 
 
 def _spot_only(

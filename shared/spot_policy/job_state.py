@@ -64,11 +64,17 @@ class DeadlineState:
 @dataclass(frozen=True)
 class PlaceOption:
     """One place of the job's plan (a zone, region or cloud as the plan names it) and its prices there.
-    A market whose price is None is not offered at that place."""
+    A market whose price is None is not offered at that place. `region` groups places whose spot capacity
+    tends to go away together (the zones of a region); None: the place is its own group."""
 
     place: str
     spot_price: float | None
     on_demand_price: float | None
+    region: str | None = None
+
+    @property
+    def group(self) -> str:
+        return self.region if self.region is not None else self.place
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,9 @@ def optimal_cost(
             on_demand, best = _advance(_front(on_demand + launched, cheapest), od, length, gap, work, best)
         for i, (place, price) in enumerate(spot):
             if by_place[place].up_at(start_tick + k):
-                on_spot[i], best = _advance(_front(on_spot[i] + launched, cheapest), price, length, gap, work, best)
+                on_spot[i], best = _advance(
+                    _front(on_spot[i] + launched, cheapest), price, length, gap, work, best
+                )
             else:
                 on_spot[i] = []
         left = remaining - gap

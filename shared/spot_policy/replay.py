@@ -16,12 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from shared.spot_policy.job_state import (
-    Decision,
     DeadlineState,
+    Decision,
     Market,
-    PlaceOption,
     Placement,
-    UseOnDemand,
+    PlaceOption,
     UseSpot,
     Wait,
     next_check,
@@ -166,7 +165,9 @@ class _Run:
                 current = None
             now = end
 
-    def _act(self, now: float, work_left: float, current: Placement | None) -> tuple[Decision, Placement | None]:
+    def _act(
+        self, now: float, work_left: float, current: Placement | None
+    ) -> tuple[Decision, Placement | None]:
         """Ask the policy and carry out its answer; refused spot launches are asked about again."""
         for _ in range(2 * len(self.places) + 2):
             state = DeadlineState(
@@ -185,7 +186,13 @@ class _Run:
                 return decision, None
             market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
             option = self.options.get(decision.place)
-            price = None if option is None else option.spot_price if market is Market.SPOT else option.on_demand_price
+            price = (
+                None
+                if option is None
+                else option.spot_price
+                if market is Market.SPOT
+                else option.on_demand_price
+            )
             if price is None:
                 raise PolicyError(f"{market} at {decision.place} is not in the plan")
             if current is not None and current.place == decision.place and current.market is market:
@@ -229,7 +236,7 @@ class _Run:
         )
 
     def _tick_of(self, at: float) -> int:
-        return int(math.floor(at / self.gap + 1e-9))
+        return math.floor(at / self.gap + 1e-9)
 
     def _time_of(self, tick: int) -> float:
         return tick * self.gap

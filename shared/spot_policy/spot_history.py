@@ -14,7 +14,9 @@ class SpotHistory:
     last_unavailable: float | None = None  # the last preemption or capacity error
     last_available: float | None = None  # the last launch that got spot capacity
     down_since: float | None = None  # when the outage now under way began (None: last seen with capacity)
-    capacity_score: float | None = None  # 0..1 (e.g. an EC2 spot placement score / 10), when the cloud has one
+    outage_seconds: float = 0.0  # total length of the outages seen to end (by a launch that got capacity)
+    outages: int = 0  # how many outages were seen to end
+    capacity_score: float | None = None  # 0..1 (an EC2 spot placement score / 10), where a cloud has one
 
     def unavailable_at(self, now: float, cooldown: float) -> bool:
         """Seen without capacity less than `cooldown` ago, and not seen with capacity since."""
@@ -24,13 +26,24 @@ class SpotHistory:
 
     def mean_run(self, prior_run: float, prior_weight: float = 1.0) -> float:
         """The expected length of a spot run here: observed run time per interruption, shrunk towards
-        `prior_run` (scaled by the capacity score when there is one) with the weight of `prior_weight` runs."""
+        `prior_run` (scaled by the capacity score, if any) with the weight of `prior_weight` runs."""
         prior = prior_run if self.capacity_score is None else prior_run * (0.25 + 1.5 * self.capacity_score)
         return (self.up_seconds + prior * prior_weight) / (self.interruptions + prior_weight)
 
+    def mean_outage(self, prior_outage: float, prior_weight: float = 1.0) -> float:
+        """The expected length of an outage here, shrunk towards `prior_outage` like `mean_run`."""
+        return (self.outage_seconds + prior_outage * prior_weight) / (self.outages + prior_weight)
+
     def launched(self, at: float) -> SpotHistory:
-        """A spot launch got capacity at `at`."""
-        return replace(self, last_available=_later(self.last_available, at), down_since=None)
+        """A spot launch got capacity at `at` (which ends the outage under way, if one was)."""
+        ended = self.down_since is not None and at >= self.down_since
+        return replace(
+            self,
+            last_available=_later(self.last_available, at),
+            down_since=None,
+            outage_seconds=self.outage_seconds + (at - self.down_since if ended and self.down_since else 0.0),
+            outages=self.outages + (1 if ended else 0),
+        )
 
     def ran(self, started_at: float, ended_at: float, *, preempted: bool) -> SpotHistory:
         """A spot cluster ran from `started_at` to `ended_at`; `preempted` if the cloud took it back."""
