@@ -85,6 +85,8 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         file_mount_keys=body.file_mount_keys,
         notify_slack=body.notify.slack_webhook if body.notify else None,
         notify_email=body.notify.email if body.notify else None,
+        deadline=body.deadline,
+        hours=body.hours,
     )
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 

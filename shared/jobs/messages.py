@@ -21,8 +21,9 @@ class ProvisionMessage(BaseModel):
 
     job_id: str
     attempt: int
-    action: Literal["launch", "teardown"] = "launch"
+    action: Literal["launch", "teardown", "deadline_check"] = "launch"
     cluster_id: str | None = None
+    not_before: float | None = None  # epoch seconds: a deadline job's message due later than SQS can delay
 
 
 def send_optimize(wiring: Wiring, job_id: str, attempt: int) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from shared.config import Settings
 from shared.errors import UserError
+from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
@@ -44,6 +45,8 @@ def submit_job(
     job_id: str | None = None,
     notify_slack: str | None = None,
     notify_email: str | None = None,
+    deadline: str | None = None,
+    hours: float | None = None,
 ) -> SubmittedJob:
     """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
 
@@ -51,6 +54,8 @@ def submit_job(
     twice safely: the second submit finds the job and sends nothing.
     `notify_slack`/`notify_email` override the owner's notification channels for this job (the webhook
     is kept as a Secrets Manager secret; the notifications table holds its name).
+    `deadline` (ISO 8601 time or a duration from now) and `hours` (the compute the job needs) make it a
+    deadline job (shared/jobs/deadlines.py); one that cannot be met even on on-demand is a UserError.
     """
     from shared.task_loader import load_pipeline
 
@@ -63,6 +68,7 @@ def submit_job(
         check_webhook(notify_slack, field="notify.slack_webhook")
     if notify_email:
         check_email(notify_email, field="notify.email")
+    deadline_record = deadline_fields(settings, deadline, hours)
     keys = file_mount_keys or {}
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     wiring = wiring_for(settings)
@@ -78,6 +84,7 @@ def submit_job(
         workdir_key=workdir_key,
         file_mounts=encode_keys(keys),
         token_hash="-",  # set per attempt when provisioning starts
+        **deadline_record,
     )
     store_pipeline(wiring, job, pipeline)
     store_job_override(settings, job.job_id, slack_webhook=notify_slack, email=notify_email)

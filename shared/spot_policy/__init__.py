@@ -10,11 +10,13 @@ then acts on the answer and asks again at the answer's `next_check` or at the ne
 preemption, capacity error), whichever comes first. `decide_greedy` and `decide_uniform_progress` are the
 baselines of "Can't Be Late" (NSDI '24), and `decide_spot_only` is SkyPilot's deadline-blind managed spot
 recovery, all with the same signature; `replay` runs any of them over
-availability traces and `optimal_cost` is the least any schedule could pay on the same trace.
+availability traces and `optimal_cost` is the least any schedule could pay on the same trace;
+`estimate_cost` replays `decide` over synthetic availability for `skyless plan --deadline`.
 """
 
 from shared.spot_policy.baselines import decide_greedy, decide_spot_only, decide_uniform_progress
 from shared.spot_policy.deadline_policy import DEFAULT_CONFIG, PolicyConfig, decide
+from shared.spot_policy.estimate import Estimate, estimate_cost
 from shared.spot_policy.job_state import (
     DeadlineState,
     Decision,
@@ -35,6 +37,7 @@ __all__ = [
     "AvailabilityTrace",
     "DeadlineState",
     "Decision",
+    "Estimate",
     "Market",
     "PlaceOption",
     "Placement",
@@ -50,6 +53,7 @@ __all__ = [
     "decide_greedy",
     "decide_spot_only",
     "decide_uniform_progress",
+    "estimate_cost",
     "next_check",
     "optimal_cost",
     "replay",

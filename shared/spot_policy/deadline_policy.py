@@ -257,4 +257,6 @@ def _spot_only(
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / HOUR:.1f} h"
+    if abs(seconds) >= HOUR:
+        return f"{seconds / HOUR:.1f} h"
+    return f"{seconds / 60:.0f} min" if abs(seconds) >= 60 else f"{seconds:.0f} s"
