@@ -47,7 +47,9 @@ def fast(stack: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
     return settings
 
 
-def deliver(queues: QueueDriver, kind: str, records: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def deliver(
+    queues: QueueDriver, kind: str, records: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     handler = {"optimize": optimize_handler, "provision": provision_handler}[kind]
     batch = queues.receive(kind) if records is None else records
     assert handler(queues.event(batch), None) == {"batchItemFailures": []}
@@ -98,7 +100,12 @@ def test_a_deadline_even_on_demand_cannot_meet_is_refused_with_the_arithmetic() 
         deadline_fields(settings, "10h", None, now=0.0)
     assert missing.value.field == "hours"
     fields = deadline_fields(settings, "10h", 9.0, now=0.0)
-    assert fields == {"deadline_at": 36000.0, "work_seconds": 32400.0, "restart_overhead": 600.0, "work_done": 0}
+    assert fields == {
+        "deadline_at": 36000.0,
+        "work_seconds": 32400.0,
+        "restart_overhead": 600.0,
+        "work_done": 0,
+    }
 
 
 def test_a_refused_deadline_records_nothing(fast: Settings, queues: QueueDriver) -> None:
@@ -117,7 +124,9 @@ def test_a_deadline_job_starts_on_spot_and_status_shows_its_deadline(fast: Setti
     assert job.deadline["why"].startswith("spot")
 
 
-def test_spot_refused_in_the_first_zones_is_recorded_and_the_next_zone_used(fast: Settings, queues: QueueDriver):
+def test_spot_refused_in_the_first_zones_is_recorded_and_the_next_zone_used(
+    fast: Settings, queues: QueueDriver
+):
     LocalCloud(fast.home).set_capacity_rules({"no_spot_capacity": ZONES[:2]})
     job_id = submit(fast, queues, deadline="2h", hours=1.0)
     job = view(fast, job_id)
@@ -182,7 +191,12 @@ def test_a_check_on_on_demand_tries_spot_again_and_duplicate_checks_do_nothing(
     job = store.get(job_id)
     assert job is not None and job.next_check_at is not None  # on-demand asks to try spot again
     rules.set_capacity_rules({})
-    check = {"job_id": job_id, "attempt": 0, "action": "deadline_check", "not_before": float(job.next_check_at)}
+    check = {
+        "job_id": job_id,
+        "attempt": 0,
+        "action": "deadline_check",
+        "not_before": float(job.next_check_at),
+    }
     stale = dict(check, not_before=float(job.next_check_at) - 60)
     time.sleep(max(0.0, float(job.next_check_at) - time.time()))
     deliver(queues, "provision", [record(check), record(check, "-dup"), record(stale, "-stale")])
