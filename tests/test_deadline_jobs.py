@@ -206,3 +206,18 @@ def test_a_check_on_on_demand_tries_spot_again_and_duplicate_checks_do_nothing(
     deliver(queues, "provision")
     back = view(fast, job_id)
     assert back.state == JobState.SETTING_UP and back.use_spot is True
+
+
+def test_past_the_recovery_limit_a_deadline_job_is_not_failed_but_runs_on_demand(
+    fast: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+):
+    limited = fast.with_(max_recoveries=2)
+    for name, value in limited.to_env().items():
+        monkeypatch.setenv(name, value)
+    job_id = submit(limited, queues, deadline="2h", hours=1.0)
+    for _ in range(2):  # the limit's worth of preemptions on spot
+        assert view(limited, job_id).use_spot is True
+        preempt_and_replan(limited, queues, job_id)
+    job = view(limited, job_id)
+    assert job.state == JobState.SETTING_UP and job.use_spot is False and job.recoveries == 2
+    assert job.deadline is not None and "recovery limit" in (job.deadline["why"] or "")

@@ -10,6 +10,8 @@ moment it named, by a delayed message (never a sleeping process).
   (the safety-net time of a spot cluster still starting, a new try of spot from on-demand) the policy
   is asked about the running cluster; if its answer is another place or market, the job moves on
   through recovery (RECOVERING, re-plan, this walk) with the work done so far counted.
+- **Recovery limit**: a deadline job whose spot was taken away `SKYLESS_MAX_RECOVERIES` times is not
+  failed (its deadline can still be kept): it runs on on-demand to the end.
 
 SQS delays stop at 900 s, so a message due later carries `not_before` and is sent on again until due.
 A job holds the time of its one pending check (`next_check_at`); a check that does not match it (a
@@ -18,6 +20,7 @@ duplicate, or one a newer decision replaced) is dropped, so duplicates never mul
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -67,6 +70,9 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
     candidates = plan.tasks[int(job.task_index)].candidates
     blocks = blocks_of(job)
     places, by_key = policy_places(wiring.catalog, candidates, blocks)
+    spot_done = int(job.recoveries) >= wiring.settings.max_recoveries
+    if spot_done and any(o.on_demand_price is not None for o in places):
+        places = [_without_spot(o) for o in places if o.on_demand_price is not None]
     history = history_of(job)
     config = policy_config(wiring.settings)
     tried: list[str] = []
@@ -77,6 +83,11 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         decision = decide(deadline_state(job, None, now), places, history, config)
         if isinstance(decision, Wait):
             return _wait(wiring, job, decision, history, blocks)
+        if spot_done:
+            reason = (
+                f"on-demand to the end: spot was taken away {int(job.recoveries)} times (the recovery limit)"
+            )
+            decision = dataclasses.replace(decision, reason=reason)
         market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
         option = next(o for o in places if o.place == decision.place)
         planned = by_key[decision.place]
@@ -179,6 +190,10 @@ def _check_body(job: JobModel) -> dict[str, Any]:
 
 def _covers(block: Any, candidate: Any) -> bool:
     return bool(block.covers(candidate.cloud, candidate.region, candidate.zone, candidate.instance_type))
+
+
+def _without_spot(option: PlaceOption) -> PlaceOption:
+    return PlaceOption(option.place, None, option.on_demand_price, option.region)
 
 
 def _without_on_demand(option: PlaceOption) -> PlaceOption:

@@ -46,7 +46,8 @@ def recover_job(
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
-    if recoveries > wiring.settings.max_recoveries:
+    # a deadline job past the limit goes on, on on-demand only (shared/jobs/deadline_launch.py)
+    if recoveries > wiring.settings.max_recoveries and not job.deadline_at:
         return _fail_and_teardown(wiring, job, f"{cause}; gave up after {recoveries - 1} recoveries")
     cluster = wiring.store.cluster(job.cluster_id)
     blocks = blocks_of(job)
