@@ -81,10 +81,20 @@ def launch(
     notify_email: Annotated[
         str | None, typer.Option("--notify-email", help="Notify this address about this job.")
     ] = None,
+    deadline: Annotated[
+        str | None,
+        typer.Option("--deadline", help="Finish by then for the least money: 2026-12-01T09:00Z or 36h."),
+    ] = None,
+    hours: Annotated[
+        float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
+    ] = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Submit a task file, then follow its states and logs until it ends."""
+    """Submit a task file, then follow its states and logs until it ends.
+
+    With --deadline and --hours, skyless chooses spot or on-demand, and where, as the job goes (a skyless
+    feature: SkyPilot has no deadline); `skyless plan FILE --deadline ... --hours ...` estimates the cost."""
     try:
         text = file.read_text()
     except OSError as exc:
@@ -115,8 +125,15 @@ def launch(
             workdir_key=workdir_key,
             file_mount_keys=mount_keys,
             notify=notify or None,
+            deadline=deadline,
+            hours=hours,
         )
         console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
+        if deadline is not None:
+            console.print(
+                "Deadline job (skyless only; SkyPilot has none): spot while the deadline is safe, "
+                "on-demand when it must."
+            )
         if detach:
             console.print(f"Follow it with: skyless logs {job.job_id} --follow")
             return
@@ -199,6 +216,14 @@ def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> Non
     )
     if job.reason:
         console.print(f"  reason: {_escape(job.reason)}")
+    if job.deadline is not None:
+        d = job.deadline
+        console.print(
+            f"  deadline: {d.deadline}  work done: {d.work_done_hours:.2f} of {d.hours:g} h"
+            f"  slack: {d.slack_hours:.2f} h  market: {(d.market or '-').replace('_', '-')}"
+        )
+        if d.why:
+            console.print(f"  why: {_escape(d.why)}")
     timeline = Table(title="timeline", show_edge=False)
     for column in ("TIME", "EVENT", "STATE", "MESSAGE"):
         timeline.add_column(column)

@@ -101,6 +101,8 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         workdir_key=body.workdir_key,
         file_mount_keys=body.file_mount_keys,
         job_id=job_id,
+        deadline=body.deadline,
+        hours=body.hours,
     )
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 

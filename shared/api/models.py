@@ -53,6 +53,15 @@ class SubmitJobRequest(PlanRequest):
         None,
         description="This job's notification channels instead of the user's (kept out of the task file).",
     )
+    deadline: str | None = Field(
+        None,
+        max_length=64,
+        description="Finish by then, for the least money: an ISO 8601 time with a zone "
+        "(2026-12-01T09:00Z) or a duration from now (36h). Needs `hours`.",
+    )
+    hours: float | None = Field(
+        None, gt=0, description="The compute the job needs on its planned hardware, hours (with `deadline`)."
+    )
 
 
 class UploadRequest(RequestBody):
@@ -109,11 +118,21 @@ class JobSummary(BaseModel):
     source_ref: str | None = Field(None, description="The upload's object key, or the schedule's name.")
 
 
+class DeadlineStatus(BaseModel):
+    deadline: str = Field(description="UTC, ISO 8601.")
+    hours: float = Field(description="The compute the job needs.")
+    work_done_hours: float = Field(description="Counted when clusters end, plus the live one's progress.")
+    slack_hours: float = Field(description="Time to the deadline the remaining work does not need.")
+    market: str | None = Field(None, description="spot or on_demand: the policy's current choice.")
+    why: str | None = Field(None, description="The policy's reason, in words.")
+
+
 class JobDetail(JobSummary):
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)
     reason: str | None = None
+    deadline: DeadlineStatus | None = None
 
 
 class JobList(BaseModel):

@@ -43,6 +43,7 @@ FAULTS = {
     "transient": TransientCloudError,
     "invalid": InvalidLaunchError,
 }
+SPOT_ONLY_FAULT = "no_spot_capacity"  # like no_capacity, for spot launches only
 
 
 def _place(cloud: str, region: str, zone: str | None) -> str:
@@ -93,7 +94,7 @@ class LocalCloud:
             path = self.root / "capacity.json"
             raw = path.read_text() if path.exists() else "{}"
         rules = json.loads(raw or "{}")
-        return {kind: list(rules.get(kind, [])) for kind in FAULTS}
+        return {kind: list(rules.get(kind, [])) for kind in (*FAULTS, SPOT_ONLY_FAULT)}
 
     def set_capacity_rules(self, rules: dict[str, list[str]]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -102,9 +103,12 @@ class LocalCloud:
     def _check_capacity(self, spec: LaunchSpec) -> None:
         place = _place(spec.cloud, spec.region, spec.zone)
         for kind, patterns in self.capacity_rules().items():
+            if kind == SPOT_ONLY_FAULT and not spec.use_spot:
+                continue  # spot capacity is gone there; on-demand still has room
             for pattern in patterns:
                 if _matches(pattern, place):
-                    raise FAULTS[kind](f"local cloud: {kind.replace('_', ' ')} in {place} (rule {pattern!r})")
+                    error = FAULTS.get(kind, NoCapacityError)
+                    raise error(f"local cloud: {kind.replace('_', ' ')} in {place} (rule {pattern!r})")
 
     # -- the protocol ----------------------------------------------------------------------
 

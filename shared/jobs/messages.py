@@ -24,8 +24,9 @@ class ProvisionMessage(BaseModel):
 
     job_id: str
     attempt: int
-    action: Literal["launch", "teardown"] = "launch"
+    action: Literal["launch", "teardown", "deadline_check"] = "launch"
     cluster_id: str | None = None
+    not_before: float | None = None  # epoch seconds: a deadline job's message due later than SQS can delay
 
 
 def parse_message(model: type[Message], body: dict[str, Any]) -> Message:

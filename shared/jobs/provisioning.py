@@ -26,6 +26,7 @@ from shared.jobs.blocks import (
     sticky,
     zone_block,
 )
+from shared.jobs.deadline_launch import check_deadline, defer_if_early, launch_by_policy
 from shared.jobs.job_storage import prepare_storage, release_storage
 from shared.jobs.messages import ProvisionMessage, cluster_id_for, parse_message, send_launch
 from shared.jobs.outcomes import Outcome
@@ -52,6 +53,10 @@ def transient_delay(retries: int) -> int:
 def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     wiring = wiring or current_wiring()
     message = parse_message(ProvisionMessage, body)
+    if message.action == "deadline_check":
+        return check_deadline(wiring, message)
+    if defer_if_early(wiring, message):
+        return Outcome.RETRY_LATER
     if message.action == "teardown":
         cluster_id = message.cluster_id or cluster_id_for(message.job_id, message.attempt)
         return teardown_cluster(wiring, message.job_id, cluster_id)
@@ -81,6 +86,8 @@ def _start_provisioning(wiring: Wiring, job: JobModel) -> bool:
 
 
 def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
+    if job.deadline_at:
+        return launch_by_policy(wiring, job)
     plan = plan_of(job)
     if plan is None:
         return _fail(wiring, job, "no plan to provision")
@@ -161,7 +168,13 @@ def _block_for(candidate: Candidate, error: CloudError) -> Block:
 
 
 def _record_launch(
-    wiring: Wiring, job: JobModel, candidate: Candidate, index: int, blocks: list[Block], nodes: list[Node]
+    wiring: Wiring,
+    job: JobModel,
+    candidate: Candidate,
+    index: int,
+    blocks: list[Block],
+    nodes: list[Node],
+    changes: dict[str, Any] | None = None,
 ) -> Outcome:
     store = wiring.store
     cluster_id = cluster_id_for(job.job_id, int(job.attempt))
@@ -191,7 +204,12 @@ def _record_launch(
         job,
         JobState.SETTING_UP,
         f"launched {len(ordered)} node(s) on {candidate_text(candidate)}",
-        changes={"cluster_id": cluster_id, "candidate_index": index, "blocklist": blocks_json(blocks)},
+        changes={
+            "cluster_id": cluster_id,
+            "candidate_index": index,
+            "blocklist": blocks_json(blocks),
+            **(changes or {}),
+        },
         detail={"instances": [n.instance_id for n in ordered]},
         also_save=[cluster, *refs],
     )

@@ -3,10 +3,12 @@ strategy, tear the old cluster down, and re-plan with attempt + 1."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from shared.jobs.blocks import blocks_json, blocks_of
 from shared.jobs.costs import cost_with
+from shared.jobs.deadlines import cluster_ended
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
@@ -44,13 +46,14 @@ def recover_job(
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
-    if recoveries > wiring.settings.max_recoveries:
+    # a deadline job past the limit goes on, on on-demand only (shared/jobs/deadline_launch.py)
+    if recoveries > wiring.settings.max_recoveries and not job.deadline_at:
         return _fail_and_teardown(wiring, job, f"{cause}; gave up after {recoveries - 1} recoveries")
     cluster = wiring.store.cluster(job.cluster_id)
     blocks = blocks_of(job)
     if preempted and cluster is not None:
         strategy = recovery_options(wiring, job)["strategy"]
-        if strategy != FAILOVER:
+        if strategy != FAILOVER and not job.deadline_at:  # a deadline job's policy weighs the region
             blocks.append(Block(cloud=cluster.cloud, region=cluster.region, reason=f"preempted: {cause}"))
     old_cluster = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
     next_attempt = int(job.attempt) + 1
@@ -64,6 +67,8 @@ def recover_job(
         "transient_retries": 0,
         "blocklist": blocks_json(blocks),
         "cost": cost_with(job, cluster),
+        **cluster_ended(job, cluster, preempted=preempted, now=time.time()),
+        **({"next_check_at": None} if job.deadline_at else {}),
     }
     detail = {"cluster": old_cluster}
     if not wiring.store.move(job, JobState.RECOVERING, cause, changes=changes, detail=detail):

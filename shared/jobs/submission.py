@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from shared.config import Settings
 from shared.errors import UserError
+from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
@@ -44,6 +45,8 @@ def submit_job(
     job_id: str | None = None,
     source: str = "cli",
     source_ref: str | None = None,
+    deadline: str | None = None,
+    hours: float | None = None,
 ) -> SubmittedJob:
     """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
 
@@ -51,6 +54,8 @@ def submit_job(
     twice safely: the second submit finds the job and sends nothing.
     `source` says how it came: "cli" (the API, which the CLI and the SDK call), "upload" or "schedule";
     `source_ref` names the upload's key or the schedule.
+    `deadline` (ISO 8601 time or a duration from now) and `hours` (the compute the job needs) make it a
+    deadline job (shared/jobs/deadlines.py); one that cannot be met even on on-demand is a UserError.
     """
     from shared.task.loader import load_pipeline
 
@@ -59,6 +64,7 @@ def submit_job(
     pipeline = load_pipeline(
         task_text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {}
     )
+    deadline_record = deadline_fields(settings, deadline, hours)
     keys = file_mount_keys or {}
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     check_job_storage(settings, pipeline, owner=owner, filename=filename, text=task_text)
@@ -77,6 +83,7 @@ def submit_job(
         token_hash="-",  # set per attempt when provisioning starts
         source=source,
         source_ref=source_ref,
+        **deadline_record,
     )
     store_pipeline(wiring, job, pipeline)
     if wiring.store.create(job, f"submitted {filename}"):

@@ -10,6 +10,7 @@ from typing import Any
 from shared.config import Settings
 from shared.errors import NotFoundError, UserError
 from shared.jobs.costs import cost_with
+from shared.jobs.deadlines import deadline_view
 from shared.jobs.nodes import by_rank
 from shared.jobs.planning import plan_of
 from shared.states import is_terminal
@@ -46,6 +47,7 @@ class JobView:
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[dict[str, Any]] = field(default_factory=list)
+    deadline: dict[str, Any] | None = None  # shared.jobs.deadlines.DeadlineView, for a deadline job
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -87,7 +89,14 @@ def job_view(job: JobModel, cluster: ClusterModel | None, events: list[EventMode
         plan=plan.model_dump(mode="json") if plan else None,
         cluster=_cluster_dict(cluster) if cluster else None,
         timeline=[_event_dict(e) for e in events or []],
+        deadline=_deadline_dict(job, cluster),
     )
+
+
+def _deadline_dict(job: JobModel, cluster: ClusterModel | None) -> dict[str, Any] | None:
+    live = cluster if cluster is not None and job.cluster_id == cluster.cluster_id else None
+    view = deadline_view(job, live)
+    return None if view is None else view.as_dict()
 
 
 def _cost_so_far(job: JobModel, cluster: ClusterModel | None) -> float:
