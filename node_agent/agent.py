@@ -29,9 +29,11 @@ from typing import Any
 
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
 NOT_READY_STATUS = 425
+STOP_STATUS = 410  # this node's attempt is over: kill the task and exit
 LOG_FLUSH_SECONDS = float(os.environ.get("SKYLESS_LOG_FLUSH_SECONDS", "2"))
 LOG_FLUSH_BYTES = 64 * 1024
 PREEMPT_GRACE_SECONDS = float(os.environ.get("SKYLESS_PREEMPT_GRACE_SECONDS", "100"))
+STOP_GRACE_SECONDS = float(os.environ.get("SKYLESS_STOP_GRACE_SECONDS", "10"))
 METADATA_POLL_SECONDS = float(os.environ.get("SKYLESS_METADATA_POLL_SECONDS", "5"))
 
 
@@ -85,6 +87,10 @@ def with_retries(
     raise AssertionError("unreachable")
 
 
+class AgentStopped(Exception):
+    """The API said this node has no part in the job any more (HTTP 410 or `"stop": true`)."""
+
+
 class ApiClient:
     """The agent side of the node agent protocol (docs/architecture.md)."""
 
@@ -94,6 +100,7 @@ class ApiClient:
         self.instance_id = instance_id
         self.headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
         self.on_cancel: Callable[[], None] | None = None  # the API says the job is over
+        self.on_stop: Callable[[str], None] | None = None  # the API says this node must stop and exit
 
     def fetch_config(
         self,
@@ -114,6 +121,8 @@ class ApiClient:
             status, body = with_retries(lambda: http_request(url, headers=self.headers))
             if status == 200:
                 return json.loads(body.decode("utf-8"))
+            if status == STOP_STATUS:
+                raise AgentStopped(body.decode("utf-8", "replace")[:300])
             if status != NOT_READY_STATUS or time.monotonic() > deadline:
                 raise AgentHttpError(status, body.decode("utf-8", "replace"))
             if stop():
@@ -137,6 +146,10 @@ class ApiClient:
         except OSError as error:
             log(f"could not report {phase}: {error}")
             return False
+        if status == STOP_STATUS:
+            if self.on_stop is not None:
+                self.on_stop(f"the API refused this node's attempt: {body[:200]!r}")
+            return False
         if status >= 300:
             log(f"status {phase} answered HTTP {status}: {body[:200]!r}")
             return False
@@ -144,7 +157,9 @@ class ApiClient:
             answer = json.loads(body.decode("utf-8") or "{}")
         except ValueError:
             answer = {}
-        if isinstance(answer, dict) and answer.get("cancel") and self.on_cancel is not None:
+        if isinstance(answer, dict) and answer.get("stop") and self.on_stop is not None:
+            self.on_stop(f"the API says this node has no part in job {self.job_id} now")
+        elif isinstance(answer, dict) and answer.get("cancel") and self.on_cancel is not None:
             self.on_cancel()
         return True
 
@@ -478,7 +493,9 @@ class Agent:
         self.runner: TaskRunner | None = None
         self.preempting_report: threading.Thread | None = None
         self.cancelled = threading.Event()
+        self.stopping = threading.Event()
         self.api.on_cancel = self.on_cancel
+        self.api.on_stop = self.on_stop
 
     def on_preemption_notice(self, reason: str) -> None:
         """Report `preempting` once and pass SIGTERM to the task so it can checkpoint."""
@@ -501,6 +518,28 @@ class Agent:
         log("the API says this job is over; stopping the task")
         if self.runner is not None:
             self.runner.terminate()
+
+    def on_stop(self, reason: str) -> None:
+        """This node's attempt is over (the job recovered elsewhere, or this node is a stray): SIGTERM the
+        task's process group, SIGKILL what is left after STOP_GRACE_SECONDS, and exit."""
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        self.cancelled.set()
+        log(f"stopping: {reason}")
+        if self.runner is not None:
+            self.runner.terminate()
+        threading.Thread(target=self._exit_after_grace, name="stop", daemon=True).start()
+
+    def _exit_after_grace(self) -> None:
+        if self.runner is not None:
+            self.runner.wait(STOP_GRACE_SECONDS)
+            self.runner.kill()
+            flush = threading.Thread(target=self.runner.shipper.close, name="last-logs", daemon=True)
+            flush.start()
+            flush.join(5)
+        self.finished.set()
+        os._exit(0)  # whatever the main thread is doing (a download, a setup), this node is done
 
     def heartbeat(self, every: float) -> None:
         while not self.finished.wait(every) and not self.cancelled.is_set():
@@ -593,6 +632,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
         code = agent.run()
+    except AgentStopped as error:
+        log(f"stopping before the task started: {error}")
+        return 0
     except AgentHttpError as error:
         log(f"the API refused this node: {error}")
         return 3

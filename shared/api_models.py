@@ -74,6 +74,7 @@ class ErrorBody(BaseModel):
     line: int | None = None
     file: str | None = None
     hint: str | None = None
+    stop: bool | None = Field(None, description="410 to a node agent: stop the task and exit.")
 
 
 class SubmitJobResponse(BaseModel):
@@ -104,12 +105,31 @@ class JobSummary(BaseModel):
     updated_at: str | None = None
 
 
+class TriedPlace(BaseModel):
+    place: str = Field(description="cloud, cloud/region or cloud/region/zone")
+    instance_family: str | None = Field(None, description="Set when only this family failed (quota).")
+    reason: str
+
+
+class CoolingPlace(BaseModel):
+    place: str
+    scope: str = Field(description="zone or region")
+    preemptions: int = Field(description="Spot preemptions there recently")
+    until: str = Field(description="When spot plans stop avoiding it (ISO 8601), if nothing else happens")
+
+
 class JobDetail(JobSummary):
     cost: float = Field(0.0, description="USD so far: finished attempts, plus the live cluster up to now.")
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)
     reason: str | None = None
+    tried: list[TriedPlace] = Field(
+        default_factory=list, description="Places this attempt tried that failed, and why (its blocklist)."
+    )
+    cooling: list[CoolingPlace] = Field(
+        default_factory=list, description="Places of the plan that spot avoids after recent preemptions."
+    )
 
 
 class JobList(BaseModel):
@@ -135,6 +155,9 @@ class AgentStatusResponse(BaseModel):
     job_id: str
     state: str
     cancel: bool = Field(False, description="The job was cancelled: the agent stops its task.")
+    stop: bool = Field(
+        False, description="This node has no part in the job now: kill the task's process group and exit."
+    )
 
 
 class FileMount(BaseModel):

@@ -27,6 +27,13 @@ class Wiring:
 
         return StoredCatalogLoader(self.objects)
 
+    @cached_property
+    def cooldowns(self) -> Any:
+        """Recent spot preemptions by zone (shared/store/cooldowns.py), for the cool-down policy."""
+        from shared.store.cooldowns import CooldownStore
+
+        return CooldownStore(self.settings)
+
     @property
     def catalog(self) -> Any:
         """Built-in + imported + the refreshed version in the bucket; re-read when LATEST moves (TTL)."""

@@ -114,15 +114,15 @@ def create_upload(caller: User, body: UploadRequest) -> UploadResponse:
 AGENT_QUERY = (QueryParam("instance_id", "string", "The asking node's instance id"),)
 
 
-@_route("/agent/{job_id}/config", "GET", "A node's task config (425 until every node is known)",
-        auth="agent", response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 425))  # fmt: skip
+@_route("/agent/{job_id}/config", "GET", "A node's task config (425 until every node is known)", auth="agent",
+        response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 410, 425))  # fmt: skip
 def agent_config(job_id: str, caller: None) -> dict[str, Any]:
     instance_id = (app.current_request.query_params or {}).get("instance_id", "")
     return job_views.agent_config(Settings.from_env(), job_id, instance_id)
 
 
 @_route("/agent/{job_id}/status", "POST", "A node reports its phase or a heartbeat", auth="agent",
-        body=AgentStatusRequest, response=AgentStatusResponse, errors=(404, 409))  # fmt: skip
+        body=AgentStatusRequest, response=AgentStatusResponse, errors=(404, 409, 410))  # fmt: skip
 def agent_status(job_id: str, caller: None, body: AgentStatusRequest) -> AgentStatusResponse:
     return job_views.agent_status(Settings.from_env(), job_id, body)
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from chalice import Chalice, Response
 from pydantic import BaseModel, ValidationError
 
-from shared.auth import AuthError
+from shared.auth import AuthError, StaleAttemptError
 from shared.errors import ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -36,6 +36,7 @@ STATUS_OF: tuple[tuple[type[UserError], int], ...] = (
     (AuthError, 401),
     (NotFoundError, 404),
     (ConflictError, 409),
+    (StaleAttemptError, 410),
     (PayloadTooLargeError, 413),
     (BodyValidationError, 422),
     (NotReadyError, 425),

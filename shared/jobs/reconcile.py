@@ -95,12 +95,17 @@ def _check_nodes(
 
 
 def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]]) -> None:
+    """Terminate UP clusters that are not their live job's current one (a lost teardown), and say so in
+    the job's timeline."""
     for cluster in wiring.store.live_clusters():
         job = wiring.store.get(cluster.job_id)
         if job is not None and not is_terminal(job.state) and job.cluster_id == cluster.cluster_id:
             continue
         wiring.providers.build(cluster.provider).terminate(cluster.cluster_id)
         if wiring.store.mark_cluster_terminated(cluster):
+            why = "its job is over" if job is None or is_terminal(job.state) else "its job moved on"
+            message = f"reconcile terminated cluster {cluster.cluster_id}: {why} (a lost teardown)"
+            wiring.store.note(cluster.job_id, "teardown", message, {"cluster": cluster.cluster_id})
             done["terminated"].append(cluster.cluster_id)
 
 

@@ -10,6 +10,7 @@ from shared.jobs.costs import cost_with
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
+from shared.jobs.tokens import attempt_fields
 from shared.plan import Block
 from shared.states import JobState, can_move
 from shared.store.models import JobModel
@@ -55,7 +56,7 @@ def recover_job(
     old_cluster = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
     next_attempt = int(job.attempt) + 1
     changes: dict[str, Any] = {
-        "attempt": next_attempt,
+        **attempt_fields(wiring.settings, job.job_id, next_attempt),
         "recoveries": recoveries,
         "restarts": int(job.restarts) + (1 if counts_as_restart else 0),
         "cluster_id": None,
@@ -66,7 +67,14 @@ def recover_job(
         "cost": cost_with(job, cluster),
     }
     detail = {"cluster": old_cluster}
-    if not wiring.store.move(job, JobState.RECOVERING, cause, changes=changes, detail=detail):
+    counted = []  # the preemption, for every job planning spot there (shared/spot_cooldown.py)
+    if preempted and cluster is not None and cluster.use_spot:
+        place = (cluster.cloud, cluster.region, cluster.zone)
+        counted.append(wiring.cooldowns.preemption_update(*place, cluster.cluster_id))
+    moved = wiring.store.move(
+        job, JobState.RECOVERING, cause, changes=changes, detail=detail, also_update=counted
+    )
+    if not moved:
         return Outcome.ALREADY_DONE
     send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
     send_optimize(wiring, job.job_id, next_attempt)

@@ -11,6 +11,7 @@ from shared.errors import UserError
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
+from shared.jobs.tokens import agent_token, token_hash
 from shared.notifications.settings import check_email, check_webhook, store_job_override
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -66,8 +67,9 @@ def submit_job(
     keys = file_mount_keys or {}
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     wiring = wiring_for(settings)
+    job_id = job_id or new_job_id()
     job = wiring.store.jobs(
-        job_id=job_id or new_job_id(),
+        job_id=job_id,
         owner=owner,
         name=pipeline.name or pipeline.tasks[0].name,
         state=JobState.PENDING.value,
@@ -77,7 +79,7 @@ def submit_job(
         clouds=json.dumps(sorted(c.lower() for c in clouds)) if clouds else None,
         workdir_key=workdir_key,
         file_mounts=encode_keys(keys),
-        token_hash="-",  # set per attempt when provisioning starts
+        token_hash=token_hash(agent_token(settings, job_id, 0)),  # a new one with each attempt
     )
     store_pipeline(wiring, job, pipeline)
     store_job_override(settings, job.job_id, slack_webhook=notify_slack, email=notify_email)

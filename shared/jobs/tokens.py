@@ -38,3 +38,9 @@ def agent_token(settings: Settings, job_id: str, attempt: int) -> str:
 
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def attempt_fields(settings: Settings, job_id: str, attempt: int) -> dict[str, object]:
+    """The job fields that start an attempt: its number and its agents' token hash. From that write on,
+    agents of earlier attempts are refused with a stop (shared.auth.StaleAttemptError)."""
+    return {"attempt": attempt, "token_hash": token_hash(agent_token(settings, job_id, attempt))}

@@ -181,6 +181,11 @@ class JobStore:
         except DoesNotExist:
             return None
 
+    def clusters_by_id(self, cluster_ids: Iterable[str]) -> list[ClusterModel]:
+        """The cluster records among `cluster_ids` (one batch read per 100 ids); missing ones are skipped."""
+        keys = sorted(set(cluster_ids))
+        return list(self.clusters.batch_get(keys, consistent_read=True)) if keys else []
+
     def node_ref(self, instance_id: str) -> NodeRefModel | None:
         try:
             return self.node_refs.get(f"node#{instance_id}", consistent_read=True)
