@@ -40,8 +40,25 @@ class Wiring:
         return self.catalog_loader.catalog()
 
 
-@cache
+_installed: dict[Settings, Wiring] = {}
+
+
+def install_wiring(wiring: Wiring) -> None:
+    """Use `wiring` for its settings from now on, wherever `wiring_for` is asked: how a harness (the chaos
+    runs: tests/chaos/) puts its fault-injecting adapters under every entry point. Not for the product."""
+    _installed[wiring.settings] = wiring
+
+
+def uninstall_wiring(settings: Settings) -> None:
+    _installed.pop(settings, None)
+
+
 def wiring_for(settings: Settings) -> Wiring:
+    return _installed.get(settings) or _built_wiring(settings)
+
+
+@cache
+def _built_wiring(settings: Settings) -> Wiring:
     return Wiring(
         settings=settings,
         store=JobStore(settings),

@@ -167,6 +167,8 @@ def _apply_report(
     node = nodes[instance_id]
     if phase != "heartbeat" and PHASE_ORDER[phase] < PHASE_ORDER.get(str(node.get("phase")), 0):
         phase = "heartbeat"  # a late report of an earlier phase: the node is alive, nothing more
+    if phase == "setting_up":
+        phase = "heartbeat"  # no step waits on it: a sign of life, written only as a heartbeat would be
     if phase == "heartbeat" and now - float(node.get("heartbeat_at") or 0) < heartbeat_write_after(wiring):
         return True  # recorded recently enough: the write would change nothing reconcile decides on
     fields: dict[str, Any] = {"heartbeat_at": now}
@@ -257,16 +259,14 @@ def _on_all_succeeded(wiring: Wiring, job: JobModel, cluster: ClusterModel, node
                 "restarts": 0,
                 "cost": cost_with(job, cluster),
             },
-            also_update=node_update,
         )
         if moved:
             send_teardown(wiring, job.job_id, int(job.attempt) - 1, cluster.cluster_id)
             send_launch(wiring, job.job_id, int(job.attempt))
         return moved
     changes = {"cost": cost_with(job, cluster)}
-    moved = wiring.store.move(
-        job, JobState.SUCCEEDED, "every node exited 0", changes=changes, also_update=node_update
-    )
+    # The last node's own phase is not written: once the job has moved on, nothing reads it (one item less).
+    moved = wiring.store.move(job, JobState.SUCCEEDED, "every node exited 0", changes=changes)
     if moved:
         send_teardown(wiring, job.job_id, int(job.attempt), cluster.cluster_id)
     return moved

@@ -328,6 +328,9 @@ def teardown_cluster(wiring: Wiring, job_id: str, cluster_id: str) -> Outcome:
     for provider in providers:
         provider.terminate(cluster_id)
     if cluster is not None and wiring.store.mark_cluster_terminated(cluster):
-        wiring.store.note(job_id, "teardown", f"cluster {cluster_id} terminated")
+        job = wiring.store.get(job_id)
+        if job is None or job.cluster_id != cluster_id:
+            wiring.store.note(job_id, "teardown", f"cluster {cluster_id} terminated")
+        # else: the job's own (last) cluster, whose record says when it ended; views show that as the event
         return Outcome.DONE
     return Outcome.ALREADY_DONE

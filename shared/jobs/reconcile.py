@@ -80,7 +80,7 @@ def _check_nodes(
             done["recovered"].append(job.job_id)
             return
         last = float(node.get("heartbeat_at") or cluster.launched_at)
-        booting = node.get("phase") == "launched"
+        booting = node.get("phase") == "launched" and last <= float(cluster.launched_at)  # never heard from
         allowed = settings.boot_grace_seconds if booting else settings.silent_after_seconds
         if now - last > allowed:
             since = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

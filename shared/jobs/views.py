@@ -92,10 +92,22 @@ def job_view(
         cost=_cost_so_far(job, cluster),
         plan=plan.model_dump(mode="json") if plan else None,
         cluster=_cluster_dict(cluster) if cluster else None,
-        timeline=[_event_dict(e) for e in events or []],
+        timeline=_timeline(events, cluster if job.cluster_id == (cluster and cluster.cluster_id) else None),
         tried=[_tried_dict(b) for b in blocks_of(job)] if events is not None else [],
         cooling=[_cooling_dict(c) for c in cooling or []],
     )
+
+
+def _timeline(events: list[EventModel] | None, cluster: ClusterModel | None) -> list[dict[str, Any]]:
+    """The events, and the end of the job's own cluster (kept in its record, not written as an event)."""
+    listed = [_event_dict(e) for e in events or []]
+    if events is not None and cluster is not None and cluster.terminated_at is not None:
+        message = f"cluster {cluster.cluster_id} terminated"
+        if not any(e["kind"] == "teardown" and e["message"] == message for e in listed):
+            ended = {"time": iso(cluster.terminated_at), "kind": "teardown", "state": None}
+            listed.append({**ended, "message": message, "detail": {}})
+            listed.sort(key=lambda e: e["time"] or "")
+    return listed
 
 
 def _tried_dict(block: Block) -> dict[str, Any]:
