@@ -20,6 +20,7 @@ from functions.spot_watch.handler import handler as spot_watch_handler
 from shared.clouds.base import LaunchSpec
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
+from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.reconcile import reconcile
 from shared.jobs.submission import submit_job
 from shared.jobs.views import get_job
@@ -75,9 +76,11 @@ def start(settings: Settings, queues: QueueDriver, task: str) -> str:
 
 
 def preempt(settings: Settings, job_id: str, rank: int = 0) -> None:
-    event = LocalCloud(settings.home).preempt(job_id, rank=rank, notice_seconds=0.1)
-    assert event is not None
-    spot_watch_handler(event, None)
+    """The node's agent reports the notice (the path that leaves the re-plan and the launch to the
+    queues, whose teardown these tests hold back), then the cloud takes the node."""
+    node = get_job(settings, job_id, owner=None).cluster["nodes"][rank]  # type: ignore[index]
+    report_agent_status(settings, job_id, instance_id=node["instance_id"], phase="preempting")
+    assert LocalCloud(settings.home).preempt(job_id, rank=rank, notice_seconds=0.1) is not None
 
 
 def test_a_relaunch_waits_for_nothing_but_terminates_the_old_cluster_when_its_teardown_is_late(
@@ -159,3 +162,21 @@ def test_reconcile_writes_each_termination_in_the_jobs_timeline(stack: Settings,
     notes = [e for e in get_job(stack, job_id, owner=None).timeline if e["kind"] == "teardown"]
     assert len(notes) == 1 and notes[0]["message"].startswith(f"reconcile terminated cluster {job_id}-0")
     assert reconcile(wiring=wiring_for(stack)).get("terminated") is None  # once
+
+
+def test_a_spot_event_replans_and_relaunches_in_the_same_invocation_after_the_fence(
+    stack: Settings, queues: QueueDriver, launches_seen: list[tuple[str, set[str]]]
+) -> None:
+    job_id = start(stack, queues, TWO_NODE_SPOT)
+    event = LocalCloud(stack.home).preempt(job_id, rank=1, notice_seconds=0.1)
+    assert event is not None
+    spot_watch_handler(event, None)  # the cloud's event: recover, re-plan, fence, launch, in one go
+    view = get_job(stack, job_id, owner=None)
+    assert view.state == JobState.SETTING_UP and view.attempt == 1
+    assert launches_seen[-1] == (f"{job_id}-1", set())  # the survivor of attempt 0 was gone first
+    assert live_clusters(stack, job_id) == {f"{job_id}-1"}
+    assert queues.delayed_count("optimize") == 1  # the fallback re-plan, for a crash midway
+    spot_watch_handler(event, None)  # the event again: nothing more
+    deliver(queues, "provision")  # the teardown and the launch message: no-ops now
+    assert get_job(stack, job_id, owner=None).attempt == 1
+    assert live_clusters(stack, job_id) == {f"{job_id}-1"}

@@ -20,7 +20,6 @@ from conftest import QueueDriver
 
 from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
-from functions.spot_watch.handler import handler as spot_watch_handler
 from functions.submit.app import app
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
@@ -45,9 +44,8 @@ def recovered_job(stack: Settings, queues: QueueDriver, monkeypatch: pytest.Monk
     optimize_handler(queues.event(queues.receive("optimize")), None)
     provision_handler(queues.event(queues.receive("provision")), None)
     instance_id = get_job(stack, job_id, owner=None).cluster["nodes"][0]["instance_id"]  # type: ignore[index]
-    event = LocalCloud(stack.home).preempt(job_id, notice_seconds=0.1)
-    assert event is not None
-    spot_watch_handler(event, None)
+    report_agent_status(stack, job_id, instance_id=instance_id, phase="preempting")  # the agent's notice
+    assert LocalCloud(stack.home).preempt(job_id, notice_seconds=0.1) is not None
     assert get_job(stack, job_id, owner=None).attempt == 1
     return job_id, instance_id
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from shared.clouds.base import CloudProvider, Node
 from shared.clouds.errors import CloudError
 from shared.jobs.messages import cluster_id_for
-from shared.store.models import JobModel
+from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
 
 logger = logging.getLogger("skyless.fencing")
@@ -38,11 +38,24 @@ class FenceReport:
     terminated: list[str] = field(default_factory=list)  # earlier clusters this step found running
     still_running: list[str] = field(default_factory=list)  # ... and the cloud still lists as running
     unreachable: list[str] = field(default_factory=list)  # providers that could not be asked
+    records: list[ClusterModel] = field(default_factory=list)  # records of the clusters terminated, still UP
 
     @property
     def fenced(self) -> bool:
         """True when no earlier attempt of the job can still be running anything."""
         return not self.still_running and not self.unreachable
+
+    def write_down(self, wiring: Wiring, job_id: str, attempt: int) -> None:
+        """Mark the terminated clusters' records and say so in the timeline. Done after the launch (the
+        records are bookkeeping, the cloud's answer was the check); lost to a crash, reconcile does it."""
+        by_id = {r.cluster_id: r for r in self.records}
+        for cluster_id in self.terminated:
+            record = by_id.get(cluster_id)
+            if cluster_id in self.still_running:
+                continue
+            if record is None or wiring.store.mark_cluster_terminated(record):
+                message = f"cluster {cluster_id} terminated before attempt {attempt} launches"
+                wiring.store.note(job_id, "fence", message, {"cluster": cluster_id})
 
 
 def job_nodes(provider: CloudProvider, job_id: str) -> list[Node]:
@@ -93,10 +106,6 @@ def fence_earlier_attempts(wiring: Wiring, job: JobModel) -> FenceReport:
             if alive:
                 report.still_running.append(cluster_id)
         report.terminated.append(cluster_id)
-        record = records.get(cluster_id)
-        if cluster_id in report.still_running:
-            continue
-        if record is None or wiring.store.mark_cluster_terminated(record):
-            message = f"cluster {cluster_id} terminated before attempt {attempt} launches"
-            wiring.store.note(job.job_id, "fence", message, {"cluster": cluster_id})
+        if cluster_id in records:
+            report.records.append(records[cluster_id])
     return report

@@ -25,8 +25,8 @@ class ProvisionMessage(BaseModel):
     cluster_id: str | None = None
 
 
-def send_optimize(wiring: Wiring, job_id: str, attempt: int) -> None:
-    wiring.queues.optimize.send({"job_id": job_id, "attempt": attempt})
+def send_optimize(wiring: Wiring, job_id: str, attempt: int, delay_seconds: int = 0) -> None:
+    wiring.queues.optimize.send({"job_id": job_id, "attempt": attempt}, delay_seconds=delay_seconds)
 
 
 def send_launch(wiring: Wiring, job_id: str, attempt: int, delay_seconds: int = 0) -> None:

@@ -80,9 +80,13 @@ def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome
     fence = fence_earlier_attempts(wiring, job)
     if not fence.fenced:
         return _wait_for_fence(wiring, job, fence)
+    attempt = int(job.attempt)
     if JobState(job.state) == JobState.WAITING:
-        return _retry_after_waiting(wiring, job)
-    return _walk_candidates(wiring, job)
+        outcome = _retry_after_waiting(wiring, job)
+    else:
+        outcome = _walk_candidates(wiring, job)
+    fence.write_down(wiring, job.job_id, attempt)
+    return outcome
 
 
 def _wait_for_fence(wiring: Wiring, job: JobModel, fence: FenceReport) -> Outcome:

@@ -35,7 +35,7 @@ def reconcile(now: float | None = None, wiring: Wiring | None = None) -> dict[st
     done: dict[str, list[str]] = defaultdict(list)
     for job in wiring.store.live_jobs():
         _check_job(wiring, job, now, done)
-    _close_cluster_records(wiring, done)
+    _close_cluster_records(wiring, done, just_ended={*done.get("recovered", []), *done.get("failed", [])})
     return dict(done)
 
 
@@ -94,10 +94,12 @@ def _check_nodes(
             return
 
 
-def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]]) -> None:
+def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]], just_ended: set[str]) -> None:
     """Terminate UP clusters that are not their live job's current one (a lost teardown), and say so in
-    the job's timeline."""
+    the job's timeline. Clusters this sweep itself let go of have their teardown on its way."""
     for cluster in wiring.store.live_clusters():
+        if cluster.job_id in just_ended:
+            continue
         job = wiring.store.get(cluster.job_id)
         if job is not None and not is_terminal(job.state) and job.cluster_id == cluster.cluster_id:
             continue

@@ -39,9 +39,17 @@ def recovery_options(wiring: Wiring, job: JobModel) -> dict[str, Any]:
 
 
 def recover_job(
-    wiring: Wiring, job: JobModel, cause: str, *, preempted: bool, counts_as_restart: bool = False
+    wiring: Wiring,
+    job: JobModel,
+    cause: str,
+    *,
+    preempted: bool,
+    counts_as_restart: bool = False,
+    replan_delay_seconds: int = 0,
 ) -> Outcome:
-    """Move the job to RECOVERING (attempt + 1), tear its cluster down, ask for a new plan."""
+    """Move the job to RECOVERING (attempt + 1), tear its cluster down, ask for a new plan. A caller that
+    goes on to re-plan itself (shared/jobs/continuation.py) delays the optimize message: it is then only
+    the fallback, and does not race the caller."""
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
@@ -77,7 +85,7 @@ def recover_job(
     if not moved:
         return Outcome.ALREADY_DONE
     send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
-    send_optimize(wiring, job.job_id, next_attempt)
+    send_optimize(wiring, job.job_id, next_attempt, delay_seconds=replan_delay_seconds)
     return Outcome.DONE
 
 
