@@ -128,7 +128,7 @@ def test_an_unknown_or_absurd_job_id_is_404(alice: Api) -> None:
 
 def test_show_has_the_plan_and_the_place_once_planned(stack: Settings, alice: Api) -> None:
     job_id = alice.submit()
-    assert plan_job({"job_id": job_id, "attempt": 0}, wiring_for(stack)) == "already_done"  # planned at submit
+    assert plan_job({"job_id": job_id, "attempt": 0}, wiring_for(stack)) == "already_done"  # planned already
 
     shown = alice.get(f"/jobs/{job_id}").json_body
     assert shown["state"] == "PLANNED"
