@@ -101,6 +101,8 @@ def main() -> None:
     reasons: Counter[str] = Counter()
     findings: dict[str, list[str]] = {name: [] for name in COUNTS}
     hours = 0.0
+    crashed_at: set[str] = set()
+    called: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="skyless-chaos-") as home:
         done = 0
         wave = 0
@@ -114,6 +116,8 @@ def main() -> None:
             outcomes.update(report.outcomes)
             reasons.update(report.reasons)
             hours += report.simulated_hours
+            crashed_at |= report.crashed_at
+            called |= report.called
             for name in COUNTS:
                 found = getattr(report, name)
                 findings[name].extend(list(found.items()) if isinstance(found, dict) else found)
@@ -126,7 +130,7 @@ def main() -> None:
               **{name: totals[name] for name in COUNTS},
               **{k: totals[k] for k in ("crashes", "calls", "messages_sent", "deliveries", "launch_requests",
                                          "preemptions", "storms", "stale_agents_stopped")},
-              "crash_points": "per wave, see tests", "simulated_hours": round(hours, 1),
+              "crash_points": f"{len(crashed_at)} of {2 * len(called)}", "simulated_hours": round(hours, 1),
               "wall_seconds": round(seconds, 1), "fenced": not args.without_fence}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2))
@@ -136,6 +140,10 @@ def main() -> None:
     print(f"  outcomes: {result['outcomes']}  (failed because: {result['failed_reasons']})")
     faults = ("crashes", "calls", "messages_sent", "deliveries", "launch_requests", "preemptions", "storms")
     print("  faults: " + ", ".join(f"{k} {result[k]}" for k in (*faults, "stale_agents_stopped")))
+    missed = sorted(f"{label}:{when}" for label in called for when in ("before", "after"))
+    missed = [point for point in missed if point not in crashed_at]
+    print(f"  crash points (store/queue/cloud method x before/after) hit: {result['crash_points']}"
+          + (f"; not hit: {', '.join(missed)}" if missed else ""))  # fmt: skip
     print("  invariants (all must be 0):")
     for name in COUNTS:
         print(f"    {name:26s} {result[name]}")

@@ -22,9 +22,11 @@ class FaultInjector:
         self.enabled = True
         self.calls = 0
         self.crashes: Counter[str] = Counter()  # by "<adapter>.<method>:before|after"
+        self.called: set[str] = set()  # "<adapter>.<method>" called; crash points: these x before/after
 
     def around(self, label: str, call: Callable[[], Any]) -> Any:
         self.calls += 1
+        self.called.add(label)
         if self.enabled and self.rng.random() < self.rate / 2:
             self.crashes[f"{label}:before"] += 1
             raise SimulatedCrash(f"before {label}")

@@ -99,6 +99,9 @@ class ChaosReport:
     handler_errors: list[str]
     crashes: int
     crash_points: int
+    crash_points_possible: int
+    crashed_at: set[str]
+    called: set[str]
     calls: int
     messages_sent: int
     deliveries: int
@@ -134,7 +137,7 @@ class ChaosReport:
             "illegal_moves": len(self.illegal_moves),
             "handler_errors": len(self.handler_errors),
             "crashes": self.crashes,
-            "crash_points": self.crash_points,
+            "crash_points": f"{self.crash_points} of {self.crash_points_possible}",
             "calls": self.calls,
             "messages_sent": self.messages_sent,
             "deliveries": self.deliveries,
@@ -406,6 +409,9 @@ class ChaosRun:
             handler_errors=self.handler_errors,
             crashes=sum(self.injector.crashes.values()),
             crash_points=len(self.injector.crashes),
+            crash_points_possible=2 * len(self.injector.called),
+            crashed_at=set(self.injector.crashes),
+            called=set(self.injector.called),
             calls=self.injector.calls,
             messages_sent=self.bus.sent,
             deliveries=self.bus.delivered,
