@@ -39,7 +39,7 @@ def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
     report = run_chaos(chaos_settings, ChaosConfig(jobs=20, seed=11, **STORMY))
     summary = report.summary()
     # the chaos happened ...
-    assert report.crashes > 20 and report.crash_points > report.crash_points_possible / 3, summary
+    assert report.crashes > 20 and report.crash_points == report.crash_points_possible, summary
     assert report.deliveries >= 2 * report.messages_sent, summary
     assert report.preemptions > 10 and report.storms >= 1, summary
     assert report.outcomes["SUCCEEDED"] >= report.jobs // 2, summary

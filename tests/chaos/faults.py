@@ -16,9 +16,14 @@ class SimulatedCrash(BaseException):
 
 
 class FaultInjector:
-    def __init__(self, rng: random.Random, rate: float) -> None:
+    """`rate`: the chance that a call is preceded or followed by a crash. `every_point`: besides, the first
+    call of each adapter method crashes before it, and the next one after it, so that every crash point the
+    run reaches is exercised at least once, however rare the call."""
+
+    def __init__(self, rng: random.Random, rate: float, every_point: bool = True) -> None:
         self.rng = rng
-        self.rate = rate  # chance that a call is followed or preceded by a crash
+        self.rate = rate
+        self.every_point = every_point
         self.enabled = True
         self.calls = 0
         self.crashes: Counter[str] = Counter()  # by "<adapter>.<method>:before|after"
@@ -27,14 +32,21 @@ class FaultInjector:
     def around(self, label: str, call: Callable[[], Any]) -> Any:
         self.calls += 1
         self.called.add(label)
-        if self.enabled and self.rng.random() < self.rate / 2:
-            self.crashes[f"{label}:before"] += 1
+        if self._crashes_here(f"{label}:before"):
             raise SimulatedCrash(f"before {label}")
         result = call()
-        if self.enabled and self.rng.random() < self.rate / 2:
-            self.crashes[f"{label}:after"] += 1
+        if self._crashes_here(f"{label}:after"):
             raise SimulatedCrash(f"after {label}")
         return result
+
+    def _crashes_here(self, point: str) -> bool:
+        if not self.enabled:
+            return False
+        first = self.every_point and point not in self.crashes
+        if first or self.rng.random() < self.rate / 2:
+            self.crashes[point] += 1
+            return True
+        return False
 
 
 class Faulty:
