@@ -224,6 +224,7 @@ def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> Non
         )
         if d.why:
             console.print(f"  why: {_escape(d.why)}")
+    _print_places(job)
     timeline = Table(title="timeline", show_edge=False)
     for column in ("TIME", "EVENT", "STATE", "MESSAGE"):
         timeline.add_column(column)
@@ -367,6 +368,23 @@ def _event_line(event: TimelineEvent, job: JobDetail) -> str:
     if where and where not in message:
         text += f"  [blue]{_escape(where)}[/blue] {_escape(instance)}" + (" (spot)" if spot else "")
     return text
+
+
+def _print_places(job: JobDetail) -> None:
+    """Where this attempt failed (and why), and the spot places its plan avoids after preemptions."""
+    for place in job.tried:
+        family = f" ({place.instance_family} family)" if place.instance_family else ""
+        console.print(f"  tried: {_escape(place.place)}{family}: {_escape(place.reason)}", soft_wrap=True)
+    for cooling in job.cooling:
+        until = _clock(cooling.until)
+        console.print(
+            f"  cooling: {cooling.scope} {_escape(cooling.place)} after {cooling.preemptions} spot "
+            f"preemption(s), until {until}: spot there is tried last",
+            soft_wrap=True,
+        )
+    notes = (job.plan or {}).get("notes") or []
+    for note in notes:
+        console.print(f"  plan: {_escape(str(note))}", soft_wrap=True)
 
 
 def _print_log(text: str) -> None:

@@ -152,7 +152,9 @@ def agent_status(settings: Settings, job_id: str, body: AgentStatusRequest) -> A
         exit_code=body.exit_code,
         message=body.message,
     )
-    return AgentStatusResponse(job_id=status.job_id, state=status.state, cancel=status.cancel)
+    return AgentStatusResponse(
+        job_id=status.job_id, state=status.state, cancel=status.cancel, stop=status.stop
+    )
 
 
 def upload(settings: Settings, caller: User, body: UploadRequest) -> UploadResponse:

@@ -83,6 +83,7 @@ class ErrorBody(BaseModel):
     line: int | None = None
     file: str | None = None
     hint: str | None = None
+    stop: bool | None = Field(None, description="410 to a node agent: stop the task and exit.")
 
 
 class SubmitJobResponse(BaseModel):
@@ -127,12 +128,31 @@ class DeadlineStatus(BaseModel):
     why: str | None = Field(None, description="The policy's reason, in words.")
 
 
+class TriedPlace(BaseModel):
+    place: str = Field(description="cloud, cloud/region or cloud/region/zone")
+    instance_family: str | None = Field(None, description="Set when only this family failed (quota).")
+    reason: str
+
+
+class CoolingPlace(BaseModel):
+    place: str
+    scope: str = Field(description="zone or region")
+    preemptions: int = Field(description="Spot preemptions there recently")
+    until: str = Field(description="When spot plans stop avoiding it (ISO 8601), if nothing else happens")
+
+
 class JobDetail(JobSummary):
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)
     reason: str | None = None
     deadline: DeadlineStatus | None = None
+    tried: list[TriedPlace] = Field(
+        default_factory=list, description="Places this attempt tried that failed, and why (its blocklist)."
+    )
+    cooling: list[CoolingPlace] = Field(
+        default_factory=list, description="Places of the plan that spot avoids after recent preemptions."
+    )
 
 
 class JobList(BaseModel):
@@ -158,6 +178,9 @@ class AgentStatusResponse(BaseModel):
     job_id: str
     state: str
     cancel: bool = Field(False, description="The job was cancelled: the agent stops its task.")
+    stop: bool = Field(
+        False, description="This node has no part in the job now: kill the task's process group and exit."
+    )
 
 
 class FileMount(BaseModel):

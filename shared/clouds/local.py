@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import fnmatch
+import glob
 import json
 import os
 import signal
@@ -143,6 +144,13 @@ class LocalCloud:
             return []
         paths = sorted(self.nodes_dir.glob(f"*/*/{NODE_FILE}"))
         return [self._node(r) for path in paths if (r := _load(path))]
+
+    def list_job(self, job_id: str) -> list[Node]:
+        """The nodes tagged with `job_id` (a cloud's tag filter; cluster folders are `<job id>-<attempt>`)."""
+        if not job_id or "/" in job_id or not self.nodes_dir.exists():
+            return []
+        paths = sorted(self.nodes_dir.glob(f"{glob.escape(job_id)}-*/*/{NODE_FILE}"))
+        return [self._node(r) for path in paths if (r := _load(path)) and r.get("job_id") == job_id]
 
     # -- what only a simulated cloud can do ------------------------------------------------
 

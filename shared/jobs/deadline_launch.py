@@ -124,7 +124,9 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
                 "next_check_at": check_at,
             }
             index = candidates.index(planned)
-            outcome = provisioning._record_launch(wiring, job, candidate, index, blocks, nodes, changes)
+            outcome = provisioning._record_launch(
+                wiring, job, candidate, index, blocks, nodes, extra_changes=changes
+            )
             if outcome is Outcome.DONE and check_at is not None:
                 send_provision_at(wiring, _check_body(job), check_at)
             return outcome
