@@ -4,8 +4,7 @@ A `Pipeline` is what a task file holds: one task, a chain (`execution: serial`) 
 (`execution: parallel`). `Task.resource_choice()` is what the optimizer reads. Models dump to JSON and
 validate back unchanged, so the job record can keep the validated task.
 
-Memory written as a ratio (`memory: 2x`) is resolved against the task's `cpus`: `2x` with `cpus: 4+` asks
-for at least 8 GiB. Without `cpus` the ratio cannot become GiB, so that request carries no memory bound.
+Memory written as a ratio (`memory: 2x`) is SkyPilot's: at least 2 GiB per vCPU of the machine chosen.
 """
 
 from __future__ import annotations
@@ -14,12 +13,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
+    PrivateAttr,
     StrictBool,
     StrictFloat,
     StrictInt,
     ValidationInfo,
     field_validator,
-    model_validator,
 )
 
 from shared.accelerators import canonical_name
@@ -87,11 +86,12 @@ class StorageObject(SpecModel):
     def _known_mode(cls, value: str | None) -> str | None:
         return _upper_one_of(value, STORAGE_MODES)
 
-    @model_validator(mode="after")
-    def _names_a_bucket(self) -> StorageObject:
-        if self.name is None and self.source is None:
-            raise ValueError("a storage object needs 'name' or 'source'")
-        return self
+    def launch_problem(self) -> str | None:
+        """What stops this storage object from being mounted, checked at launch as SkyPilot does
+        (its dry run plans a mount whose `name` is still a placeholder)."""
+        if not self.name and not self.source:
+            return "a storage object needs a 'name' or a 'source' (this one names no bucket)"
+        return None
 
 
 def _upper_one_of(value: str | None, allowed: tuple[str, ...]) -> str | None:
@@ -209,18 +209,16 @@ class Task(SpecModel):
 
     @property
     def unsupported(self) -> list[str]:
-        notes = []
-        if self.service is not None:
-            notes.append("service: read, not run by skyless (SkyServe services)")
-        if self.pool is not None:
-            notes.append("pool: read, not run by skyless (worker pools)")
-        return notes
+        """The fields this task sets that skyless reads but does not act on, one sentence each."""
+        from shared.unsupported_fields import unsupported_notes
+
+        return unsupported_notes(self)
 
     def resource_choice(self) -> ResourceChoice:
         """One `ResourceRequest` per alternative (any_of/ordered, times accelerator alternatives)."""
         requests: list[ResourceRequest] = []
-        for fields in self.resources.alternatives():
-            for request in _requests_for(fields):
+        for source, fields in self.resources.sourced_alternatives():
+            for request in _requests_for(fields, source):
                 if request not in requests:
                     requests.append(request)
         return ResourceChoice(tuple(requests), ordered=self._alternatives_are_ordered())
@@ -237,14 +235,11 @@ def _env_text(value: Any) -> Any:
     return str(value) if isinstance(value, int | float | bool) else value
 
 
-def _requests_for(fields: ResourceFields) -> list[ResourceRequest]:
+def _requests_for(fields: ResourceFields, source: tuple[str | int, ...]) -> list[ResourceRequest]:
     cloud, region, zone = fields.location()
     cpus, cpus_at_least = parse_cpus(fields.cpus)
     amount, memory_at_least, relative = parse_memory(fields.memory)
-    memory_gib = amount
-    if relative:
-        memory_gib = amount * cpus if amount is not None and cpus is not None else None
-        memory_at_least = True
+    memory_gib, memory_per_vcpu = (None, amount) if relative else (amount, None)
     accelerators = fields.accelerator_alternatives() or [(None, 0.0)]
     return [
         ResourceRequest(
@@ -257,9 +252,11 @@ def _requests_for(fields: ResourceFields) -> list[ResourceRequest]:
             cpus_at_least=cpus_at_least,
             memory_gib=memory_gib,
             memory_at_least=memory_at_least,
+            memory_per_vcpu=memory_per_vcpu,
             instance_type=fields.instance_type,
             use_spot=bool(fields.use_spot),
             max_hourly_cost=fields.max_hourly_cost,
+            source=source,
         )
         for name, count in accelerators
     ]
@@ -274,3 +271,13 @@ class Pipeline(SpecModel):
     primary_tasks: list[str] | None = None
     termination_delay: StrictInt | str | dict[str, StrictInt | str] | None = None
     inter_connection: Any = None
+    # Null secrets left for launch to fill (only when loaded for planning): task index -> names.
+    _deferred_secrets: dict[int, list[str]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def deferred_secrets(self) -> dict[int, list[str]]:
+        return self._deferred_secrets
+
+    @deferred_secrets.setter
+    def deferred_secrets(self, value: dict[int, list[str]]) -> None:
+        self._deferred_secrets = value

@@ -49,8 +49,9 @@ def mount_sources(task: Any, *, bucket: str | None, filename: str | None = None)
     for path, source in (task.file_mounts or {}).items():
         field = f"file_mounts.{path}"
         if not isinstance(source, str):
+            problem = source.launch_problem()
             raise UserError(
-                "storage objects (name/source/store/mode) are not mounted by skyless yet",
+                problem or "storage objects (name/source/store/mode) are not mounted by skyless yet",
                 file=filename,
                 field=field,
                 hint="use a local path, an https:// URL or an s3:// object in the skyless bucket",
