@@ -4,8 +4,10 @@ Most clouds price whole VMs, GPUs included: one row, one offering. GCP prices GP
 the VM they attach to, so a GCP GPU offering is a host VM row plus an accelerator row of the same
 zone, paired by GCP's machine families: a2-highgpu ↔ A100, a2-ultragpu ↔ A100-80GB, a3 ↔ H100
 (and H100-MEGA, H200), a4 ↔ B200, g2 ↔ L4, and N1 hosts ↔ T4/P4/V100/P100 within the vCPU and
-memory limits GCP allows per GPU count. Accelerator rows with no host (TPUs, GPUs in a zone without
-a matching host) produce no offering; neither do accelerator-bound hosts (a2/a3/a4/g2) on their own.
+memory limits GCP allows per GPU count. TPU rows (`tpu-v5litepod-16`, no instance type) are TPU VM
+slices, priced whole, with SkyPilot's instance type `TPU-VM` (shared.tpu_slices gives their hosts).
+GPU rows in a zone without a matching host produce no offering; neither do accelerator-bound hosts
+(a2/a3/a4/g2, TPU hosts) on their own.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from pathlib import Path
 from shared.accelerators import canonical_name, memory_gib
 from shared.errors import CatalogError
 from shared.offering import Offering
+from shared.tpu_slices import tpu_slice
+
+TPU_INSTANCE_TYPE = "TPU-VM"
 
 _REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "Region")
 _GPU_MEMORY = re.compile(r"'SizeInMiB':\s*([0-9.]+)")
@@ -195,6 +200,17 @@ def _gcp_host_types(accelerator: str, count: float, hosts: dict[str, _Row]) -> l
     ]
 
 
+def _tpu_offering(r: _Row) -> Offering | None:
+    """A TPU VM slice: priced whole (its host VMs cost nothing extra), SkyPilot's instance type `TPU-VM`."""
+    tpu = tpu_slice(r.accelerator or "")
+    if tpu is None or not r.price:
+        return None
+    return Offering(
+        "gcp", r.region, r.zone, TPU_INSTANCE_TYPE, tpu.name, r.count or 1.0, tpu.hbm_gib,
+        tpu.host_vcpus, tpu.host_memory_gib, r.price, r.spot or None,
+    )  # fmt: skip
+
+
 def _gcp_offerings(rows: list[_Row]) -> Iterator[Offering]:
     hosts: dict[tuple[str, str | None], dict[str, _Row]] = {}
     accelerators: list[tuple[str, _Row]] = []
@@ -208,6 +224,10 @@ def _gcp_offerings(rows: list[_Row]) -> Iterator[Offering]:
                     "gcp", r.region, r.zone, r.instance_type, None, 0.0, None,
                     r.vcpus, r.memory_gib, r.price, r.spot or None,
                 )  # fmt: skip
+        elif r.accelerator is not None and r.accelerator.startswith("tpu-"):
+            tpu = _tpu_offering(r)
+            if tpu is not None:
+                yield tpu
         elif r.accelerator is not None:
             accelerators.append((r.accelerator, r))
     for accelerator, acc in accelerators:

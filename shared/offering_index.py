@@ -128,7 +128,8 @@ def index_for(catalog: HasOfferings) -> OfferingIndex:
 def hardware_keys(request: ResourceRequest, index: OfferingIndex) -> list[HardwareKey]:
     """The groups whose hardware satisfies a request's accelerator, CPU count or instance type.
 
-    A request without accelerator or instance type gets CPU-only groups only.
+    A request without accelerator or instance type gets CPU-only groups, and every accelerator group
+    too when it may take any host (`any_host`: clouds whose default machines carry GPUs).
     """
     count = float(request.accelerator_count or 1)
     if request.instance_type is not None:
@@ -139,7 +140,16 @@ def hardware_keys(request: ResourceRequest, index: OfferingIndex) -> list[Hardwa
     if request.accelerator is not None:
         key = ("gpu", request.accelerator, count)
         return [key] if index.has_hardware(key) else []
-    return [("cpu", v) for v in index.cpu_vcpus if fits(v, request.cpus, request.cpus_at_least)]
+    keys: list[HardwareKey] = [
+        ("cpu", v) for v in index.cpu_vcpus if fits(v, request.cpus, request.cpus_at_least)
+    ]
+    if request.any_host:
+        keys.extend(
+            ("gpu", acc, count)
+            for acc in index.accelerator_names()
+            for count in index.accelerator_counts(acc)
+        )
+    return keys
 
 
 def fits(value: float, wanted: float | None, at_least: bool) -> bool:

@@ -187,7 +187,9 @@ def dominant_options(
 
     Under the cost objective that is the cheapest per cloud. Order: the objective's order.
     """
-    heads = cheapest_per_shape_and_cloud(task.resource_choice(), index, enabled_clouds, blocklist, minimize)
+    heads = cheapest_per_shape_and_cloud(
+        task.resource_choice(), index, enabled_clouds, blocklist, minimize, task.num_nodes
+    )
     cheapest: dict[str, float] = {}
     kept: list[Candidate] = []
     for entry, spot, factor in heads:
