@@ -245,8 +245,9 @@ def _why_empty(
             f"({_some(families)}; name an instance_type to use another)"
         )
     if step == "multi-node":
-        clouds = _some(sorted({o.cloud for o in rows}))
-        return f"{clouds} run no multi-node clusters (num_nodes: {num_nodes}), as in SkyPilot"
+        names = sorted({o.cloud for o in rows})
+        verb = "runs" if len(names) == 1 else "run"
+        return f"{_some(names)} {verb} no multi-node clusters (num_nodes: {num_nodes}), as in SkyPilot"
     if step == "enabled":
         enabled = ", ".join(sorted(enabled_clouds or ())) or "none"
         return f"offered only on {_some(sorted({o.cloud for o in rows}))}, not enabled (enabled: {enabled})"

@@ -89,7 +89,9 @@ def plan_pipeline(
     tasks = list(pipeline.tasks)
     dag = list(pipeline_edges(pipeline) if edges is None else edges)
     failovers = [
-        _failover(_label(i, t, len(tasks)), t, catalog, enabled_clouds, blocklist, minimize, max_candidates)
+        _failover(
+            i, _label(i, t, len(tasks)), t, catalog, enabled_clouds, blocklist, minimize, max_candidates
+        )
         for i, t in enumerate(tasks)
     ]
     has_parent = {e.target for e in dag}
@@ -150,6 +152,7 @@ def _label(position: int, task: PlannableTask, count: int) -> str | None:
 
 
 def _failover(
+    position: int,
     label: str | None,
     task: PlannableTask,
     catalog: HasOfferings,
@@ -169,11 +172,14 @@ def _failover(
             max_candidates=max_candidates,
         )
     except NoOfferingError as error:
+        error.task_index = position  # type: ignore[attr-defined]  # for shared.plan_errors
         if label is None:
             raise
-        raise NoOfferingError(
+        labelled = NoOfferingError(
             f"{label}: {error.message}", file=error.file, line=error.line, field=error.field, hint=error.hint
-        ) from None
+        )
+        labelled.__dict__.update({k: v for k, v in vars(error).items() if k in ("paths", "task_index")})
+        raise labelled from None
 
 
 def dominant_options(

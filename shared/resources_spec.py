@@ -11,6 +11,7 @@ from shared.spec_model import SpecModel
 from shared.task_values import (
     AUTOSTOP_DURATION,
     DISK_TIERS,
+    FIELD_ALIASES,
     NETWORK_TIERS,
     RECOVERY_STRATEGIES,
     canonical_cloud,
@@ -23,8 +24,6 @@ from shared.task_values import (
 )
 
 Number = StrictInt | StrictFloat
-# Other names SkyPilot accepts for a resources field: alias -> field.
-FIELD_ALIASES = {"gpus": "accelerators"}
 ExitCode = Annotated[StrictInt, Field(ge=0, le=255)]
 
 

@@ -15,10 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared.errors import TaskFileError
-from shared.resources_spec import FIELD_ALIASES
 from shared.spec_model import did_you_mean
 from shared.task_spec import Pipeline, Task
-from shared.task_values import DURATION, substitute_env_vars
+from shared.task_values import DURATION, FIELD_ALIASES, substitute_env_vars
 from shared.yaml_positions import Document, YamlSyntaxError, load_documents
 
 CHAIN_HEADER_FIELDS = ("name", "execution")
@@ -111,6 +110,24 @@ def load_pipeline(
 def task_field_line(text: str, task_index: int, path: Sequence[str | int]) -> int | None:
     """The line of `path` (e.g. `("resources", "max_hourly_cost")`) in task `task_index` of a task file:
     the deepest part of it the file writes. None when the text is not a readable task file."""
+    found = _task_field(text, task_index, path)
+    return None if found is None else found[1]
+
+
+def written_field(
+    text: str, task_index: int, path: Sequence[str | int]
+) -> tuple[tuple[str | int, ...], int] | None:
+    """(the path as the file writes it, e.g. with `gpus` for `accelerators`; its line), or None when the
+    file does not write that field in that task."""
+    found = _task_field(text, task_index, path)
+    if found is None or len(found[0]) != len(tuple(path)):
+        return None
+    return found
+
+
+def _task_field(
+    text: str, task_index: int, path: Sequence[str | int]
+) -> tuple[tuple[str | int, ...], int] | None:
     try:
         documents = [d for d in load_documents(text) if isinstance(d.value, dict)]
         _, task_documents, _ = _split_header(documents, "<task>")
@@ -119,7 +136,8 @@ def task_field_line(text: str, task_index: int, path: Sequence[str | int]) -> in
     if not 0 <= task_index < len(task_documents):
         return None
     document = task_documents[task_index]
-    return document.line_of(_data_path(document.value, path))
+    written = _data_path(document.value, path)
+    return written, document.line_of(written)
 
 
 def _split_header(documents: list[Document], filename: str) -> tuple[Document | None, list[Document], str]:

@@ -98,7 +98,7 @@ def test_runpod_is_not_offered_for_several_nodes_and_the_reason_names_num_nodes(
     with pytest.raises(NoOfferingError) as caught:
         plan_file("h100_two_nodes_runpod.yaml", builtin)
     assert caught.value.field == "num_nodes"
-    assert "runpod run no multi-node clusters (num_nodes: 2)" in caught.value.message
+    assert "runpod runs no multi-node clusters (num_nodes: 2)" in caught.value.message
 
 
 def test_a_cpu_step_between_lambda_gpu_steps_runs_on_a_gpu_machine_to_save_egress(

@@ -44,8 +44,11 @@ def test_table_shows_the_chosen_plan_and_the_best_of_each_cloud(task_file: Path)
     code, out, _ = run(str(task_file))
     assert code == 0
     assert "Chosen plan" in out and "Best per cloud for train (2 node(s))" in out
-    for cloud in ("aws", "gcp", "azure", "lambda", "runpod"):
+    for cloud in ("aws", "gcp", "azure", "lambda"):
         assert f"│ {cloud}" in out
+    # two nodes: RunPod has no multi-node clusters (as in SkyPilot), and the plan says so
+    assert "runpod: no candidate: A100:8 in runpod: not offered on runpod" in out
+    assert "H100:8 in runpod: runpod runs no multi-node clusters (num_nodes: 2)" in out
     assert out.count("✔") == 1
     assert "Estimated total: $" in out
 
