@@ -58,7 +58,7 @@ def _field_paths(request: ResourceRequest, fields: Sequence[str]) -> list[tuple[
     """Where the fields behind a miss may be written: the alternative's own entry, then the shared one."""
     paths: list[tuple[str | int, ...]] = []
     for name in fields:
-        if name in TASK_LEVEL_FIELDS:
+        if name in TASK_LEVEL_FIELDS or name.startswith("--"):
             paths.append((name,))
             continue
         if len(request.source) > 1:
@@ -154,7 +154,7 @@ def _nearest_miss(
             ("cpus", "memory"),
             lambda o: in_families(o.cloud, o.instance_type, sized[o.cloud].host_families),
         ),
-        ("enabled", (), lambda o: enabled_clouds is None or o.cloud in enabled_clouds),
+        ("enabled", ("--clouds",), lambda o: enabled_clouds is None or o.cloud in enabled_clouds),
         ("multi-node", ("num_nodes",), lambda o: num_nodes <= 1 or multi_node_supported(o.cloud)),
         ("region", ("region", *_LOCATION), lambda o: request.region is None or o.region == request.region),
         ("zone", ("zone", *_LOCATION), lambda o: request.zone is None or o.zone == request.zone),

@@ -27,6 +27,9 @@ def locate_plan_error(
         return error
     task_index = int(getattr(error, "task_index", 0) or 0)
     key = str(paths[0][-1])
+    if key.startswith("--"):  # a command-line option (`--clouds`) ruled the offerings out
+        error.field = key
+        return error
     field = "infra" if key in _LOCATION else key
     if field in overridden:
         flags = [flag_of(name) for name, replaced in FIELD_OF_OVERRIDE.items() if replaced == field]

@@ -116,7 +116,11 @@ def _ordered_reason(
 ) -> str:
     for number, request in enumerate(choice.requests, start=1):
         if _own_plan(task, catalog, enabled, blocklist, minimize, ResourceChoice((request,))):
-            skipped = f"; alternatives 1-{number - 1} have no offering" if number > 1 else ""
+            skipped = ""
+            if number == 2:
+                skipped = "; alternative 1 has no offering"
+            elif number > 2:
+                skipped = f"; alternatives 1-{number - 1} have no offering"
             return f"alternative {number} is the first in the order written that fits{skipped}"
     return "the first alternative in the order written that fits"
 
