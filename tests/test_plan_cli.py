@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,12 +33,14 @@ def task_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No catalog imported by the user: the built-in catalog only."""
     monkeypatch.setenv("SKYLESS_HOME", str(tmp_path / "home"))
     from shared.catalog import reset_default_catalog
 
     reset_default_catalog()
+    yield
+    reset_default_catalog()  # the next module must not plan with this test's imported catalog
 
 
 def test_table_shows_the_chosen_plan_and_the_best_of_each_cloud(task_file: Path) -> None:

@@ -6,6 +6,7 @@ launch."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,12 @@ FILES = Path(__file__).resolve().parent / "fixtures" / "semantics"
 
 
 @pytest.fixture(autouse=True)
-def builtin_catalog_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def builtin_catalog_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("SKYLESS_HOME", str(tmp_path / "home"))
     from shared.catalog import reset_default_catalog
 
+    reset_default_catalog()
+    yield
     reset_default_catalog()
 
 
