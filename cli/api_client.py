@@ -77,10 +77,14 @@ class SkylessClient:
         workdir_key: str | None = None,
         file_mount_keys: dict[str, str] | None = None,
         notify: dict[str, str] | None = None,
+        secrets: dict[str, str] | None = None,
     ) -> SubmitJobResponse:
         """`file_mount_keys`: for each file mount with a local source, remote path -> `upload_path` key.
-        `notify`: `{"slack_webhook"?, "email"?}` for this job instead of the user's notification settings."""
+        `notify`: `{"slack_webhook"?, "email"?}` for this job instead of the user's notification settings.
+        `secrets`: values of the task's `secrets` (never stored in a table)."""
         body = _task_body(task, filename, env, minimize, clouds)
+        if secrets:
+            body["secrets"] = secrets
         if workdir_key:
             body["workdir_key"] = workdir_key
         if file_mount_keys:

@@ -124,11 +124,9 @@ def needed_secrets(pipeline: Any) -> list[dict[str, Any]]:
 
 def plan_notes(pipeline: Any, *, ignored_overrides: bool = False) -> list[str]:
     """What the user should know beside the plan: fields not acted on, secrets launch will need."""
-    notes = [
-        f"{task.name or f'task #{i + 1}'}: {note}"
-        for i, task in enumerate(pipeline.tasks)
-        for note in task.unsupported
-    ]
+    from shared.unsupported_fields import pipeline_notes
+
+    notes = pipeline_notes(pipeline)
     for needed in needed_secrets(pipeline):
         flags = " ".join(f"--secret {name}=..." for name in needed["secrets"])
         notes.append(

@@ -71,7 +71,7 @@ Infra = Annotated[
     str | None,
     typer.Option(
         "--infra",
-        help="cloud[/region[/zone]], * as a wildcard: aws/us-east-1.",
+        help="cloud, cloud/region or cloud/region/zone; * for any: aws/us-east-1.",
         rich_help_panel=OVERRIDE_PANEL,
     ),
 ]

@@ -62,3 +62,12 @@ def unsupported_notes(task: Any) -> list[str]:
         if any(getattr(alternative, name, None) is not None for alternative in alternatives):
             notes.append(f"resources.{_ALIASES.get(name, name)}: read, {effect}")
     return notes
+
+
+def pipeline_notes(pipeline: Any) -> list[str]:
+    """Every task's unsupported-field notes, each prefixed with its task's name (or number)."""
+    return [
+        f"{task.name or f'task #{i + 1}'}: {note}"
+        for i, task in enumerate(pipeline.tasks)
+        for note in unsupported_notes(task)
+    ]

@@ -30,9 +30,11 @@ import yaml
 from botocore.exceptions import ClientError
 
 from shared.config import Settings
-from shared.errors import TaskFileError, UserError
+from shared.errors import NoOfferingError, TaskFileError, UserError
 from shared.run_status import write_run_status
 from shared.stack import aws_client
+from shared.task_limits import MAX_TASK_FILE_BYTES, check_task_size
+from shared.unsupported_fields import pipeline_notes
 
 log = logging.getLogger("skyless.uploads")
 
@@ -42,7 +44,7 @@ ERROR_SUFFIX = ".error.json"
 DEFAULT_UPLOAD_OWNER = "u-local"
 OWNER_METADATA = "skyless-owner"
 ENV_METADATA = "skyless-env"
-MAX_TASK_BYTES = 1024 * 1024
+MAX_TASK_BYTES = MAX_TASK_FILE_BYTES  # the one limit `plan`, `launch` and the API check too
 
 
 @dataclass(frozen=True)
@@ -171,11 +173,10 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
                 field=f"x-amz-meta-{OWNER_METADATA}",
                 hint=f"upload it as tasks/<your user id>/{upload.key.removeprefix(TASKS_PREFIX)} instead",
             )
-        if len(body) > MAX_TASK_BYTES:
-            raise TaskFileError(f"a task file may be at most {MAX_TASK_BYTES} bytes", file=upload.key)
+        check_task_size(len(body), upload.key)
         text = body.decode("utf-8", errors="replace")
         env = env_of(upload.key, metadata)
-        check_task_runs(text, filename=upload.key, env=env)
+        notes = pipeline_notes(check_task_runs(text, filename=upload.key, env=env))
         job = submit_job(
             settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id
         )
@@ -185,16 +186,18 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         outcome.rejected.append(upload.key)
         return
     source = {"bucket": upload.bucket, "key": upload.key, "etag": upload.etag}
-    write_run_status(settings, job.job_id, job.state, source=source)
+    write_run_status(settings, job.job_id, job.state, source=source, notes=notes)
     # a fixed file: the report about its earlier, bad version no longer applies
     aws_client("s3", settings).delete_object(Bucket=upload.bucket, Key=upload.key + ERROR_SUFFIX)
     outcome.submitted.append(job.job_id)
 
 
-def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> None:
-    """What `skyless plan` checks: the file loads and some offering can run it (errors name the file)."""
+def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> Any:
+    """What `skyless plan` checks: the file loads and some offering can run it (errors name the file,
+    and the line of the field an optimizer error comes from). Answers the pipeline."""
     from shared.catalog import load_default_catalog
     from shared.optimizer import plan_pipeline
+    from shared.plan_errors import locate_plan_error
     from shared.task_loader import load_pipeline
 
     try:
@@ -207,8 +210,12 @@ def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> None:
     try:
         plan_pipeline(pipeline, load_default_catalog())
     except UserError as error:
+        if isinstance(error, NoOfferingError):
+            locate_plan_error(error, text, filename)
         error.file = error.file or filename
+        error.notes = pipeline_notes(pipeline)  # type: ignore[attr-defined]  # the report says them too
         raise
+    return pipeline
 
 
 def reject(settings: Settings, upload: Upload, owner: str, error: UserError) -> None:
@@ -216,6 +223,8 @@ def reject(settings: Settings, upload: Upload, owner: str, error: UserError) -> 
     from shared.wiring import wiring_for
 
     report = {**error.to_dict(), "bucket": upload.bucket, "key": upload.key, "etag": upload.etag}
+    if getattr(error, "notes", None):
+        report["notes"] = error.notes  # type: ignore[attr-defined]
     report_key = upload.key + ERROR_SUFFIX
     aws_client("s3", settings).put_object(
         Bucket=upload.bucket,

@@ -24,7 +24,7 @@ from shared.api_models import (
     UploadResponse,
 )
 from shared.config import Settings
-from shared.errors import NotFoundError, TaskFileError, UserError
+from shared.errors import NoOfferingError, NotFoundError, TaskFileError, UserError
 from shared.jobs.agent_reports import agent_config as node_config
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
@@ -33,6 +33,7 @@ from shared.jobs.views import get_job, list_jobs, read_logs
 from shared.object_store import S3ObjectStore
 from shared.optimizer import plan_pipeline
 from shared.plan import Plan
+from shared.plan_errors import locate_plan_error
 from shared.store.users import User
 from shared.task_loader import load_pipeline
 from shared.task_spec import Pipeline
@@ -44,9 +45,17 @@ MAX_ID_CHARS = 128
 
 
 def read_task(body: PlanRequest) -> Pipeline:
-    """The validated pipeline, or a TaskFileError naming file/line/field."""
+    """The validated pipeline, or a TaskFileError naming file/line/field. A dry run plans without the
+    values of null secrets (as SkyPilot's does); a submission must carry them."""
+    secrets = getattr(body, "secrets", None)
     try:
-        return load_pipeline(body.task_text(), filename=body.filename, env_overrides=body.env)
+        return load_pipeline(
+            body.task_text(),
+            filename=body.filename,
+            env_overrides=body.env,
+            secret_overrides=secrets or {},
+            defer_secrets=secrets is None,
+        )
     except yaml.YAMLError as exc:  # what the parser lets through (e.g. control characters in the text)
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -62,6 +71,8 @@ def plan_task_file(settings: Settings, body: PlanRequest) -> Plan:
     try:
         return plan_pipeline(pipeline, catalog, enabled_clouds=clouds, minimize=body.minimize)
     except UserError as exc:
+        if isinstance(exc, NoOfferingError):
+            locate_plan_error(exc, body.task_text(), body.filename)
         exc.file = exc.file or body.filename
         raise
 
@@ -79,6 +90,7 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         task_text=body.task_text(),
         filename=body.filename,
         env=body.env,
+        secrets=body.secrets,
         minimize=body.minimize,
         clouds=body.clouds,
         workdir_key=body.workdir_key,

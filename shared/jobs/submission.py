@@ -13,6 +13,7 @@ from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
 from shared.notifications.settings import check_email, check_webhook, store_job_override
 from shared.states import JobState
+from shared.unsupported_fields import pipeline_notes
 from shared.wiring import wiring_for
 
 OBJECTIVES = ("cost", "time")
@@ -81,7 +82,8 @@ def submit_job(
     )
     store_pipeline(wiring, job, pipeline)
     store_job_override(settings, job.job_id, slack_webhook=notify_slack, email=notify_email)
-    if wiring.store.create(job, f"submitted {filename}"):
+    notes = pipeline_notes(pipeline)  # fields read but not acted on: in the timeline, so `status` says them
+    if wiring.store.create(job, f"submitted {filename}", {"notes": notes} if notes else None):
         send_optimize(wiring, job.job_id, 0)
         return SubmittedJob(job.job_id, job.state, job.name)
     existing = wiring.store.get(job.job_id)
