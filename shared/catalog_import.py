@@ -45,12 +45,14 @@ _GCP_FIXED_HOSTS: dict[tuple[str, int], tuple[str, ...]] = {
     ("L4", 4): ("g2-standard-48",),
     ("L4", 8): ("g2-standard-96",),
 }
-# N1 hosts: (accelerator, count) → (max vCPUs, max memory GiB) of the host (GCP's GPU docs).
+# N1 hosts: (accelerator, count) → (max vCPUs, max memory GiB) of the host: SkyPilot's table
+# (gcp_catalog.py _NUM_ACC_TO_MAX_CPU_AND_MEMORY), from GCP's GPU docs.
 _GCP_N1_LIMITS: dict[tuple[str, int], tuple[float, float]] = {
+    ("K80", 1): (8, 52), ("K80", 2): (16, 104), ("K80", 4): (32, 208), ("K80", 8): (64, 208),
     ("T4", 1): (48, 312), ("T4", 2): (48, 312), ("T4", 4): (96, 624),
     ("P4", 1): (24, 156), ("P4", 2): (48, 312), ("P4", 4): (96, 624),
     ("V100", 1): (12, 78), ("V100", 2): (24, 156), ("V100", 4): (48, 312), ("V100", 8): (96, 624),
-    ("P100", 1): (16, 104), ("P100", 2): (32, 208), ("P100", 4): (64, 208),
+    ("P100", 1): (16, 104), ("P100", 2): (32, 208), ("P100", 4): (96, 624),
 }  # fmt: skip
 _GCP_N1_HOST = re.compile(r"^n1-(standard|highmem|highcpu)-\d+$")
 _GCP_ACCELERATOR_BOUND = re.compile(r"^(a2|a3|a4|g2|ct\d\w*)-|-tpu$")
@@ -249,6 +251,7 @@ def _gcp_rows(table: _Table) -> list[Offering]:
     # (region, zone) -> {host type: (vCPUs, memory, price, spot)}
     hosts: dict[tuple[str, str | None], dict[str, tuple[float, float, float, float | None]]] = {}
     attached: list[tuple[str, str, str | None, float, str, float, float | None]] = []
+    tpus: dict[tuple[str, str | None, str], Offering] = {}
     bound: dict[str, bool] = {}
     for itype, acc_text, count, vcpus, memory, gpu_info, price, spot, region, zone in map(
         table.get, table.rows
@@ -281,10 +284,12 @@ def _gcp_rows(table: _Table) -> list[Offering]:
             raise ValueError("negative or NaN")
         if acc.startswith("tpu-"):
             tpu = _tpu_offering(acc, count_value, region, zone_name, price_value, spot_value)
-            if tpu is not None:
-                append(tpu)
+            earlier = tpus.get((region, zone_name, acc))
+            if tpu is not None and (earlier is None or (earlier.spot_price is None and tpu.spot_price)):
+                tpus[(region, zone_name, acc)] = tpu  # a zone's slice listed twice: one offering, spot if any
             continue
         attached.append((acc, region, zone_name, count_value, gpu_info, price_value, spot_value))
+    offerings.extend(tpus.values())
     n1_by_zone: dict[tuple[str, str | None], list[tuple[str, float, float]]] = {}
     for acc, region, zone_name, count_value, gpu_info, acc_price, acc_spot in attached:
         zone_hosts = hosts.get((region, zone_name), {})

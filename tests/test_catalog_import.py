@@ -225,3 +225,27 @@ def test_a_folder_without_cloud_files_is_refused(tmp_path: Path) -> None:
         import_skypilot_catalog(tmp_path)
     with pytest.raises(CatalogError):
         import_skypilot_catalog(tmp_path / "missing")
+
+
+def test_a_tpu_slice_listed_twice_in_a_zone_is_one_offering_and_p100x4_takes_skypilots_hosts(
+    tmp_path: Path,
+) -> None:
+    folder = _folder(
+        tmp_path,
+        {
+            "gcp": [
+                GCP_HEADER,
+                ",,,tpu-v4-8,1,,us-central2,us-central2-b,12.88,",
+                ",,,tpu-v4-8,1,,us-central2,us-central2-b,12.88,3.686",
+                "n1-highmem-64,64,416,,,,us-central1,us-central1-a,3.79,0.8",
+                ",,,P100,4,,us-central1,us-central1-a,5.84,2.0",
+            ]
+        },
+    )
+    offerings = import_skypilot_catalog(folder)
+    [tpu] = [o for o in offerings if o.instance_type == "TPU-VM"]
+    assert (tpu.accelerator, tpu.price, tpu.spot_price) == ("tpu-v4-8", 12.88, 3.686)
+    # SkyPilot lets 4 P100s sit on hosts of up to 96 vCPUs and 624 GiB
+    assert [(o.instance_type, o.accelerator_count) for o in offerings if o.accelerator == "P100"] == [
+        ("n1-highmem-64", 4.0)
+    ]
