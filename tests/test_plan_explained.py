@@ -153,3 +153,21 @@ def test_fields_read_but_not_acted_on_are_said_once_each() -> None:
     assert code == 0
     for field in ("event_callback", "resources.autostop", "resources.disk_tier", "volumes", "config"):
         assert out.count(f"ignored-fields: {field}: read,") == 1, field
+
+
+def test_a_plan_made_with_a_blocklist_says_which_cheaper_place_is_blocked_and_why() -> None:
+    from shared.catalog import BuiltinSource, build_catalog
+    from shared.optimizer import plan_pipeline
+    from shared.plan import Block
+    from shared.plan_reasons import why_chosen
+    from shared.task_loader import load_pipeline_file
+
+    catalog = build_catalog([BuiltinSource()])
+    pipeline = load_pipeline_file(FILES / "h100_two_nodes.yaml")
+    free = plan_pipeline(pipeline, catalog).tasks[0].chosen
+    blocks = [Block(cloud=free.cloud, reason="no capacity: sold out")]
+    blocked = plan_pipeline(pipeline, catalog, blocklist=blocks)
+
+    [why] = why_chosen(pipeline, blocked, catalog, blocklist=blocks)
+    assert blocked.tasks[0].chosen.cloud != free.cloud
+    assert f"cheaper {free.cloud} {free.instance_type}" in why and "is blocked (no capacity: sold out)" in why
