@@ -57,4 +57,3 @@ def _write(snapshot: Path, offerings: list[Offering], signature: tuple[int, int]
         partial.replace(snapshot)
     except OSError:
         pass  # a read-only home: convert again next time
-

@@ -176,7 +176,8 @@ def check_against_brute_force(catalog: Catalog, scenario: tuple) -> None:
         nodes,
         catalog,
         enabled_clouds=enabled,
-        blocklist=blocks, minimize=minimize,
+        blocklist=blocks,
+        minimize=minimize,
         max_candidates=None,
     )
     got = [(c.cloud, c.region, c.zone, c.instance_type, c.use_spot, c.hourly_price) for c in plan]
