@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import cache
 
 from shared.resources import ResourceRequest
 
@@ -58,6 +59,7 @@ NO_MULTI_NODE = frozenset({"runpod", "vast", "hyperbolic", "fluidstack", "scp", 
 _AZURE_SIZE = re.compile(r"^([A-Za-z]+)([0-9]+)(-[0-9]+)?(.*)$")
 
 
+@cache
 def family_of(cloud: str, instance_type: str) -> str:
     """The family SkyPilot's default lists name: `m6i.2xlarge` → `m6i`, `n2-standard-8` → `n2-standard`,
     `Standard_D8s_v5` → `Ds_v5` (a constrained-vCPU size such as `Standard_E4-2s_v5` → `E_s_v5`)."""

@@ -38,6 +38,7 @@ from shared.errors import UserError
 from shared.host_defaults import in_families, sized_for
 from shared.offering import Offering
 from shared.offering_index import (
+    ANY_HARDWARE,
     Entry,
     HardwareKey,
     HasOfferings,
@@ -225,6 +226,12 @@ def _reference_speed(request: ResourceRequest, index: OfferingIndex) -> float:
     return hardware_speed(None, 0.0, request.cpus or DEFAULT_CPUS)
 
 
+def _factor(reference: float, key: HardwareKey) -> float:
+    """Estimated hours on this hardware per hour on the reference. A CPU-only task on "any" machine
+    (a cloud without CPU-only machines) is not sped up by the GPUs it does not use: factor 1."""
+    return 1.0 if key == ANY_HARDWARE else reference / _key_speed(key)
+
+
 def _key_speed(key: HardwareKey) -> float:
     if key[0] == "cpu":
         return hardware_speed(None, 0.0, key[1])
@@ -236,7 +243,8 @@ def _key_speed(key: HardwareKey) -> float:
 def _runs(request: ResourceRequest, index: OfferingIndex) -> Iterator[tuple[HardwareKey, tuple[Entry, ...]]]:
     """The sorted runs holding a sized (cloud-pinned) request's candidates, cut at its max_hourly_cost."""
     for key in hardware_keys(request, index):
-        run = index.run(key, request.use_spot, request.cloud, request.region)
+        families = request.host_families if key[0] == "cpu" else None  # CPU-only keys: the default families
+        run = index.run(key, request.use_spot, request.cloud, request.region, families)
         if request.max_hourly_cost is not None:
             run = run[: bisect_right(run, request.max_hourly_cost + 1e-12, key=_price)]
         if run:
@@ -253,7 +261,7 @@ def _request_stream(
     """Feasible entries for one sized alternative on one cloud, in objective order, as (sort key, spot)."""
     runs: list[Iterator[tuple]] = []
     for key, run in _runs(request, index):
-        runs.append(iter(run) if minimize == "cost" else _with_hours(reference / _key_speed(key), run))
+        runs.append(iter(run) if minimize == "cost" else _with_hours(_factor(reference, key), run))
     check = _row_check(request, blocks)
     spot = request.use_spot
     for key in heapq.merge(*runs):
@@ -289,7 +297,7 @@ def cheapest_per_shape_and_cloud(
             for key, run in _runs(request, index):
                 entry = next((e for e in run if check is None or check(e[6])), None)
                 if entry is not None:
-                    factor = reference / _key_speed(key) if minimize == "time" else 1.0
+                    factor = _factor(reference, key) if minimize == "time" else 1.0
                     rank = (factor, entry) if minimize == "time" else (entry,)
                     found.append((rank, entry, request.use_spot, factor))
         if found:
@@ -315,7 +323,7 @@ def _row_check(request: ResourceRequest, blocks: dict[str, list[Block]]) -> Call
     cpus_at_least = request.cpus_at_least
     memory, memory_at_least = request.memory_gib, request.memory_at_least
     ratio = request.memory_per_vcpu
-    families = request.host_families
+    families = None if by_key else request.host_families  # CPU-only runs are cut to the families already
     cloud_blocks = blocks.get(request.cloud or "")
     if (
         zone is None

@@ -93,7 +93,14 @@ def brute_force(
         for seq, o in enumerate(offerings):
             if _feasible(o, r, enabled, blocks, nodes):
                 price = o.spot_price if r.use_spot else o.price
-                hours = reference / hardware_speed(o.accelerator, o.accelerator_count, o.vcpus)
+                sized = sized_for(r, o.cloud, nodes)
+                # a CPU-only task on a cloud whose machines are "any" machine is not sped up by GPUs
+                any_host = sized is not None and sized.any_host
+                hours = (
+                    1.0
+                    if any_host
+                    else reference / hardware_speed(o.accelerator, o.accelerator_count, o.vcpus)
+                )
                 key = (price, o.cloud, o.region, o.zone or "", o.instance_type, seq, r.use_spot)
                 keyed.append(((hours, *key) if minimize == "time" else key, o, r.use_spot, price, hours))
         per_request.append(sorted(keyed, key=lambda k: k[0]))
