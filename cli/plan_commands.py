@@ -59,8 +59,10 @@ def plan(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Plan a task file, like `sky launch --dryrun`: the chosen place per task and why, the best of every
-    cloud (and why a cloud has none), with prices. Nothing is launched; secrets may be left for launch."""
+    """Plan a task file like `sky launch --dryrun`: where each task runs, why, and at what price.
+
+    Shows the best offering of every cloud and why a cloud has none. Nothing is launched, and null
+    secrets may be left for launch."""
     text = ""
     applied = Overridden("", frozenset(), False)
     try:
