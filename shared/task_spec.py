@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    ConfigDict,
     Field,
     PrivateAttr,
     StrictBool,
@@ -19,6 +20,7 @@ from pydantic import (
     StrictInt,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from shared.accelerators import canonical_name
@@ -49,7 +51,7 @@ class MountCachedConfig(SpecModel):
 
 class MountConfig(SpecModel):
     read_only: StrictBool | None = None
-    hf_mount_args: str | None = None
+    hf_mount_args: str | list[str] | None = None  # newer SkyPilot: one shell token per item
 
 
 class StorageConfig(SpecModel):
@@ -70,6 +72,7 @@ class StorageObject(SpecModel):
     store: str | None = None
     persistent: StrictBool | None = None
     mode: str | None = None
+    mount_options: str | None = None
     type: str | None = None
     config: StorageConfig | None = None
     is_sky_managed: StrictBool | None = Field(None, alias="_is_sky_managed")
@@ -120,9 +123,17 @@ class Hook(SpecModel):
 
 
 class TaskConfig(SpecModel):
-    """`config:`, a per-task override of ~/.sky/config.yaml; the per-cloud sections are kept as written."""
+    """`config:`, a per-task override of ~/.sky/config.yaml; the per-cloud sections are kept as written.
+    Keys this list lacks are kept too: SkyPilot's client lets them through for its server to judge."""
 
+    model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
     _what = "config section"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_fields(cls, data: Any) -> Any:
+        return data
+
     docker: dict[str, Any] | None = None
     nvidia_gpus: dict[str, Any] | None = None
     active_workspace: str | None = None
@@ -153,12 +164,12 @@ class Task(SpecModel):
     run: str | None = None
     envs: dict[str, str] = Field(default_factory=dict)
     secrets: dict[str, str] = Field(default_factory=dict)
-    managed_secrets: list[str] | dict[str, SecretMount] | None = None
+    managed_secrets: list[str | dict[str, SecretMount]] | dict[str, SecretMount] | None = None
     inputs: dict[str, Number] | None = None
     outputs: dict[str, Number] | None = None
     file_mounts_mapping: dict[str, Any] | None = None
     config: TaskConfig | None = None
-    volumes: dict[str, str] | None = None
+    volumes: dict[str, Any] | None = None  # SkyPilot validates volumes apart (`sky volumes apply`)
     volume_mounts: list[dict[str, Any]] | None = None
     api_server_access: StrictBool | None = None
     metadata: dict[str, Any] | None = Field(None, alias="_metadata")
@@ -183,8 +194,10 @@ class Task(SpecModel):
     @field_validator("managed_secrets")
     @classmethod
     def _one_mount(cls, value: Any) -> Any:
-        if isinstance(value, dict) and len(value) != 1:
-            raise ValueError(f"expected exactly one secret in the mapping form, found {len(value)}")
+        mappings = [value] if isinstance(value, dict) else [v for v in value or [] if isinstance(v, dict)]
+        for mapping in mappings:
+            if len(mapping) != 1:
+                raise ValueError(f"expected exactly one secret in the mapping form, found {len(mapping)}")
         return value
 
     @field_validator("inputs", "outputs")

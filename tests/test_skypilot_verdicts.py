@@ -75,3 +75,21 @@ def test_every_field_read_but_not_acted_on_gets_one_plain_note() -> None:
     ]
     assert all(", " in note and "read" in note for note in task.unsupported)
     assert "config: read, not applied: SkyPilot's per-task config (docker)" in task.unsupported[1]
+
+
+def test_fields_of_skypilots_current_schema_are_accepted_and_said_unsupported() -> None:
+    (task,) = load_pipeline_file(FILES / "newer_schema_fields.yaml").tasks
+    secrets = task.managed_secrets
+    assert isinstance(secrets, list) and secrets[0] == "hf-token"
+    assert isinstance(secrets[1], dict) and secrets[1]["gcp-key"].mount_path == "/secrets/gcp.json"
+    mount = task.file_mounts["/models"]  # type: ignore[index]
+    assert not isinstance(mount, str) and mount.mount_options == "--read-only"
+    assert task.config is not None and task.config.model_dump(exclude_none=True)["aws"] == {
+        "labels": {"team": "ml"}
+    }
+    fields = [note.split(":", 1)[0] for note in task.unsupported]
+    assert {"config", "volumes", "managed_secrets"} <= set(fields)
+    assert (
+        "config: read, not applied: SkyPilot's per-task config (aws)"
+        in task.unsupported[fields.index("config")]
+    )
