@@ -106,11 +106,34 @@ def _runpod_pods(table: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             )
 
 
+def _tpu_slices(table: dict[str, Any]) -> Iterator[Offering]:
+    """GCP TPU VM slices: one offering per slice and zone, priced chips x $/chip-hour."""
+    for family, spec in table.get("tpus", {}).items():
+        for size, (chips, vcpus, host_gib) in spec["slices"].items():
+            for zone in spec["zones"]:
+                yield Offering(
+                    cloud=table["cloud"],
+                    region=zone.rsplit("-", 1)[0],
+                    zone=zone,
+                    instance_type="TPU-VM",
+                    accelerator=canonical_name(f"tpu-{family}-{size}"),
+                    accelerator_count=1.0,
+                    accelerator_memory_gib=float(chips * spec["hbm"]),
+                    vcpus=float(vcpus),
+                    memory_gib=float(host_gib),
+                    price=round(chips * spec["price"], 6),
+                    spot_price=round(chips * spec["spot"], 6),
+                )
+
+
 def cloud_offerings(table: dict[str, Any], memory: dict[str, float]) -> list[Offering]:
     """Every offering one cloud's table describes, in a stable order."""
     specs = [*_gcp_attached(table), *_runpod_pods(table), *table.get("instance_types", {}).items()]
     offerings = [o for name, spec in specs for o in _offerings(table, memory, name, spec)]
-    offerings.sort(key=lambda o: (o.region, o.zone or "", o.instance_type, o.accelerator_count))
+    offerings.extend(_tpu_slices(table))
+    offerings.sort(
+        key=lambda o: (o.region, o.zone or "", o.instance_type, o.accelerator_count, o.accelerator or "")
+    )
     return offerings
 
 

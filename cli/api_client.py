@@ -80,11 +80,15 @@ class SkylessClient:
         notify: dict[str, str] | None = None,
         deadline: str | None = None,
         hours: float | None = None,
+        secrets: dict[str, str] | None = None,
     ) -> SubmitJobResponse:
         """`file_mount_keys`: for each file mount with a local source, remote path -> `upload_path` key.
         `notify`: `{"slack_webhook"?, "email"?}` for this job instead of the user's notification settings.
-        `deadline` (`2026-12-01T09:00Z` or `36h`) with `hours` (the compute it needs): finish by then."""
+        `deadline` (`2026-12-01T09:00Z` or `36h`) with `hours` (the compute it needs): finish by then.
+        `secrets`: values of the task's `secrets` (never stored in a table)."""
         body = _task_body(task, filename, env, minimize, clouds)
+        if secrets:
+            body["secrets"] = secrets
         if workdir_key:
             body["workdir_key"] = workdir_key
         if file_mount_keys:

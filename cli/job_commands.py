@@ -6,9 +6,11 @@ request, the task file or the API), 130 interrupted (the job keeps running).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from cli import task_options
 from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
@@ -23,6 +26,7 @@ from cli.log_streams import LogStreams
 from cli.money_format import dollars
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
+from shared.task import read_task_file
 
 console = stdout_console()
 errors = stderr_console()
@@ -69,7 +73,19 @@ def _client(api_url: str | None, api_key: str | None) -> Iterator[SkylessClient]
 
 def launch(
     file: Annotated[Path, typer.Argument(help="The task file (SkyPilot YAML).")],
-    env: Annotated[list[str] | None, typer.Option("--env", help="Override an env: K=V (repeatable).")] = None,
+    env: task_options.Env = None,
+    env_file: task_options.EnvFile = None,
+    secret: task_options.Secret = None,
+    gpus: task_options.Gpus = None,
+    cpus: task_options.Cpus = None,
+    memory: task_options.Memory = None,
+    instance_type: task_options.InstanceType = None,
+    num_nodes: task_options.NumNodes = None,
+    use_spot: task_options.UseSpot = None,
+    infra: task_options.Infra = None,
+    cloud: task_options.Cloud = None,
+    region: task_options.Region = None,
+    zone: task_options.Zone = None,
     detach: Annotated[bool, typer.Option("--detach", "-d", help="Submit and return.")] = False,
     minimize: Annotated[str, typer.Option("--minimize", help="cost or time.")] = "cost",
     clouds: Annotated[
@@ -91,35 +107,43 @@ def launch(
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Submit a task file, then follow its states and logs until it ends.
+    """Submit a task file as a managed job, then follow its states and logs until it ends.
 
     With --deadline and --hours, skyless chooses spot or on-demand, and where, as the job goes (a skyless
     feature: SkyPilot has no deadline); `skyless plan FILE --deadline ... --hours ...` estimates the cost."""
-    try:
-        text = file.read_text()
-    except OSError as exc:
-        errors.print(f"[red]error:[/red] {file}: cannot read: {_escape(exc.strerror or str(exc))}")
-        raise typer.Exit(2) from None
-    overrides = _parse_env(env or [])
-    cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds else None
     if minimize not in ("cost", "time"):
         errors.print(f"[red]error:[/red] --minimize: must be cost or time, not {_escape(minimize)}")
         raise typer.Exit(2)
+    try:  # everything the file and the options can get wrong, before any upload or network call
+        text = read_task_file(file)
+        envs = task_options.env_values(env, env_file)
+        secrets = task_options.pairs(secret, "--secret")
+        overrides = task_options.resource_overrides(
+            gpus=gpus, cpus=cpus, memory=memory, instance_type=instance_type, num_nodes=num_nodes,
+            use_spot=use_spot, infra=infra, cloud=cloud, region=region, zone=zone,
+        )  # fmt: skip
+        prepared = prepare_launch(text, str(file), envs, secrets, overrides)
+    except UserError as exc:
+        errors.print(f"[red]error:[/red] {_escape(str(exc))}")
+        raise typer.Exit(2) from None
+    for note in prepared.notes:
+        console.print(f"[yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)
+    cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds else None
     with _client(api_url, api_key) as client:
-        workdirs = local_workdirs(text, str(file), overrides)
         workdir_key = None
-        if workdirs:
-            console.print(f"Uploading workdir {workdirs[0]} …")
-            workdir_key = client.upload_workdir(workdirs[0])
+        if prepared.workdirs:
+            console.print(f"Uploading workdir {prepared.workdirs[0]} …")
+            workdir_key = client.upload_workdir(prepared.workdirs[0])
         mount_keys: dict[str, str] = {}
-        for remote, source in local_file_mounts(text, str(file), overrides).items():
+        for remote, source in prepared.mounts.items():
             console.print(f"Uploading file mount {source} -> {remote} …")
             mount_keys[remote] = client.upload_path(source, field=f"file_mounts.{remote}")
         notify = {k: v for k, v in (("slack_webhook", notify_slack), ("email", notify_email)) if v}
         job = client.submit_job(
-            text,
+            prepared.text,
             filename=str(file),
-            env=overrides,
+            env=envs,
+            secrets=secrets or None,
             minimize=minimize,
             clouds=cloud_list,
             workdir_key=workdir_key,
@@ -147,6 +171,32 @@ def launch(
     raise typer.Exit(0 if final == "SUCCEEDED" else 1)
 
 
+@dataclass(frozen=True)
+class PreparedLaunch:
+    text: str  # what is submitted: the file, with the command line's resource overrides applied
+    workdirs: list[Path]  # local workdirs to upload
+    mounts: dict[str, Path]  # {remote path: local file or folder} to upload
+    notes: list[str]  # said once, before submitting: fields not acted on, overrides ignored
+
+
+def prepare_launch(
+    text: str, filename: str, envs: dict[str, str], secrets: dict[str, str], overrides: Any
+) -> PreparedLaunch:
+    """Validate the task here (a precise error before any upload or network call) as the API will:
+    null secrets must have values; answer what to upload and what to submit."""
+    from shared.task import apply_overrides, load_pipeline, pipeline_notes
+
+    load_pipeline(text, filename=filename, env_overrides=envs, secret_overrides=secrets)
+    applied = apply_overrides(text, overrides)
+    pipeline = load_pipeline(applied.text, filename=filename, env_overrides=envs, secret_overrides=secrets)
+    notes = pipeline_notes(pipeline)
+    if applied.ignored:
+        notes.append("resource overrides ignored: the file holds several tasks (sky launch ignores them too)")
+    return PreparedLaunch(
+        applied.text, local_workdirs(pipeline, filename), local_file_mounts(pipeline, filename), notes
+    )
+
+
 def queue(
     state: Annotated[
         list[str] | None,
@@ -157,6 +207,7 @@ def queue(
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Only jobs whose name contains this.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many jobs.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -164,6 +215,9 @@ def queue(
     states = ",".join(state) if state else None
     with _client(api_url, api_key) as client:
         jobs = client.list_jobs(state=states, since=since, name=name, limit=limit)
+    if as_json:
+        typer.echo(json.dumps([job.model_dump(mode="json") for job in jobs], indent=2))
+        return
     table = Table(title=f"{len(jobs)} job(s)")
     columns = (
         "ID",
@@ -203,10 +257,20 @@ def _source(job: JobSummary) -> str:
     return f"{job.source} {job.source_ref}" if job.source_ref else job.source
 
 
-def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+def status(
+    job_id: JobId,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the job (plan, cluster, timeline) as JSON.")
+    ] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
     """One job: where it runs, its plan and its timeline."""
     with _client(api_url, api_key) as client:
         job = client.get_job(job_id)
+    if as_json:
+        typer.echo(json.dumps(job.model_dump(mode="json"), indent=2))
+        return
     console.print(f"[bold]{job.job_id}[/bold] {_escape(job.name or '')}  {_state(job.state)}")
     where = f"  where: {_place(job)}  instance: {job.instance_type or '-'}"
     console.print(f"{where}  spot: {_yes_no(job.use_spot)}")
@@ -225,6 +289,8 @@ def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> Non
         if d.why:
             console.print(f"  why: {_escape(d.why)}")
     _print_places(job)
+    for note in job_notes(job):
+        console.print(f"  [yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)
     timeline = Table(title="timeline", show_edge=False)
     for column in ("TIME", "EVENT", "STATE", "MESSAGE"):
         timeline.add_column(column)
@@ -233,6 +299,12 @@ def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> Non
             _clock(event.time), event.kind, _state(event.state) if event.state else "", event.message
         )
     console.print(timeline)
+
+
+def job_notes(job: JobDetail) -> list[str]:
+    """What the submission said about the task (fields read but not acted on), from its first event."""
+    notes = next((e.detail.get("notes") for e in job.timeline if e.detail.get("notes")), None)
+    return [str(note) for note in notes or []]
 
 
 def logs(
@@ -258,11 +330,39 @@ def logs(
                 time.sleep(1.0)
 
 
-def cancel(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """Cancel a job; its nodes are torn down."""
+def cancel(
+    job_ids: Annotated[
+        list[str] | None,
+        typer.Argument(help="The job ids to cancel (from `skyless queue`).", show_default=False),
+    ] = None,
+    all_jobs: Annotated[
+        bool, typer.Option("--all", "-a", help="Cancel every job of yours that has not ended.")
+    ] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Cancel jobs; their nodes are torn down. Cancelling a cancelled job again is harmless."""
+    if not job_ids and not all_jobs:
+        errors.print("[red]error:[/red] name the jobs to cancel, or --all")
+        raise typer.Exit(2)
+    if job_ids and all_jobs:
+        errors.print("[red]error:[/red] give job ids or --all, not both")
+        raise typer.Exit(2)
+    failed = False
     with _client(api_url, api_key) as client:
-        job = client.cancel_job(job_id)
-    console.print(f"Job [bold]{job.job_id}[/bold]: {_state(job.state)}")
+        targets = job_ids or [j.job_id for j in client.list_jobs() if j.state not in TERMINAL_STATES]
+        if not targets:
+            console.print("No job to cancel.")
+        for job_id in targets:
+            try:
+                job = client.cancel_job(job_id)
+            except UserError as exc:  # one job's refusal (finished, unknown) does not stop the others
+                errors.print(f"[red]error:[/red] {_escape(job_id)}: {_escape(str(exc))}")
+                failed = True
+                continue
+            console.print(f"Job [bold]{job.job_id}[/bold]: {_state(job.state)}")
+    if failed:
+        raise typer.Exit(2)
 
 
 def follow_job(
@@ -298,17 +398,10 @@ def follow_job(
     return state
 
 
-def local_workdirs(text: str, filename: str, env: dict[str, str]) -> list[Path]:
-    """Validate the task file here (a precise error before any network) and answer its local workdirs."""
-    try:
-        from shared.task import load_pipeline
-    except ImportError:  # the parser is not installed in this build: the API validates instead
-        return []
-    pipeline = load_pipeline(text, filename=filename, env_overrides=env)
+def local_workdirs(pipeline: Any, filename: str) -> list[Path]:
+    """The local workdirs of a validated pipeline (to upload); a UserError for one that is not a folder."""
     found: list[Path] = []
     for task in pipeline.tasks:
-        for note in task.unsupported:  # where skyless differs from SkyPilot, as `skyless plan` says
-            console.print(f"[yellow]note:[/yellow] {_escape(note)}")
         workdir = task.workdir
         if isinstance(workdir, str) and "://" not in workdir:
             path = Path(workdir).expanduser()
@@ -318,35 +411,20 @@ def local_workdirs(text: str, filename: str, env: dict[str, str]) -> list[Path]:
     return found
 
 
-def local_file_mounts(text: str, filename: str, env: dict[str, str]) -> dict[str, Path]:
+def local_file_mounts(pipeline: Any, filename: str) -> dict[str, Path]:
     """{remote path: local file or folder} of the task's file mounts with a local source (to upload)."""
-    try:
-        from shared.jobs.file_mounts import local_mounts, mount_sources
-        from shared.task import load_pipeline
-    except ImportError:  # the parser is not installed in this build: the API validates instead
-        return {}
+    from shared.jobs.file_mounts import local_mounts, mount_sources
+
     found: dict[str, Path] = {}
-    tasks = load_pipeline(text, filename=filename, env_overrides=env).tasks
-    for task in tasks:  # sources no node can fetch are refused before anything is uploaded
+    for task in pipeline.tasks:  # sources no node can fetch are refused before anything is uploaded
         mount_sources(task, bucket=None, filename=filename)
-    for task in tasks:
+    for task in pipeline.tasks:
         for remote, source in local_mounts(task).items():
             path = Path(source).expanduser()
             if not path.exists():
                 raise UserError(f"{source} does not exist", file=filename, field=f"file_mounts.{remote}")
             found[remote] = path.resolve()
     return found
-
-
-def _parse_env(pairs: list[str]) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            errors.print(f"[red]error:[/red] --env {_escape(pair)}: expected K=V")
-            raise typer.Exit(2)
-        env[name] = value
-    return env
 
 
 PLACED_STATES = frozenset({"SETTING_UP", "RUNNING", "SUCCEEDED", "FAILED", "RECOVERING"})

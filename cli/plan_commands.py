@@ -16,9 +16,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from cli import task_options
 from cli.console import stderr_console, stdout_console
 from shared.errors import NoOfferingError, UserError
 from shared.optimizer import Candidate, Plan
+from shared.task import Overridden, apply_overrides, read_task_file
 
 JSON_CANDIDATES = 20  # candidates per task in --json; the failover list itself holds up to 100
 
@@ -33,13 +35,23 @@ def register(app: typer.Typer) -> None:
 
 def plan(
     file: Annotated[Path, typer.Argument(help="The task file (SkyPilot YAML, one task or a pipeline).")],
-    env: Annotated[list[str] | None, typer.Option("--env", help="Override an env: K=V (repeatable).")] = None,
-    secret: Annotated[
-        list[str] | None, typer.Option("--secret", help="Give a secret a value: K=V (repeatable).")
-    ] = None,
+    env: task_options.Env = None,
+    env_file: task_options.EnvFile = None,
+    secret: task_options.Secret = None,
+    gpus: task_options.Gpus = None,
+    cpus: task_options.Cpus = None,
+    memory: task_options.Memory = None,
+    instance_type: task_options.InstanceType = None,
+    num_nodes: task_options.NumNodes = None,
+    use_spot: task_options.UseSpot = None,
+    infra: task_options.Infra = None,
+    cloud: task_options.Cloud = None,
+    region: task_options.Region = None,
+    zone: task_options.Zone = None,
     minimize: Annotated[str, typer.Option("--minimize", help="cost or time.")] = "cost",
     catalog_dir: Annotated[
-        Path | None, typer.Option("--catalog", help="Plan against this SkyPilot catalog folder.")
+        Path | None,
+        typer.Option("--catalog", help="Plan with this SkyPilot catalog folder (<cloud>/vms.csv)."),
     ] = None,
     clouds: Annotated[
         str | None, typer.Option("--clouds", help="Only these clouds, comma-separated.")
@@ -52,37 +64,55 @@ def plan(
         float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
     ] = None,
 ) -> None:
-    """Plan a task file: the chosen place per task and the best of every cloud, with prices.
+    """Plan a task file like `sky launch --dryrun`: where each task runs, why, and at what price.
 
-    With --deadline and --hours: also the deadline policy's expected cost against all on-demand."""
+    Shows the best offering of every cloud and why a cloud has none. Nothing is launched, and null
+    secrets may be left for launch. With --deadline and --hours: also the deadline policy's expected cost
+    against all on-demand."""
+    text = ""
+    applied = Overridden("", frozenset(), False)
     try:
-        overrides = _pairs(env or [], "--env")
-        secrets = _pairs(secret or [], "--secret")
-        pipeline, catalog, enabled = _inputs(file, overrides, secrets, minimize, catalog_dir, clouds)
+        text = read_task_file(file)
+        envs = task_options.env_values(env, env_file)
+        secrets = task_options.pairs(secret, "--secret")
+        overrides = task_options.resource_overrides(
+            gpus=gpus, cpus=cpus, memory=memory, instance_type=instance_type, num_nodes=num_nodes,
+            use_spot=use_spot, infra=infra, cloud=cloud, region=region, zone=zone,
+        )  # fmt: skip
+        pipeline = _load(text, file, envs, secrets)
+        applied = apply_overrides(text, overrides)
+        if applied.fields:
+            pipeline = _load(applied.text, file, envs, secrets)
+        catalog, enabled = _catalog(catalog_dir, clouds, minimize)
         from shared.optimizer import plan_pipeline
 
         result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize)
         estimate = deadline_estimate(result, catalog, deadline, hours)
     except UserError as error:
-        if error.file is None and isinstance(error, NoOfferingError):
-            error.file = str(file)
+        if isinstance(error, NoOfferingError):
+            from shared.optimizer import locate_plan_error
+
+            locate_plan_error(error, text, str(file), applied.fields)
         if as_json:
             typer.echo(json.dumps(error.to_dict(), indent=2))
         else:
             errors.print(f"[red]error:[/red] {escape(str(error))}")
         raise typer.Exit(2) from None
-    notes = [
-        f"{task.name or f'task #{i + 1}'}: {note}"
-        for i, task in enumerate(pipeline.tasks)
-        for note in task.unsupported
-    ]
+    notes = plan_notes(pipeline, ignored_overrides=applied.ignored)
+    from shared.optimizer import why_chosen
+
+    reasons = why_chosen(pipeline, result, catalog, enabled_clouds=enabled)
+    per_cloud = [_best_per_cloud(task, result.objective, catalog, enabled) for task in pipeline.tasks]
     if as_json:
-        answer = plan_to_json(result, notes)
+        body = plan_to_json(result, notes)
+        body["why"] = reasons
+        body["missing_clouds"] = [missing for _, missing in per_cloud]
+        body["secrets_needed"] = needed_secrets(pipeline)
         if estimate is not None:
-            answer["deadline"] = estimate
-        typer.echo(json.dumps(answer, indent=2))
+            body["deadline"] = estimate
+        typer.echo(json.dumps(body, indent=2))
         return
-    _print_plan(result, pipeline, catalog, enabled)
+    _print_plan(result, pipeline, per_cloud, reasons)
     if estimate is not None:
         _print_estimate(estimate)
     for note in notes:
@@ -140,34 +170,50 @@ def _print_estimate(estimate: dict[str, Any]) -> None:
     )
 
 
-def _pairs(items: list[str], flag: str) -> dict[str, str]:
-    pairs: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UserError(f"expected K=V, found {item!r}", field=flag)
-        pairs[key] = value
-    return pairs
+def _load(text: str, file: Path, envs: dict[str, str], secrets: dict[str, str]) -> Any:
+    from shared.task import load_pipeline
+
+    return load_pipeline(
+        text, filename=str(file), env_overrides=envs, secret_overrides=secrets, defer_secrets=True
+    )
 
 
-def _inputs(
-    file: Path,
-    overrides: dict[str, str],
-    secrets: dict[str, str],
-    minimize: str,
-    catalog_dir: Path | None,
-    clouds: str | None,
-) -> tuple[Any, Any, set[str] | None]:
+def needed_secrets(pipeline: Any) -> list[dict[str, Any]]:
+    """[{task, secrets}] of null secrets nobody gave a value: `launch` needs them, `plan` does not."""
+    return [
+        {"task": pipeline.tasks[index].name or f"task #{index + 1}", "secrets": names}
+        for index, names in sorted(pipeline.deferred_secrets.items())
+    ]
+
+
+def plan_notes(pipeline: Any, *, ignored_overrides: bool = False) -> list[str]:
+    """What the user should know beside the plan: fields not acted on, secrets launch will need."""
+    from shared.task import pipeline_notes
+
+    notes = pipeline_notes(pipeline)
+    for needed in needed_secrets(pipeline):
+        flags = " ".join(f"--secret {name}=..." for name in needed["secrets"])
+        notes.append(
+            f"{needed['task']}: secrets {', '.join(needed['secrets'])} have no value: planned without them; "
+            f"launch needs them ({flags})"
+        )
+    if ignored_overrides:
+        notes.append(
+            "resource overrides ignored: the file holds several tasks (sky launch ignores them too); "
+            "set resources in each task"
+        )
+    return notes
+
+
+def _catalog(catalog_dir: Path | None, clouds: str | None, minimize: str) -> tuple[Any, set[str] | None]:
     if minimize not in ("cost", "time"):
         raise UserError(f"must be cost or time, not {minimize!r}", field="--minimize")
     from shared.catalog import Catalog, load_default_catalog
-    from shared.task import load_pipeline_file
 
-    pipeline = load_pipeline_file(file, env_overrides=overrides, secret_overrides=secrets)
     if catalog_dir is not None:
-        from shared.catalog import import_skypilot_catalog
+        from shared.catalog import load_skypilot_folder
 
-        catalog = Catalog(import_skypilot_catalog(catalog_dir), sources=[str(catalog_dir)])
+        catalog = Catalog(load_skypilot_folder(catalog_dir), sources=[str(catalog_dir)])
     else:
         catalog = load_default_catalog()
     enabled = None
@@ -180,7 +226,7 @@ def _inputs(
                 field="--clouds",
                 hint=f"clouds in the catalog: {', '.join(catalog.clouds())}",
             )
-    return pipeline, catalog, enabled
+    return catalog, enabled
 
 
 def candidate_to_json(c: Candidate) -> dict[str, Any]:
@@ -228,62 +274,92 @@ def _accelerators(c: Candidate) -> str:
     return f"{c.accelerator}:{count}"
 
 
-def _row(c: Candidate, chosen: bool | None = None) -> list[str]:
+def _row(c: Candidate, chosen: bool | None = None, task: str | None = None) -> list[str]:
     mark = [] if chosen is None else ["✔" if chosen else ""]
     return [
+        *([] if task is None else [task]),
         c.cloud,
-        c.instance_type + (" [spot]" if c.use_spot else ""),
+        c.instance_type,
         f"{c.vcpus:g}",
         f"{c.memory_gib:g}",
         _accelerators(c),
         c.zone or c.region,
+        "spot" if c.use_spot else "on-demand",
         f"{c.hourly_price:.2f}",
         f"{c.estimated_cost:.2f}",
         *mark,
     ]
 
 
-_COLUMNS = ("CLOUD", "INSTANCE", "vCPUs", "Mem(GB)", "ACCELERATORS", "ZONE/REGION", "$/h", "COST ($)")
+_COLUMNS = (
+    "CLOUD",
+    "INSTANCE",
+    "vCPUs",
+    "Mem(GB)",
+    "ACCELERATORS",
+    "ZONE/REGION",
+    "MARKET",
+    "$/h",
+    "COST ($)",
+)
 _NUMBERS = ("vCPUs", "Mem(GB)", "$/h", "COST ($)")
 
 
-def _table(title: str, with_mark: bool) -> Table:
+def _table(title: str, with_mark: bool, with_task: bool = False) -> Table:
     table = Table(title=title, title_justify="left")
-    for column in _COLUMNS:
+    for column in (("TASK",) if with_task else ()) + _COLUMNS:
         table.add_column(column, justify="right" if column in _NUMBERS else "left", overflow="fold")
     if with_mark:
         table.add_column("")
     return table
 
 
-def _print_plan(result: Plan, pipeline: Any, catalog: Any, enabled: set[str] | None) -> None:
-    from shared.optimizer import plan_task
+def _best_per_cloud(
+    task: Any, objective: str, catalog: Any, enabled: set[str] | None
+) -> tuple[list[Candidate], dict[str, str]]:
+    """The best candidate of each cloud that has one, and why each other cloud of the catalog has none."""
+    from shared.optimizer import missing_clouds, plan_task
 
+    best: list[Candidate] = []
+    for cloud in catalog.clouds():
+        if enabled is not None and cloud not in enabled:
+            continue
+        try:
+            best.append(
+                plan_task(
+                    task.resource_choice(), task.num_nodes, catalog,
+                    enabled_clouds={cloud}, minimize=objective, max_candidates=1,
+                )[0]
+            )  # fmt: skip
+        except NoOfferingError:
+            continue
+    listed = {c.cloud for c in best}
+    missing = missing_clouds(task, catalog, listed=listed, enabled_clouds=enabled, minimize=objective)
+    return best, missing
+
+
+def _print_plan(
+    result: Plan,
+    pipeline: Any,
+    per_cloud: list[tuple[list[Candidate], dict[str, str]]],
+    reasons: list[str],
+) -> None:
     objective = "cost" if result.objective == "cost" else "time (ties by cost)"
     console.print(f"[bold]Optimizer[/bold]: minimizing {objective}; estimates assume 1 hour per task.")
-    chosen = _table("Chosen plan", with_mark=False)
-    for t in result.tasks:
-        chosen.add_row(*_row(t.chosen))
+    chosen = _table("Chosen plan", with_mark=False, with_task=True)
+    for i, t in enumerate(result.tasks):
+        chosen.add_row(*_row(t.chosen, task=t.task_name or f"#{i + 1}"))
     console.print(chosen)
-    for task, task_plan in zip(pipeline.tasks, result.tasks, strict=True):
+    for reason in reasons:
+        console.print(f"[bold]Why[/bold] {escape(reason)}", soft_wrap=True)
+    for task_plan, (best, missing) in zip(result.tasks, per_cloud, strict=True):
         name = task_plan.task_name or "task"
-        per_cloud = _table(f"Best per cloud for {name} ({task_plan.num_nodes} node(s))", with_mark=True)
-        for cloud in catalog.clouds():
-            if enabled is not None and cloud not in enabled:
-                continue
-            try:
-                best = plan_task(
-                    task.resource_choice(),
-                    task.num_nodes,
-                    catalog,
-                    enabled_clouds={cloud},
-                    minimize=result.objective,
-                    max_candidates=1,
-                )[0]
-            except NoOfferingError:
-                continue
-            per_cloud.add_row(*_row(best, chosen=best == task_plan.chosen))
-        console.print(per_cloud)
+        table = _table(f"Best per cloud for {name} ({task_plan.num_nodes} node(s))", with_mark=True)
+        for candidate in best:
+            table.add_row(*_row(candidate, chosen=candidate == task_plan.chosen))
+        console.print(table)
+        for cloud, why in missing.items():
+            console.print(f"  [dim]{escape(cloud)}: no candidate: {escape(why)}[/dim]", soft_wrap=True)
     if len(result.tasks) > 1 or result.egress_cost:
         console.print(f"Egress (data moved between clouds): ${result.egress_cost:.2f}")
     console.print(f"[bold]Estimated total: ${result.total_cost:.2f}[/bold]")

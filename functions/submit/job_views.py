@@ -27,7 +27,7 @@ from shared.api.models import (
 )
 from shared.aws.object_store import S3ObjectStore
 from shared.config import Settings
-from shared.errors import NotFoundError, TaskFileError, UserError
+from shared.errors import NoOfferingError, NotFoundError, TaskFileError, UserError
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.job_filters import job_filter
@@ -35,7 +35,7 @@ from shared.jobs.node_claims import first_config
 from shared.jobs.submission import new_job_id, submit_job
 from shared.jobs.views import get_job, list_jobs, read_logs
 from shared.notifications.settings import check_email, check_webhook, store_job_override
-from shared.optimizer import Plan, plan_pipeline
+from shared.optimizer import Plan, locate_plan_error, plan_pipeline
 from shared.store.users import User
 from shared.task import Pipeline, load_pipeline
 from shared.wiring import wiring_for
@@ -46,9 +46,17 @@ MAX_ID_CHARS = 128
 
 
 def read_task(body: PlanRequest) -> Pipeline:
-    """The validated pipeline, or a TaskFileError naming file/line/field."""
+    """The validated pipeline, or a TaskFileError naming file/line/field. A dry run plans without the
+    values of null secrets (as SkyPilot's does); a submission must carry them."""
+    secrets = getattr(body, "secrets", None)
     try:
-        return load_pipeline(body.task_text(), filename=body.filename, env_overrides=body.env)
+        return load_pipeline(
+            body.task_text(),
+            filename=body.filename,
+            env_overrides=body.env,
+            secret_overrides=secrets or {},
+            defer_secrets=secrets is None,
+        )
     except yaml.YAMLError as exc:  # what the parser lets through (e.g. control characters in the text)
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -64,6 +72,8 @@ def plan_task_file(settings: Settings, body: PlanRequest) -> Plan:
     try:
         return plan_pipeline(pipeline, catalog, enabled_clouds=clouds, minimize=body.minimize)
     except UserError as exc:
+        if isinstance(exc, NoOfferingError):
+            locate_plan_error(exc, body.task_text(), body.filename)
         exc.file = exc.file or body.filename
         raise
 
@@ -96,6 +106,7 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         task_text=body.task_text(),
         filename=body.filename,
         env=body.env,
+        secrets=body.secrets,
         minimize=body.minimize,
         clouds=body.clouds,
         workdir_key=body.workdir_key,

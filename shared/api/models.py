@@ -8,8 +8,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.api.notification_models import NotifyOverride
+from shared.task.limits import MAX_TASK_FILE_BYTES
 
-MAX_TASK_CHARS = 256 * 1024
+MAX_TASK_CHARS = MAX_TASK_FILE_BYTES  # what `plan` and `launch` check first (shared.task.limits)
 Objective = Literal["cost", "time"]
 TaskText = Annotated[str, Field(min_length=1, max_length=MAX_TASK_CHARS)]
 CloudName = Annotated[str, Field(min_length=1, max_length=32)]
@@ -41,6 +42,11 @@ class PlanRequest(RequestBody):
 
 
 class SubmitJobRequest(PlanRequest):
+    secrets: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="Values of the task's `secrets` (null ones must be given): kept out of every table.",
+    )
     workdir_key: str | None = Field(
         None, max_length=1024, description="The object key an upload from POST /uploads answered."
     )

@@ -18,6 +18,7 @@ from shared.catalog.model import (
     save_imported_catalog,
 )
 from shared.catalog.offering import Offering
+from shared.catalog.skypilot_cache import load_skypilot_folder
 from shared.catalog.skypilot_import import import_skypilot_catalog
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "import_skypilot_catalog",
     "imported_catalog_dir",
     "load_default_catalog",
+    "load_skypilot_folder",
     "offerings_csv_text",
     "parse_offerings_csv",
     "read_import_manifest",

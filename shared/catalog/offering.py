@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Offering:
+class Offering(NamedTuple):
     """A VM type in a cloud region (and zone, where the cloud has zones) with its prices.
 
     Prices are USD per hour for the whole VM, accelerators included. `spot_price` is None where
     the cloud has no spot market for it. `zone` is None for clouds priced per region only
     (Azure, Lambda Cloud, RunPod in our catalogs).
+
+    A tuple (immutable, hashable) rather than a dataclass: a catalog holds ~90k of them and
+    `Offering._make(row)` builds one in C, which is most of what loading a catalog costs.
     """
 
     cloud: str  # lower-case: aws, gcp, azure, lambda, runpod, vast

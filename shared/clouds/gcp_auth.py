@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from shared.clouds.errors import CloudAuthError, TransientCloudError
 from shared.clouds.rest_client import new_http_client
 
-SCOPE = "https://www.googleapis.com/auth/compute"
+SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # Compute Engine and the TPU API
 JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 HELP = (
     "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run "

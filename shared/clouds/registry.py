@@ -62,9 +62,9 @@ class ProviderRegistry:
 
             return LocalCloud(self.settings.home, api_url=self.settings.api_url)
         if name == "gcp":
-            from shared.clouds.gcp import GcpCompute
+            from shared.clouds.gcp_tpu import GcpCloud  # Compute Engine VMs and TPU VMs
 
-            return GcpCompute.from_env()
+            return GcpCloud.from_env()
         if name == "azure":
             from shared.clouds.azure import AzureCompute
 

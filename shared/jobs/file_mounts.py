@@ -50,6 +50,9 @@ def mount_sources(task: Any, *, bucket: str | None, filename: str | None = None)
     for path, source in (task.file_mounts or {}).items():
         field = f"file_mounts.{path}"
         if not isinstance(source, str):
+            problem = source.launch_problem()  # SkyPilot refuses these at launch, not at plan
+            if problem:
+                raise UserError(problem, file=filename, field=field)
             continue  # a storage object: shared.storage
         if is_local_source(source):
             found.append(MountSource(path, "upload", source))

@@ -18,6 +18,7 @@ from shared.jobs.tokens import agent_token, token_hash
 from shared.states import JobState
 from shared.storage.lifecycle import check_job_storage
 from shared.store.models import JobModel
+from shared.task.unsupported_fields import pipeline_notes
 from shared.wiring import Wiring, wiring_for
 
 OBJECTIVES = ("cost", "time")
@@ -107,7 +108,8 @@ def submit_job(
     )
     store_pipeline(wiring, job, pipeline)
     message = plan_at_submit(wiring, job, filename)
-    if wiring.store.create(job, message):
+    notes = pipeline_notes(pipeline)  # fields read but not acted on: in the timeline, so `status` says them
+    if wiring.store.create(job, message, {"notes": notes} if notes else None):
         if job.state == JobState.PLANNED:
             send_launch(wiring, job.job_id, 0)
         else:

@@ -8,9 +8,11 @@ the result models (`Candidate`, `TaskPlan`, `Plan`, `Block`). Pure: no I/O.
 
 from __future__ import annotations
 
+from shared.optimizer.errors import locate_plan_error
 from shared.optimizer.pipeline import plan_pipeline
 from shared.optimizer.placement import EGRESS_PER_GB, Edge, Source
 from shared.optimizer.plan import Block, Candidate, Plan, TaskPlan, instance_family_of
+from shared.optimizer.reasons import missing_clouds, why_chosen
 from shared.optimizer.single_task import DEFAULT_MAX_CANDIDATES, RELATIVE_THROUGHPUT, plan_task
 
 __all__ = [
@@ -24,6 +26,9 @@ __all__ = [
     "Source",
     "TaskPlan",
     "instance_family_of",
+    "locate_plan_error",
+    "missing_clouds",
     "plan_pipeline",
     "plan_task",
+    "why_chosen",
 ]

@@ -11,7 +11,9 @@ Hardware keys:
 - `("gpu", accelerator, count)` — offerings with that accelerator count per VM;
 - `("cpu", vcpus)` — offerings without accelerators, one key per vCPU count;
 - `("type", instance_type, accelerator, count, vcpus)` — one instance type on one hardware shape
-  (GCP's `n1-standard-8` comes with several GPU pairings).
+  (GCP's `n1-standard-8` comes with several GPU pairings);
+- `("any",)` — every offering: a CPU-only task on a cloud whose default machines are any machine
+  (Lambda, RunPod, Vast) takes the cheapest that fits, whatever it carries.
 
 A run is a tuple of entries `(hourly_price, cloud, region, zone, instance_type, seq, offering)`:
 tuple order is the documented tie-break (price, then cloud, region, zone, instance type; `seq`
@@ -26,9 +28,11 @@ from collections.abc import Collection, Iterable
 from typing import Protocol
 
 from shared.catalog.offering import Offering
+from shared.optimizer.host_defaults import in_families
 from shared.task.requests import ResourceRequest
 
 HardwareKey = tuple
+ANY_HARDWARE: HardwareKey = ("any",)
 Entry = tuple[float, str, str, str, str, int, Offering]
 Run = tuple[Entry, ...]
 
@@ -55,6 +59,7 @@ class OfferingIndex:
                 key = ("gpu", o.accelerator, float(o.accelerator_count))
                 counts.setdefault(o.accelerator, set()).add(float(o.accelerator_count))
             groups.setdefault(key, []).append((seq, o))
+            groups.setdefault(ANY_HARDWARE, []).append((seq, o))
             tkey = ("type", o.instance_type, o.accelerator, float(o.accelerator_count), o.vcpus)
             groups.setdefault(tkey, []).append((seq, o))
             type_keys.setdefault(o.instance_type, {})[tkey] = None
@@ -63,7 +68,7 @@ class OfferingIndex:
         self._counts = {acc: tuple(sorted(c)) for acc, c in counts.items()}
         self.cpu_vcpus: tuple[float, ...] = tuple(sorted(cpu_vcpus))
         self.clouds: frozenset[str] = frozenset(o.cloud for o in self.offerings)
-        self._runs: dict[tuple[HardwareKey, bool, str | None, str | None], Run] = {}
+        self._runs: dict[tuple[HardwareKey, bool, str | None, str | None, tuple[str, ...] | None], Run] = {}
 
     def accelerator_names(self) -> tuple[str, ...]:
         return tuple(sorted(self._counts))
@@ -80,16 +85,26 @@ class OfferingIndex:
     def has_hardware(self, key: HardwareKey) -> bool:
         return key in self._groups
 
-    def run(self, key: HardwareKey, spot: bool, cloud: str | None = None, region: str | None = None) -> Run:
+    def run(
+        self,
+        key: HardwareKey,
+        spot: bool,
+        cloud: str | None = None,
+        region: str | None = None,
+        families: tuple[str, ...] | None = None,
+    ) -> Run:
         """The offerings of one hardware key sorted by the hourly price of the market asked for.
 
-        `spot=True` leaves out offerings without a spot market. `cloud`/`region` narrow the run.
+        `spot=True` leaves out offerings without a spot market. `cloud`/`region` narrow the run, and
+        `families` (with a cloud) to those machine families (shared.optimizer.host_defaults).
         """
-        memo = (key, spot, cloud, region)
+        memo = (key, spot, cloud, region, families)
         run = self._runs.get(memo)
         if run is not None:
             return run
-        if region is not None:
+        if families is not None:
+            run = tuple(e for e in self.run(key, spot, cloud, region) if in_families(e[1], e[4], families))
+        elif region is not None:
             run = tuple(e for e in self.run(key, spot, cloud) if e[2] == region)
         elif cloud is not None:
             run = tuple(e for e in self.run(key, spot) if e[1] == cloud)
@@ -155,7 +170,8 @@ def clouds_asked(
 def hardware_keys(request: ResourceRequest, index: OfferingIndex) -> list[HardwareKey]:
     """The groups whose hardware satisfies a request's accelerator, CPU count or instance type.
 
-    A request without accelerator or instance type gets CPU-only groups only.
+    A request without accelerator or instance type gets CPU-only groups, or the group of every
+    offering when it may take any machine (`any_host`: clouds whose default machines carry GPUs).
     """
     count = float(request.accelerator_count or 1)
     if request.instance_type is not None:
@@ -166,6 +182,8 @@ def hardware_keys(request: ResourceRequest, index: OfferingIndex) -> list[Hardwa
     if request.accelerator is not None:
         key = ("gpu", request.accelerator, count)
         return [key] if index.has_hardware(key) else []
+    if request.any_host:
+        return [ANY_HARDWARE]  # one run of every offering: vCPUs and memory are checked per row
     return [("cpu", v) for v in index.cpu_vcpus if fits(v, request.cpus, request.cpus_at_least)]
 
 

@@ -9,10 +9,11 @@ scans; the planner's fast path never comes here unless the answer is empty.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from shared.catalog.offering import Offering
 from shared.errors import NoOfferingError
+from shared.optimizer.host_defaults import in_families, multi_node_supported, sized_for
 from shared.optimizer.index import OfferingIndex, fits, hardware_keys
 from shared.optimizer.plan import Block
 from shared.task.requests import ResourceRequest
@@ -25,17 +26,52 @@ def explain_no_offering(
     index: OfferingIndex,
     enabled_clouds: Collection[str] | None,
     blocklist: Sequence[Block],
+    num_nodes: int = 1,
 ) -> NoOfferingError:
-    """A NoOfferingError naming what was asked and, per alternative, the nearest miss."""
+    """A NoOfferingError naming what was asked and, per alternative, the nearest miss.
+
+    The error's `field` is the task-file field of the first alternative's miss (`resources.cpus`,
+    `resources.any_of[1].accelerators`, `num_nodes`); `paths` lists where that field may be written,
+    most specific first, so a caller holding the file's text can find its line (shared.optimizer.errors).
+    """
     reasons: list[str] = []
     hints: list[str] = []
+    paths: list[tuple[str | int, ...]] = []
     for request in requests:
-        reason, hint = _nearest_miss(request, index, enabled_clouds, blocklist)
+        reason, hint, fields = _nearest_miss(request, index, enabled_clouds, blocklist, num_nodes)
         reasons.append(f"{describe_request(request)}: {reason}")
         if hint:
             hints.append(hint)
+        if not paths:
+            paths = _field_paths(request, fields)
     message = "no offering fits " + "; nor ".join(reasons)
-    return NoOfferingError(message, field="resources", hint="; ".join(dict.fromkeys(hints)) or None)
+    error = NoOfferingError(
+        message,
+        field=_dotted(paths[0]) if paths else "resources",
+        hint="; ".join(dict.fromkeys(hints)) or None,
+    )
+    error.paths = paths or [("resources",)]  # type: ignore[attr-defined]
+    return error
+
+
+def _field_paths(request: ResourceRequest, fields: Sequence[str]) -> list[tuple[str | int, ...]]:
+    """Where the fields behind a miss may be written: the alternative's own entry, then the shared one."""
+    paths: list[tuple[str | int, ...]] = []
+    for name in fields:
+        if name in TASK_LEVEL_FIELDS or name.startswith("--"):
+            paths.append((name,))
+            continue
+        if len(request.source) > 1:
+            paths.append((*request.source, name))
+        paths.append(("resources", name))
+    return paths
+
+
+def _dotted(path: Sequence[str | int]) -> str:
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text
 
 
 def describe_request(request: ResourceRequest) -> str:
@@ -75,63 +111,100 @@ def _close(word: str, choices: Sequence[str], cutoff: float = 0.6) -> list[str]:
     return [lowered[m] for m in matches]
 
 
+TASK_LEVEL_FIELDS = frozenset({"num_nodes"})
+_LOCATION = ("infra", "cloud")
+
+
 def _nearest_miss(
     request: ResourceRequest,
     index: OfferingIndex,
     enabled_clouds: Collection[str] | None,
     blocklist: Sequence[Block],
-) -> tuple[str, str | None]:
+    num_nodes: int,
+) -> tuple[str, str | None, tuple[str, ...]]:
+    """(reason, hint, the fields to blame) for one alternative that nothing fits."""
     acc, count = request.accelerator, float(request.accelerator_count or 1)
     if request.instance_type is not None and not index.type_hardware(request.instance_type):
         near = _close(request.instance_type, index.instance_types())
-        return f"no instance type {request.instance_type} in the catalog", (
-            f"did you mean {' or '.join(near)}?" if near else None
-        )
+        hint = f"did you mean {' or '.join(near)}?" if near else None
+        return f"no instance type {request.instance_type} in the catalog", hint, ("instance_type",)
     if acc is not None and not index.accelerator_counts(acc):
         near = _close(acc, index.accelerator_names())
         hint = f"did you mean {' or '.join(near)}?" if near else None
-        return f"no accelerator {acc} in the catalog", hint
+        return f"no accelerator {acc} in the catalog", hint, ("accelerators",)
     if acc is not None and request.instance_type is None and count not in index.accelerator_counts(acc):
         sold = ", ".join(_number(c) for c in index.accelerator_counts(acc))
-        return f"{acc}:{_number(count)} exists only as {acc}:{sold}", None
-    keys = hardware_keys(request, index)
-    if not keys:
-        if request.instance_type is not None:
-            carried = ", ".join(
-                f"{k[2]}:{_number(k[3])}" if k[2] else "no accelerator"
-                for k in index.type_hardware(request.instance_type)
-            )
-            return f"{request.instance_type} comes with {carried}", None
-        largest = index.cpu_vcpus[-1] if index.cpu_vcpus else 0
-        return f"no CPU-only VM has that many vCPUs (the largest has {_number(largest)})", None
-    rows: list[Offering] = [e[6] for key in keys for e in index.run(key, False)]
-    steps = (
-        ("vCPUs", lambda o: fits(o.vcpus, request.cpus, request.cpus_at_least)),
-        ("memory", lambda o: fits(o.memory_gib, request.memory_gib, request.memory_at_least)),
-        ("cloud", lambda o: request.cloud is None or o.cloud == request.cloud),
-        ("enabled", lambda o: enabled_clouds is None or o.cloud in enabled_clouds),
-        ("region", lambda o: request.region is None or o.region == request.region),
-        ("zone", lambda o: request.zone is None or o.zone == request.zone),
-        ("spot", lambda o: not request.use_spot or o.spot_price is not None),
+        return f"{acc}:{_number(count)} exists only as {acc}:{sold}", None, ("accelerators",)
+    clouds = sorted(index.clouds) if request.cloud is None else [request.cloud]
+    sized = {c: one for c in clouds if (one := sized_for(request, c, 1)) is not None}
+    rows = [
+        e[6]
+        for one in sized.values()
+        for key in hardware_keys(one, index)
+        for e in index.run(key, False, one.cloud)
+    ]
+    if not rows:
+        blame = _LOCATION if request.cloud is not None else ("cpus",) if acc is None else ("accelerators",)
+        return _no_hardware(request, index), None, blame
+    steps: tuple[tuple[str, tuple[str, ...], Callable[[Offering], bool]], ...] = (
+        ("vCPUs", ("cpus",), lambda o: fits(o.vcpus, sized[o.cloud].cpus, sized[o.cloud].cpus_at_least)),
+        ("memory", ("memory",), lambda o: _memory_fits(o, sized[o.cloud])),
+        (
+            "host",
+            ("cpus", "memory"),
+            lambda o: in_families(o.cloud, o.instance_type, sized[o.cloud].host_families),
+        ),
+        ("enabled", ("--clouds",), lambda o: enabled_clouds is None or o.cloud in enabled_clouds),
+        ("multi-node", ("num_nodes",), lambda o: num_nodes <= 1 or multi_node_supported(o.cloud)),
+        ("region", ("region", *_LOCATION), lambda o: request.region is None or o.region == request.region),
+        ("zone", ("zone", *_LOCATION), lambda o: request.zone is None or o.zone == request.zone),
+        ("spot", ("use_spot",), lambda o: not request.use_spot or o.spot_price is not None),
     )
-    for name, keep in steps:
+    for name, fields, keep in steps:
         kept = [o for o in rows if keep(o)]
         if not kept:
-            return _why_empty(name, request, rows, enabled_clouds), _place_hint(name, request, rows)
+            why = _why_empty(name, request, rows, enabled_clouds, sized, num_nodes)
+            return why, _place_hint(name, request, rows), fields
         rows = kept
     if request.max_hourly_cost is not None:
         limit = request.max_hourly_cost
         cheapest = min(o.hourly_price(request.use_spot) or 0.0 for o in rows)
         if cheapest > limit:
-            return f"the cheapest is ${cheapest:g}/h, above max_hourly_cost ${limit:g}/h", None
+            market = " (spot)" if request.use_spot else ""
+            why = f"the cheapest is ${cheapest:g}/h{market}, above max_hourly_cost ${limit:g}/h"
+            return why, None, ("max_hourly_cost",)
         rows = [o for o in rows if (o.hourly_price(request.use_spot) or 0.0) <= limit]
     covering = [
         b for b in blocklist if any(b.covers(o.cloud, o.region, o.zone, o.instance_type) for o in rows)
     ]
     if covering:
         why = _some(list(dict.fromkeys(_describe_block(b) for b in covering)))
-        return f"all {len(rows)} matching places are blocked by {why}", None
-    return "nothing matched", None
+        return f"all {len(rows)} matching places are blocked by {why}", None, ()
+    return "nothing matched", None, ()
+
+
+def _memory_fits(o: Offering, request: ResourceRequest) -> bool:
+    if request.memory_per_vcpu is not None and o.memory_gib < o.vcpus * request.memory_per_vcpu - 1e-9:
+        return False
+    return fits(o.memory_gib, request.memory_gib, request.memory_at_least)
+
+
+def _no_hardware(request: ResourceRequest, index: OfferingIndex) -> str:
+    if request.cloud is not None and request.cloud not in index.clouds:
+        return f"not offered on {request.cloud}: the catalog has clouds {_some(sorted(index.clouds))}"
+    if request.instance_type is not None:
+        carried = ", ".join(
+            f"{k[2]}:{_number(k[3])}" if k[2] else "no accelerator"
+            for k in index.type_hardware(request.instance_type)
+        )
+        where = f" on {request.cloud}" if request.cloud else ""
+        return f"{request.instance_type}{where} comes with {carried}"
+    if request.accelerator is not None:
+        key = ("gpu", request.accelerator, float(request.accelerator_count or 1))
+        sellers = sorted({e[1] for e in index.run(key, False)})
+        return f"not offered on {request.cloud}; offered on {_some(sellers)}"
+    largest = index.cpu_vcpus[-1] if index.cpu_vcpus else 0
+    return f"no CPU-only VM has that many vCPUs (the largest has {_number(largest)})"
 
 
 def _describe_block(block: Block) -> str:
@@ -151,16 +224,30 @@ def _place_hint(step: str, request: ResourceRequest, rows: list[Offering]) -> st
 
 
 def _why_empty(
-    step: str, request: ResourceRequest, rows: list[Offering], enabled_clouds: Collection[str] | None
+    step: str,
+    request: ResourceRequest,
+    rows: list[Offering],
+    enabled_clouds: Collection[str] | None,
+    sized: dict[str, ResourceRequest],
+    num_nodes: int,
 ) -> str:
     if step == "vCPUs":
         have = sorted({o.vcpus for o in rows})
-        return f"it comes with {_some([_number(v) for v in have])} vCPUs"
+        wanted = _defaults_said(request, sized)
+        return f"it comes with {_some([_number(v) for v in have])} vCPUs{wanted}"
     if step == "memory":
         have = sorted({o.memory_gib for o in rows})
-        return f"it comes with {_some([_number(v) for v in have])} GiB memory"
-    if step == "cloud":
-        return f"not offered on {request.cloud}; offered on {_some(sorted({o.cloud for o in rows}))}"
+        return f"it comes with {_some([_number(v) for v in have])} GiB memory{_defaults_said(request, sized)}"
+    if step == "host":
+        families = sorted({f for one in sized.values() for f in one.host_families or ()})
+        return (
+            "no machine of the families SkyPilot gives a CPU-only task fits "
+            f"({_some(families)}; name an instance_type to use another)"
+        )
+    if step == "multi-node":
+        names = sorted({o.cloud for o in rows})
+        verb = "runs" if len(names) == 1 else "run"
+        return f"{_some(names)} {verb} no multi-node clusters (num_nodes: {num_nodes}), as in SkyPilot"
     if step == "enabled":
         enabled = ", ".join(sorted(enabled_clouds or ())) or "none"
         return f"offered only on {_some(sorted({o.cloud for o in rows}))}, not enabled (enabled: {enabled})"
@@ -172,3 +259,21 @@ def _why_empty(
         have_zones = _some(zone_names) or "none (priced per region)"
         return f"not offered in zone {request.zone}; zones that have it: {have_zones}"
     return "no spot market for it there (on-demand only)"
+
+
+def _defaults_said(request: ResourceRequest, sized: dict[str, ResourceRequest]) -> str:
+    """` (SkyPilot's default for a task that names none: 8+ vCPUs on aws, ...)` when defaults applied."""
+    if request.cpus is not None or request.memory_gib is not None or request.memory_per_vcpu is not None:
+        return ""
+    said = []
+    for cloud, one in sorted(sized.items()):
+        parts = []
+        if one.cpus is not None:
+            parts.append(f"{_number(one.cpus)}+ vCPUs")
+        if one.memory_gib is not None:
+            parts.append(f"{_number(one.memory_gib)}+ GiB")
+        if one.memory_per_vcpu is not None:
+            parts.append(f"{_number(one.memory_per_vcpu)} GiB per vCPU")
+        if parts:
+            said.append(f"{' and '.join(parts)} on {cloud}")
+    return f" (SkyPilot's default when a task names none: {'; '.join(said)})" if said else ""

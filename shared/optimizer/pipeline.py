@@ -95,7 +95,9 @@ def plan_pipeline(
     tasks = list(pipeline.tasks)
     dag = list(pipeline_edges(pipeline) if edges is None else edges)
     failovers = [
-        _failover(_label(i, t, len(tasks)), t, catalog, enabled_clouds, blocklist, minimize, max_candidates)
+        _failover(
+            i, _label(i, t, len(tasks)), t, catalog, enabled_clouds, blocklist, minimize, max_candidates
+        )
         for i, t in enumerate(tasks)
     ]
     has_parent = {e.target for e in dag}
@@ -156,6 +158,7 @@ def _label(position: int, task: PlannableTask, count: int) -> str | None:
 
 
 def _failover(
+    position: int,
     label: str | None,
     task: PlannableTask,
     catalog: HasOfferings,
@@ -175,11 +178,14 @@ def _failover(
             max_candidates=max_candidates,
         )
     except NoOfferingError as error:
+        error.task_index = position  # type: ignore[attr-defined]  # for shared.optimizer.errors
         if label is None:
             raise
-        raise NoOfferingError(
+        labelled = NoOfferingError(
             f"{label}: {error.message}", file=error.file, line=error.line, field=error.field, hint=error.hint
-        ) from None
+        )
+        labelled.__dict__.update({k: v for k, v in vars(error).items() if k in ("paths", "task_index")})
+        raise labelled from None
 
 
 def dominant_options(
@@ -193,7 +199,9 @@ def dominant_options(
 
     Under the cost objective that is the cheapest per cloud. Order: the objective's order.
     """
-    heads = cheapest_per_shape_and_cloud(task.resource_choice(), index, enabled_clouds, blocklist, minimize)
+    heads = cheapest_per_shape_and_cloud(
+        task.resource_choice(), index, enabled_clouds, blocklist, minimize, task.num_nodes
+    )
     cheapest: dict[str, float] = {}
     kept: list[Candidate] = []
     for entry, spot, factor in heads:

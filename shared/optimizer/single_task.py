@@ -3,8 +3,10 @@
 Feasibility, per alternative (`ResourceRequest`):
 - accelerator name and count must match exactly (SkyPilot's rule: `A100:3` does not fit `A100:4`);
   a request without accelerator or instance type only gets CPU-only offerings;
-- `cpus`/`memory` are minimums (`8+`) or exact (`8`); with neither, nor an accelerator or instance
-  type, the request is `cpus: 8+` (SkyPilot's default instance size);
+- `cpus`/`memory` are minimums (`8+`) or exact (`8`), `memory: 4x` is GiB per vCPU of the machine;
+  what a task leaves open is sized per cloud as SkyPilot sizes it (shared.optimizer.host_defaults: default
+  machine families and `cpus: 8+`, `4x` for CPU-only tasks, GCP's N1 host sizes for attached GPUs),
+  and clouds without multi-node clusters are left out for `num_nodes > 1`;
 - `cloud`, `region`, `zone`, `instance_type` pins, `enabled_clouds`, and the blocklist;
 - `use_spot` needs a spot market; `max_hourly_cost` is compared with the price of the market used.
 
@@ -30,12 +32,13 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import replace
 from itertools import chain
 
 from shared.catalog.offering import Offering
 from shared.errors import UserError
+from shared.optimizer.host_defaults import in_families, sized_for
 from shared.optimizer.index import (
+    ANY_HARDWARE,
     Entry,
     HardwareKey,
     HasOfferings,
@@ -102,17 +105,24 @@ def hardware_speed(accelerator: str | None, accelerator_count: float, vcpus: flo
     return RELATIVE_THROUGHPUT.get(accelerator, 1.0) * max(accelerator_count, 1e-3)
 
 
-def with_default_cpus(request: ResourceRequest) -> ResourceRequest:
-    """A request that names no hardware at all asks for SkyPilot's default: `cpus: 8+`."""
-    names_nothing = request.accelerator is None and request.instance_type is None
-    if names_nothing and request.cpus is None and request.memory_gib is None:
-        return replace(request, cpus=DEFAULT_CPUS, cpus_at_least=True)
-    return request
-
-
 def requests_of(choice: ResourceChoice) -> list[ResourceRequest]:
-    """The alternatives of a choice with defaults applied; no alternative at all means the default VM."""
-    return [with_default_cpus(r) for r in choice.requests] or [with_default_cpus(ResourceRequest())]
+    """The alternatives of a choice; no alternative at all means SkyPilot's default machine."""
+    return list(choice.requests) or [ResourceRequest()]
+
+
+def sized_requests(
+    request: ResourceRequest, index: OfferingIndex, enabled_clouds: Collection[str] | None, num_nodes: int
+) -> list[ResourceRequest]:
+    """One request per cloud that may run it, sized the way SkyPilot sizes it there (host_defaults)."""
+    clouds = [request.cloud] if request.cloud is not None else sorted(index.clouds)
+    sized = []
+    for cloud in clouds:
+        if enabled_clouds is not None and cloud not in enabled_clouds:
+            continue
+        one = sized_for(request, cloud, num_nodes)
+        if one is not None:
+            sized.append(one)
+    return sized
 
 
 def check_objective(minimize: str, hours: float = 1.0) -> None:
@@ -138,13 +148,13 @@ def plan_task(
     requests = requests_of(choice)
     index = index_for(catalog, clouds_asked(requests, enabled_clouds))
     candidates: list[Candidate] = []
-    ranked = ranked_offerings(requests, choice.ordered, index, enabled_clouds, blocklist, minimize)
+    ranked = ranked_offerings(requests, choice.ordered, index, enabled_clouds, blocklist, minimize, num_nodes)
     for entry, spot, factor in ranked:
         candidates.append(candidate_from(entry, spot, num_nodes, hours * factor))
         if max_candidates is not None and len(candidates) >= max_candidates:
             break
     if not candidates:  # explained from every cloud: "sold on gcp, not on the aws you pinned"
-        raise explain_no_offering(requests, index_for(catalog), enabled_clouds, blocklist)
+        raise explain_no_offering(requests, index_for(catalog), enabled_clouds, blocklist, num_nodes)
     return candidates
 
 
@@ -155,11 +165,20 @@ def ranked_offerings(
     enabled_clouds: Collection[str] | None,
     blocklist: Sequence[Block],
     minimize: str,
+    num_nodes: int = 1,
 ) -> Iterator[tuple[Entry, bool, float]]:
     """Every feasible (entry, spot, hours factor) once, best first; lazy, so callers stop early."""
     blocks = _blocks_by_cloud(blocklist)
     reference = _reference_speed(requests[0], index)
-    streams = [_request_stream(r, index, enabled_clouds, blocks, minimize, reference) for r in requests]
+    streams = [
+        heapq.merge(
+            *(
+                _request_stream(sized, index, blocks, minimize, reference)
+                for sized in sized_requests(r, index, enabled_clouds, num_nodes)
+            )
+        )
+        for r in requests
+    ]
     ranked = chain.from_iterable(streams) if ordered else heapq.merge(*streams)
     seen: set[tuple[int, bool]] = set()
     timed = minimize == "time"
@@ -208,6 +227,12 @@ def _reference_speed(request: ResourceRequest, index: OfferingIndex) -> float:
     return hardware_speed(None, 0.0, request.cpus or DEFAULT_CPUS)
 
 
+def _factor(reference: float, key: HardwareKey) -> float:
+    """Estimated hours on this hardware per hour on the reference. A CPU-only task on "any" machine
+    (a cloud without CPU-only machines) is not sped up by the GPUs it does not use: factor 1."""
+    return 1.0 if key == ANY_HARDWARE else reference / _key_speed(key)
+
+
 def _key_speed(key: HardwareKey) -> float:
     if key[0] == "cpu":
         return hardware_speed(None, 0.0, key[1])
@@ -216,45 +241,29 @@ def _key_speed(key: HardwareKey) -> float:
     return hardware_speed(key[2], key[3], key[4])
 
 
-def _places(
-    request: ResourceRequest, index: OfferingIndex, enabled_clouds: Collection[str] | None, per_cloud: bool
-) -> list[tuple[str | None, str | None]]:
-    if request.cloud is not None:
-        if enabled_clouds is not None and request.cloud not in enabled_clouds:
-            return []
-        return [(request.cloud, request.region)]
-    if enabled_clouds is not None or per_cloud:
-        return [(c, None) for c in sorted(index.clouds) if enabled_clouds is None or c in enabled_clouds]
-    return [(None, None)]
-
-
-def _runs(
-    request: ResourceRequest, index: OfferingIndex, enabled_clouds: Collection[str] | None, per_cloud: bool
-) -> Iterator[tuple[HardwareKey, tuple[Entry, ...]]]:
-    """The sorted runs holding this alternative's candidates, cut at its max_hourly_cost."""
-    places = _places(request, index, enabled_clouds, per_cloud)
+def _runs(request: ResourceRequest, index: OfferingIndex) -> Iterator[tuple[HardwareKey, tuple[Entry, ...]]]:
+    """The sorted runs holding a sized (cloud-pinned) request's candidates, cut at its max_hourly_cost."""
     for key in hardware_keys(request, index):
-        for cloud, region in places:
-            run = index.run(key, request.use_spot, cloud, region)
-            if request.max_hourly_cost is not None:
-                run = run[: bisect_right(run, request.max_hourly_cost + 1e-12, key=_price)]
-            if run:
-                yield key, run
+        families = request.host_families if key[0] == "cpu" else None  # CPU-only keys: the default families
+        run = index.run(key, request.use_spot, request.cloud, request.region, families)
+        if request.max_hourly_cost is not None:
+            run = run[: bisect_right(run, request.max_hourly_cost + 1e-12, key=_price)]
+        if run:
+            yield key, run
 
 
 def _request_stream(
     request: ResourceRequest,
     index: OfferingIndex,
-    enabled_clouds: Collection[str] | None,
     blocks: dict[str, list[Block]],
     minimize: str,
     reference: float,
 ) -> Iterator[tuple[tuple, bool]]:
-    """Feasible entries for one alternative, in objective order, as (sort key, spot)."""
+    """Feasible entries for one sized alternative on one cloud, in objective order, as (sort key, spot)."""
     runs: list[Iterator[tuple]] = []
-    for key, run in _runs(request, index, enabled_clouds, per_cloud=False):
-        runs.append(iter(run) if minimize == "cost" else _with_hours(reference / _key_speed(key), run))
-    check = _row_check(request, blocks, narrowed_region=request.cloud is not None)
+    for key, run in _runs(request, index):
+        runs.append(iter(run) if minimize == "cost" else _with_hours(_factor(reference, key), run))
+    check = _row_check(request, blocks)
     spot = request.use_spot
     for key in heapq.merge(*runs):
         o = key[6] if minimize == "cost" else key[1][6]
@@ -268,6 +277,7 @@ def cheapest_per_shape_and_cloud(
     enabled_clouds: Collection[str] | None,
     blocklist: Sequence[Block],
     minimize: str,
+    num_nodes: int = 1,
 ) -> list[tuple[Entry, bool, float]]:
     """For every alternative, hardware shape and cloud, its cheapest feasible entry, best first.
 
@@ -280,12 +290,15 @@ def cheapest_per_shape_and_cloud(
     groups = [[r] for r in requests] if choice.ordered else [requests]
     for group in groups:
         found: list[tuple[tuple, Entry, bool, float]] = []
-        for request in group:
-            check = _row_check(request, blocks, narrowed_region=request.cloud is not None)
-            for key, run in _runs(request, index, enabled_clouds, per_cloud=True):
+        sized = [
+            one for request in group for one in sized_requests(request, index, enabled_clouds, num_nodes)
+        ]
+        for request in sized:
+            check = _row_check(request, blocks)
+            for key, run in _runs(request, index):
                 entry = next((e for e in run if check is None or check(e[6])), None)
                 if entry is not None:
-                    factor = reference / _key_speed(key) if minimize == "time" else 1.0
+                    factor = _factor(reference, key) if minimize == "time" else 1.0
                     rank = (factor, entry) if minimize == "time" else (entry,)
                     found.append((rank, entry, request.use_spot, factor))
         if found:
@@ -303,28 +316,37 @@ def _price(entry: Entry) -> float:
     return entry[0]
 
 
-def _row_check(
-    request: ResourceRequest, blocks: dict[str, list[Block]], narrowed_region: bool
-) -> Callable[[Offering], bool] | None:
-    """The per-offering conditions the hardware key and the run slicing have not already enforced."""
-    region = None if narrowed_region else request.region
+def _row_check(request: ResourceRequest, blocks: dict[str, list[Block]]) -> Callable[[Offering], bool] | None:
+    """The per-offering conditions the hardware key and the run (cloud, region, price) do not enforce."""
     zone = request.zone
-    cpus = request.cpus if (request.accelerator is not None or request.instance_type is not None) else None
+    by_key = request.accelerator is None and request.instance_type is None and not request.any_host
+    cpus = None if by_key else request.cpus  # CPU-only keys are grouped by vCPUs already
     cpus_at_least = request.cpus_at_least
     memory, memory_at_least = request.memory_gib, request.memory_at_least
-    if region is None and zone is None and cpus is None and memory is None and not blocks:
+    ratio = request.memory_per_vcpu
+    families = None if by_key else request.host_families  # CPU-only runs are cut to the families already
+    cloud_blocks = blocks.get(request.cloud or "")
+    if (
+        zone is None
+        and cpus is None
+        and memory is None
+        and ratio is None
+        and families is None
+        and not cloud_blocks
+    ):
         return None
 
     def check(o: Offering) -> bool:
-        if region is not None and o.region != region:
-            return False
         if zone is not None and o.zone != zone:
             return False
         if cpus is not None and not fits(o.vcpus, cpus, cpus_at_least):
             return False
         if memory is not None and not fits(o.memory_gib, memory, memory_at_least):
             return False
-        cloud_blocks = blocks.get(o.cloud)
+        if ratio is not None and o.memory_gib < o.vcpus * ratio - 1e-9:
+            return False
+        if families is not None and not in_families(o.cloud, o.instance_type, families):
+            return False
         return not cloud_blocks or not any(
             b.covers(o.cloud, o.region, o.zone, o.instance_type) for b in cloud_blocks
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -82,8 +81,7 @@ def described_offerings(
         rows = known.get(name)
         if rows:
             offerings.extend(
-                replace(
-                    o,
+                o._replace(
                     vcpus=vcpus,
                     memory_gib=memory,
                     price=price,

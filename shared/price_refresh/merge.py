@@ -10,7 +10,7 @@ Offerings an API describes itself (Lambda Cloud) replace the row with the same k
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from shared.catalog.offering import Offering
 from shared.price_refresh.quotes import PriceQuote, ProviderPrices
@@ -43,7 +43,7 @@ def _with_prices(o: Offering, price: float | None, spot: float | None) -> Offeri
     new_spot = spot if _valid(spot) else o.spot_price
     if new_price == o.price and new_spot == o.spot_price:
         return o
-    return replace(o, price=new_price, spot_price=new_spot)  # type: ignore[arg-type]
+    return o._replace(price=new_price, spot_price=new_spot)  # type: ignore[arg-type]
 
 
 def carry_previous_prices(base: Sequence[Offering], previous: Iterable[Offering]) -> list[Offering]:

@@ -47,11 +47,11 @@ class JobStore:
 
     # -- jobs ------------------------------------------------------------------------------
 
-    def create(self, job: JobModel, message: str) -> bool:
+    def create(self, job: JobModel, message: str, detail: dict[str, Any] | None = None) -> bool:
         """Record a new job with its first timeline event; False when the id already exists."""
         now = time.time()
         job.created_at = job.updated_at = now
-        event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state)
+        event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
         try:
             with TransactWrite(connection=self.models.connection) as tx:
                 tx.save(job, condition=self.jobs.job_id.does_not_exist())

@@ -4,19 +4,30 @@ naming the file, line and field.
 `loader` reads the text (multi-document pipelines, env and secret overrides); `spec` and `resources` are the
 pydantic models of the task and its `resources:`; `values` parses SkyPilot's small languages (`A100:8`,
 `4+`, `2x`, `infra`); `positions` keeps each field's line; `strict_model` turns unknown fields into
-"did you mean" errors; `requests` is what the optimizer reads from a task. Pure: no I/O but reading files.
+"did you mean" errors; `requests` is what the optimizer reads from a task; `unsupported_fields` says which
+fields are read but not acted on; `overrides` applies `sky launch`'s resource options; `limits` is the
+task-file size limit. Pure: no I/O but reading files.
 """
 
+from shared.task.limits import MAX_TASK_FILE_BYTES, read_task_file
 from shared.task.loader import load_pipeline, load_pipeline_file
+from shared.task.overrides import Overridden, ResourceOverrides, apply_overrides
 from shared.task.requests import ResourceChoice, ResourceRequest
 from shared.task.spec import GitWorkdir, Pipeline, Task
+from shared.task.unsupported_fields import pipeline_notes
 
 __all__ = [
+    "MAX_TASK_FILE_BYTES",
     "GitWorkdir",
+    "Overridden",
     "Pipeline",
     "ResourceChoice",
+    "ResourceOverrides",
     "ResourceRequest",
     "Task",
+    "apply_overrides",
     "load_pipeline",
     "load_pipeline_file",
+    "pipeline_notes",
+    "read_task_file",
 ]

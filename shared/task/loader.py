@@ -18,7 +18,7 @@ from shared.errors import TaskFileError
 from shared.task.positions import Document, YamlSyntaxError, load_documents
 from shared.task.spec import Pipeline, Task
 from shared.task.strict_model import did_you_mean
-from shared.task.values import DURATION, substitute_env_vars
+from shared.task.values import DURATION, FIELD_ALIASES, substitute_env_vars
 
 CHAIN_HEADER_FIELDS = ("name", "execution")
 JOB_GROUP_HEADER_FIELDS = ("name", "execution", "primary_tasks", "termination_delay", "inter_connection")
@@ -30,6 +30,8 @@ def load_pipeline_file(
     path: str | Path,
     env_overrides: Mapping[str, str] | None = None,
     secret_overrides: Mapping[str, str] | None = None,
+    *,
+    defer_secrets: bool = False,
 ) -> Pipeline:
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -38,7 +40,11 @@ def load_pipeline_file(
     except (OSError, UnicodeDecodeError) as error:
         raise TaskFileError(f"cannot read the task file: {error}", file=str(path)) from None
     return load_pipeline(
-        text, filename=str(path), env_overrides=env_overrides, secret_overrides=secret_overrides
+        text,
+        filename=str(path),
+        env_overrides=env_overrides,
+        secret_overrides=secret_overrides,
+        defer_secrets=defer_secrets,
     )
 
 
@@ -48,8 +54,13 @@ def load_pipeline(
     filename: str = "<task>",
     env_overrides: Mapping[str, str] | None = None,
     secret_overrides: Mapping[str, str] | None = None,
+    defer_secrets: bool = False,
 ) -> Pipeline:
-    """Every task of the file, validated, with env overrides applied (to every task, like SkyPilot)."""
+    """Every task of the file, validated, with env overrides applied (to every task, like SkyPilot).
+
+    A null secret with no override is an error, unless `defer_secrets` (planning, as SkyPilot's dry run
+    does): then it is left out of the task and named in `pipeline.deferred_secrets`.
+    """
     try:
         documents = load_documents(text)
     except YamlSyntaxError as error:
@@ -74,9 +85,16 @@ def load_pipeline(
     if not task_documents:
         task_documents = [Document({"name": name}, {}, header.start_line if header else 1)]
 
+    deferred: dict[int, list[str]] = {}
     tasks = [
-        _load_task(document, filename, dict(env_overrides or {}), dict(secret_overrides or {}))
-        for document in task_documents
+        _load_task(
+            document,
+            filename,
+            dict(env_overrides or {}),
+            dict(secret_overrides or {}),
+            deferred.setdefault(index, []) if defer_secrets else None,
+        )
+        for index, document in enumerate(task_documents)
     ]
     fields: dict[str, Any] = {"name": name, "execution": execution, "tasks": tasks}
     if header is not None and execution == "parallel":
@@ -84,7 +102,42 @@ def load_pipeline(
         for key in ("primary_tasks", "termination_delay", "inter_connection"):
             if key in header.value:
                 fields[key] = header.value[key]
-    return Pipeline.model_validate(fields)
+    pipeline = Pipeline.model_validate(fields)
+    pipeline.deferred_secrets = {index: names for index, names in deferred.items() if names}
+    return pipeline
+
+
+def task_field_line(text: str, task_index: int, path: Sequence[str | int]) -> int | None:
+    """The line of `path` (e.g. `("resources", "max_hourly_cost")`) in task `task_index` of a task file:
+    the deepest part of it the file writes. None when the text is not a readable task file."""
+    found = _task_field(text, task_index, path)
+    return None if found is None else found[1]
+
+
+def written_field(
+    text: str, task_index: int, path: Sequence[str | int]
+) -> tuple[tuple[str | int, ...], int] | None:
+    """(the path as the file writes it, e.g. with `gpus` for `accelerators`; its line), or None when the
+    file does not write that field in that task."""
+    found = _task_field(text, task_index, path)
+    if found is None or len(found[0]) != len(tuple(path)):
+        return None
+    return found
+
+
+def _task_field(
+    text: str, task_index: int, path: Sequence[str | int]
+) -> tuple[tuple[str | int, ...], int] | None:
+    try:
+        documents = [d for d in load_documents(text) if isinstance(d.value, dict)]
+        _, task_documents, _ = _split_header(documents, "<task>")
+    except (YamlSyntaxError, TaskFileError):
+        return None
+    if not 0 <= task_index < len(task_documents):
+        return None
+    document = task_documents[task_index]
+    written = _data_path(document.value, path)
+    return written, document.line_of(written)
 
 
 def _split_header(documents: list[Document], filename: str) -> tuple[Document | None, list[Document], str]:
@@ -188,7 +241,11 @@ def _check_job_group(header: Document, tasks: list[Task], documents: list[Docume
 
 
 def _load_task(
-    document: Document, filename: str, env_overrides: dict[str, str], secret_overrides: dict[str, str]
+    document: Document,
+    filename: str,
+    env_overrides: dict[str, str],
+    secret_overrides: dict[str, str],
+    deferred_secrets: list[str] | None = None,
 ) -> Task:
     raw = dict(document.value)
     for section, overrides, label in (
@@ -205,6 +262,9 @@ def _load_task(
         values = {**(given or {}), **overrides} if section == "envs" else {**(given or {})}
         if section == "secrets":
             values.update({k: v for k, v in overrides.items() if k in values})
+            if deferred_secrets is not None:
+                deferred_secrets.extend(k for k, v in values.items() if v is None)
+                values = {k: v for k, v in values.items() if v is not None}
         for key, value in values.items():
             if value is None:
                 raise TaskFileError(
@@ -282,9 +342,12 @@ _TYPE_NAMES = {
 
 
 def _data_path(data: Any, loc: Sequence[str | int]) -> tuple[str | int, ...]:
-    """The part of pydantic's `loc` that names real keys (it also holds union branch tags)."""
+    """The part of pydantic's `loc` that names real keys (it also holds union branch tags); a field
+    written under another name SkyPilot accepts (`gpus` for `accelerators`) is found by that name."""
     path: list[str | int] = []
     for step in loc:
+        if isinstance(data, dict) and step not in data:
+            step = next((a for a, name in FIELD_ALIASES.items() if name == step and a in data), step)
         in_dict = isinstance(data, dict) and step in data
         if in_dict or (isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data)):
             data = data[step]

@@ -11,6 +11,7 @@ from shared.task.strict_model import SpecModel
 from shared.task.values import (
     AUTOSTOP_DURATION,
     DISK_TIERS,
+    FIELD_ALIASES,
     NETWORK_TIERS,
     RECOVERY_STRATEGIES,
     canonical_cloud,
@@ -109,6 +110,28 @@ class ResourceFields(SpecModel):
     requires_fuse: StrictBool | None = Field(None, alias="_requires_fuse")
     cluster_config_overrides: dict[str, Any] | None = Field(None, alias="_cluster_config_overrides")
     no_missing_accel_warnings: StrictBool | None = Field(None, alias="_no_missing_accel_warnings")
+
+    @classmethod
+    def known_fields(cls) -> list[str]:
+        return [*super().known_fields(), *FIELD_ALIASES]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        """SkyPilot's `gpus` is another name for `accelerators` (sky/resources.py RESOURCE_CONFIG_ALIASES)."""
+        if not isinstance(data, dict) or not FIELD_ALIASES.keys() & data.keys():
+            return data
+        data = dict(data)
+        for alias, canonical in FIELD_ALIASES.items():
+            if alias in data:
+                if canonical in data:
+                    raise PydanticCustomError(
+                        "alias_conflict",
+                        "'{alias}' and '{canonical}' are both set; they are one field, write it once",
+                        {"alias": alias, "canonical": canonical, "at": alias},
+                    )
+                data[canonical] = data.pop(alias)
+        return data
 
     @field_validator("cloud")
     @classmethod
@@ -246,12 +269,17 @@ class Resources(ResourceFields):
 
     def alternatives(self) -> list[ResourceFields]:
         """Each alternative with the shared fields filled in (SkyPilot's override semantics)."""
+        return [fields for _, fields in self.sourced_alternatives()]
+
+    def sourced_alternatives(self) -> list[tuple[tuple[str | int, ...], ResourceFields]]:
+        """`alternatives()`, each with where it was written (`("resources", "any_of", 1)`)."""
         items = self.any_of or self.ordered
+        kind = "any_of" if self.any_of else "ordered"
         base = self.model_dump(exclude={"any_of", "ordered"}, exclude_none=True, by_alias=True)
         if not items:
-            return [ResourceFields.model_validate(base)]
-        merged = []
-        for item in items:
+            return [(("resources",), ResourceFields.model_validate(base))]
+        merged: list[tuple[tuple[str | int, ...], ResourceFields]] = []
+        for position, item in enumerate(items):
             own = item.model_dump(exclude_none=True, by_alias=True)
             fields = {**base, **own}
             if "infra" in own:
@@ -259,5 +287,5 @@ class Resources(ResourceFields):
                     fields.pop(key, None)
             elif {"cloud", "region", "zone"} & set(own):
                 fields.pop("infra", None)
-            merged.append(ResourceFields.model_validate(fields))
+            merged.append((("resources", kind, position), ResourceFields.model_validate(fields)))
         return merged

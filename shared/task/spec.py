@@ -4,8 +4,7 @@ A `Pipeline` is what a task file holds: one task, a chain (`execution: serial`) 
 (`execution: parallel`). `Task.resource_choice()` is what the optimizer reads. Models dump to JSON and
 validate back unchanged, so the job record can keep the validated task.
 
-Memory written as a ratio (`memory: 2x`) is resolved against the task's `cpus`: `2x` with `cpus: 4+` asks
-for at least 8 GiB. Without `cpus` the ratio cannot become GiB, so that request carries no memory bound.
+Memory written as a ratio (`memory: 2x`) is SkyPilot's: at least 2 GiB per vCPU of the machine chosen.
 """
 
 from __future__ import annotations
@@ -13,7 +12,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     StrictFloat,
     StrictInt,
@@ -52,7 +53,7 @@ class MountCachedConfig(SpecModel):
 
 class MountConfig(SpecModel):
     read_only: StrictBool | None = None
-    hf_mount_args: str | None = None
+    hf_mount_args: str | list[str] | None = None  # newer SkyPilot: one shell token per item
 
 
 class StorageConfig(SpecModel):
@@ -73,6 +74,7 @@ class StorageObject(SpecModel):
     store: str | None = None
     persistent: StrictBool | None = None
     mode: str | None = None
+    mount_options: str | None = None
     type: str | None = None
     config: StorageConfig | None = None
     is_sky_managed: StrictBool | None = Field(None, alias="_is_sky_managed")
@@ -89,11 +91,12 @@ class StorageObject(SpecModel):
     def _known_mode(cls, value: str | None) -> str | None:
         return _upper_one_of(value, STORAGE_MODES)
 
-    @model_validator(mode="after")
-    def _names_a_bucket(self) -> StorageObject:
-        if self.name is None and self.source is None:
-            raise ValueError("a storage object needs 'name' or 'source'")
-        return self
+    def launch_problem(self) -> str | None:
+        """What stops this storage object from being mounted, checked at launch as SkyPilot does
+        (its dry run plans a mount whose `name` is still a placeholder)."""
+        if not self.name and not self.source:
+            return "a storage object needs a 'name' or a 'source' (this one names no bucket)"
+        return None
 
 
 def _upper_one_of(value: str | None, allowed: tuple[str, ...]) -> str | None:
@@ -122,9 +125,17 @@ class Hook(SpecModel):
 
 
 class TaskConfig(SpecModel):
-    """`config:`, a per-task override of ~/.sky/config.yaml; the per-cloud sections are kept as written."""
+    """`config:`, a per-task override of ~/.sky/config.yaml; the per-cloud sections are kept as written.
+    Keys this list lacks are kept too: SkyPilot's client lets them through for its server to judge."""
 
+    model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
     _what = "config section"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_fields(cls, data: Any) -> Any:
+        return data
+
     docker: dict[str, Any] | None = None
     nvidia_gpus: dict[str, Any] | None = None
     active_workspace: str | None = None
@@ -155,12 +166,12 @@ class Task(SpecModel):
     run: str | None = None
     envs: dict[str, str] = Field(default_factory=dict)
     secrets: dict[str, str] = Field(default_factory=dict)
-    managed_secrets: list[str] | dict[str, SecretMount] | None = None
+    managed_secrets: list[str | dict[str, SecretMount]] | dict[str, SecretMount] | None = None
     inputs: dict[str, Number] | None = None
     outputs: dict[str, Number] | None = None
     file_mounts_mapping: dict[str, Any] | None = None
     config: TaskConfig | None = None
-    volumes: dict[str, str] | None = None
+    volumes: dict[str, Any] | None = None  # SkyPilot validates volumes apart (`sky volumes apply`)
     volume_mounts: list[dict[str, Any]] | None = None
     api_server_access: StrictBool | None = None
     metadata: dict[str, Any] | None = Field(None, alias="_metadata")
@@ -185,8 +196,10 @@ class Task(SpecModel):
     @field_validator("managed_secrets")
     @classmethod
     def _one_mount(cls, value: Any) -> Any:
-        if isinstance(value, dict) and len(value) != 1:
-            raise ValueError(f"expected exactly one secret in the mapping form, found {len(value)}")
+        mappings = [value] if isinstance(value, dict) else [v for v in value or [] if isinstance(v, dict)]
+        for mapping in mappings:
+            if len(mapping) != 1:
+                raise ValueError(f"expected exactly one secret in the mapping form, found {len(mapping)}")
         return value
 
     @field_validator("inputs", "outputs")
@@ -213,11 +226,10 @@ class Task(SpecModel):
 
     @property
     def unsupported(self) -> list[str]:
-        notes = []
-        if self.service is not None:
-            notes.append("service: read, not run by skyless (SkyServe services)")
-        if self.pool is not None:
-            notes.append("pool: read, not run by skyless (worker pools)")
+        """The fields this task sets that skyless reads but does not act on, one sentence each."""
+        from shared.task.unsupported_fields import unsupported_notes
+
+        notes = unsupported_notes(self)
         for path, source in (self.file_mounts or {}).items():
             if isinstance(source, StorageObject) and (source.mode or "MOUNT") == "MOUNT":
                 notes.append(
@@ -229,8 +241,8 @@ class Task(SpecModel):
     def resource_choice(self) -> ResourceChoice:
         """One `ResourceRequest` per alternative (any_of/ordered, times accelerator alternatives)."""
         requests: list[ResourceRequest] = []
-        for fields in self.resources.alternatives():
-            for request in _requests_for(fields):
+        for source, fields in self.resources.sourced_alternatives():
+            for request in _requests_for(fields, source):
                 if request not in requests:
                     requests.append(request)
         return ResourceChoice(tuple(requests), ordered=self._alternatives_are_ordered())
@@ -247,14 +259,11 @@ def _env_text(value: Any) -> Any:
     return str(value) if isinstance(value, int | float | bool) else value
 
 
-def _requests_for(fields: ResourceFields) -> list[ResourceRequest]:
+def _requests_for(fields: ResourceFields, source: tuple[str | int, ...]) -> list[ResourceRequest]:
     cloud, region, zone = fields.location()
     cpus, cpus_at_least = parse_cpus(fields.cpus)
     amount, memory_at_least, relative = parse_memory(fields.memory)
-    memory_gib = amount
-    if relative:
-        memory_gib = amount * cpus if amount is not None and cpus is not None else None
-        memory_at_least = True
+    memory_gib, memory_per_vcpu = (None, amount) if relative else (amount, None)
     accelerators: list[tuple[str | None, float]] = [*fields.accelerator_alternatives()] or [(None, 0.0)]
     return [
         ResourceRequest(
@@ -267,9 +276,11 @@ def _requests_for(fields: ResourceFields) -> list[ResourceRequest]:
             cpus_at_least=cpus_at_least,
             memory_gib=memory_gib,
             memory_at_least=memory_at_least,
+            memory_per_vcpu=memory_per_vcpu,
             instance_type=fields.instance_type,
             use_spot=bool(fields.use_spot),
             max_hourly_cost=_as_float(fields.max_hourly_cost),
+            source=source,
         )
         for name, count in accelerators
     ]
@@ -292,3 +303,13 @@ class Pipeline(SpecModel):
     primary_tasks: list[str] | None = None
     termination_delay: StrictInt | str | dict[str, StrictInt | str] | None = None
     inter_connection: Any = None
+    # Null secrets left for launch to fill (only when loaded for planning): task index -> names.
+    _deferred_secrets: dict[int, list[str]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def deferred_secrets(self) -> dict[int, list[str]]:
+        return self._deferred_secrets
+
+    @deferred_secrets.setter
+    def deferred_secrets(self, value: dict[int, list[str]]) -> None:
+        self._deferred_secrets = value

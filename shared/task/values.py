@@ -17,6 +17,8 @@ CLOUDS = (
     "seeweb", "shadeform", "yotta", "mithril", "verda",
 )  # fmt: skip
 CLOUD_ALIASES = {"k8s": "kubernetes"}
+# Other names SkyPilot takes for a resources field (sky/resources.py RESOURCE_CONFIG_ALIASES): alias -> field.
+FIELD_ALIASES = {"gpus": "accelerators"}
 DISK_TIERS = ("low", "medium", "high", "ultra", "best")
 NETWORK_TIERS = ("standard", "best")
 RECOVERY_STRATEGIES = ("FAILOVER", "EAGER_NEXT_REGION")

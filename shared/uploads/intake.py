@@ -33,9 +33,11 @@ from botocore.exceptions import ClientError
 
 from shared.aws.sessions import aws_client
 from shared.config import Settings
-from shared.errors import TaskFileError, UserError
+from shared.errors import NoOfferingError, TaskFileError, UserError
 from shared.events.sqs_batch import MalformedMessage
 from shared.jobs.run_status import write_run_status
+from shared.task.limits import MAX_TASK_FILE_BYTES, check_task_size
+from shared.task.unsupported_fields import pipeline_notes
 
 log = logging.getLogger("skyless.uploads")
 
@@ -47,7 +49,7 @@ OWNER_METADATA = "skyless-owner"
 ENV_METADATA = "skyless-env"
 DEADLINE_METADATA = "skyless-deadline"
 HOURS_METADATA = "skyless-hours"
-MAX_TASK_BYTES = 1024 * 1024
+MAX_TASK_BYTES = MAX_TASK_FILE_BYTES  # the one limit `plan`, `launch` and the API check too
 
 
 @dataclass(frozen=True)
@@ -194,12 +196,11 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
                 field=f"x-amz-meta-{OWNER_METADATA}",
                 hint=f"upload it as tasks/<your user id>/{upload.key.removeprefix(TASKS_PREFIX)} instead",
             )
-        if len(body) > MAX_TASK_BYTES:
-            raise TaskFileError(f"a task file may be at most {MAX_TASK_BYTES} bytes", file=upload.key)
+        check_task_size(len(body), upload.key)
         text = body.decode("utf-8", errors="replace")
         env = env_of(upload.key, metadata)
         deadline, hours = deadline_of(upload.key, metadata)
-        check_task_runs(text, filename=upload.key, env=env)
+        notes = pipeline_notes(check_task_runs(text, filename=upload.key, env=env))
         job = submit_job(
             settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id,
             source="upload", source_ref=upload.key, deadline=deadline, hours=hours,
@@ -212,16 +213,18 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         outcome.rejected.append(upload.key)
         return
     source = {"bucket": upload.bucket, "key": upload.key, "etag": upload.etag}
-    write_run_status(settings, job.job_id, job.state, source=source)
+    write_run_status(settings, job.job_id, job.state, source=source, notes=notes)
     # a fixed file: the report about its earlier, bad version no longer applies
     aws_client("s3", settings).delete_object(Bucket=upload.bucket, Key=upload.key + ERROR_SUFFIX)
     outcome.submitted.append(job.job_id)
 
 
-def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> None:
-    """What `skyless plan` checks: the file loads and some offering can run it (errors name the file)."""
+def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> Any:
+    """What `skyless plan` checks: the file loads and some offering can run it (errors name the file,
+    and the line of the field an optimizer error comes from). Answers the pipeline."""
     from shared.catalog.model import load_default_catalog
     from shared.optimizer import plan_pipeline
+    from shared.optimizer.errors import locate_plan_error
     from shared.task.loader import load_pipeline
 
     try:
@@ -234,8 +237,12 @@ def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> None:
     try:
         plan_pipeline(pipeline, load_default_catalog())
     except UserError as error:
+        if isinstance(error, NoOfferingError):
+            locate_plan_error(error, text, filename)
         error.file = error.file or filename
+        error.notes = pipeline_notes(pipeline)  # type: ignore[attr-defined]  # the report says them too
         raise
+    return pipeline
 
 
 def reject(settings: Settings, upload: Upload, owner: str, error: UserError) -> None:
@@ -243,6 +250,8 @@ def reject(settings: Settings, upload: Upload, owner: str, error: UserError) -> 
     from shared.wiring import wiring_for
 
     report = {**error.to_dict(), "bucket": upload.bucket, "key": upload.key, "etag": upload.etag}
+    if getattr(error, "notes", None):
+        report["notes"] = error.notes  # type: ignore[attr-defined]
     report_key = upload.key + ERROR_SUFFIX
     aws_client("s3", settings).put_object(
         Bucket=upload.bucket,

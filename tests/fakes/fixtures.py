@@ -39,6 +39,7 @@ def fake_gcp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeGc
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", fake.project)
     monkeypatch.setenv("SKYLESS_GCP_COMPUTE_URL", f"{fake.url}/compute/v1")
+    monkeypatch.setenv("SKYLESS_GCP_TPU_URL", f"{fake.url}/tpu/v2")
     monkeypatch.setenv("SKYLESS_GCP_POLL_SECONDS", "0.01")
     monkeypatch.delenv("GOOGLE_OAUTH_ACCESS_TOKEN", raising=False)
     monkeypatch.delenv("CLOUDSDK_CORE_PROJECT", raising=False)

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from werkzeug.wrappers import Request, Response
 
+from fakes.gcp_tpu import FakeTpuApi
 from fakes.http_server import FakeServer, json_response
 
 PROJECT = "skyless-test"
@@ -75,6 +76,7 @@ class FakeGcp:
 
     def __post_init__(self) -> None:
         self.key = _service_account_key()
+        self.tpu = FakeTpuApi(self.project)  # the TPU API, under /tpu/v2 (fakes/gcp_tpu.py)
 
     def service_account_info(self) -> dict[str, str]:
         pem = self.key.private_bytes(
@@ -101,6 +103,8 @@ class FakeGcp:
             header = request.headers.get("Authorization", "")
             if header.removeprefix("Bearer ") not in self.tokens:
                 return _http_error(401, "authError", "Request had invalid authentication credentials.")
+            if request.path.startswith("/tpu/v2/"):
+                return self.tpu.handle(request)
             match = COMPUTE.match(request.path)
             if match is None or match["project"] != self.project:
                 return _http_error(404, "notFound", f"The resource '{request.path}' was not found")

@@ -106,7 +106,7 @@ def test_launch_of_a_missing_file_or_a_bad_env_is_a_clear_error(tmp_path: Path, 
     missing = _run("launch", str(tmp_path / "nope.yaml"), *cli_api)
     bad_env = _run("launch", _task_file(tmp_path), "--env", "NOEQUALS", *cli_api)
 
-    assert missing.exit_code == 2 and "cannot read" in missing.output
+    assert missing.exit_code == 2 and "no such task file" in missing.output and "nope.yaml" in missing.output
     assert bad_env.exit_code == 2 and "K=V" in bad_env.output
 
 

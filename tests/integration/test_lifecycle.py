@@ -156,7 +156,8 @@ def test_quota_blocks_the_region_and_auth_blocks_the_cloud(stack: Settings, queu
     job = wiring_for(stack).store.get(job_id)
     assert job is not None
     blocks = json.loads(job.blocklist)
-    assert {"cloud": "aws", "region": "us-east-1", "instance_family": "c6i"}.items() <= blocks[0].items()
+    # cpus: 2+ with no memory is 4 GiB per vCPU (SkyPilot): m6i.large, not c6i.large
+    assert {"cloud": "aws", "region": "us-east-1", "instance_family": "m6i"}.items() <= blocks[0].items()
     assert any(b.get("region") is None and b["reason"].startswith("auth") for b in blocks)
     assert live_nodes(stack, job_id) == []
 

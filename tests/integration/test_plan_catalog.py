@@ -22,7 +22,7 @@ def test_plan_uses_the_refreshed_catalog_in_the_bucket(stack: Settings) -> None:
         cloud="aws",
         region="us-east-1",
         zone="us-east-1a",
-        instance_type="m5.large",
+        instance_type="m6i.large",  # a family SkyPilot gives a CPU task
         accelerator=None,
         accelerator_count=0,
         accelerator_memory_gib=None,
@@ -39,4 +39,4 @@ def test_plan_uses_the_refreshed_catalog_in_the_bucket(stack: Settings) -> None:
 
     assert answer.status_code == 200, answer.json_body
     candidates = answer.json_body["tasks"][0]["candidates"]
-    assert [(c["instance_type"], c["hourly_price"]) for c in candidates] == [("m5.large", 0.0123)]
+    assert [(c["instance_type"], c["hourly_price"]) for c in candidates] == [("m6i.large", 0.0123)]

@@ -18,8 +18,8 @@ from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.views import get_job, list_jobs
+from shared.uploads import intake as uploads
 from shared.uploads.intake import UploadRejection, check_task_runs, uploads_in
-from shared.uploads.intake import intake as uploads
 from shared.wiring import wiring_for
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"

@@ -71,7 +71,7 @@ def test_every_gcp_gpu_offering_is_a_host_row_plus_an_accelerator_row_of_its_zon
         for r in rows
         if not r["InstanceType"]
     }
-    gpu_offerings = [o for o in real if o.cloud == "gcp" and o.accelerator]
+    gpu_offerings = [o for o in real if o.cloud == "gcp" and o.accelerator and o.instance_type != "TPU-VM"]
     assert len(gpu_offerings) > 1000
     for o in gpu_offerings:
         host = hosts[(o.zone, o.instance_type)]  # no GPU without a host
@@ -90,7 +90,7 @@ def test_gcp_gpus_pair_with_their_machine_families(real: list[Offering]) -> None
     pairs = {
         (o.instance_type, o.accelerator, o.accelerator_count)
         for o in real
-        if o.cloud == "gcp" and o.accelerator
+        if o.cloud == "gcp" and o.accelerator and o.instance_type != "TPU-VM"
     }
     for o_type, gpu, count in pairs:
         if o_type.startswith("a2-highgpu-") or o_type == "a2-megagpu-16g":
@@ -112,15 +112,28 @@ def test_gcp_gpus_pair_with_their_machine_families(real: list[Offering]) -> None
 
 
 @needs_real
-def test_gpu_bound_hosts_and_tpus_are_not_offered_alone(real: list[Offering]) -> None:
+def test_gpu_bound_hosts_and_tpu_hosts_are_not_offered_alone(real: list[Offering]) -> None:
     gcp = [o for o in real if o.cloud == "gcp"]
     for o in gcp:
         if o.accelerator is None:
             assert not re.match(r"(a2|a3|a4|g2)-", o.instance_type), o
             assert not o.instance_type.endswith("-tpu"), o
         else:
-            assert not o.accelerator.startswith("tpu-")
+            assert o.accelerator.startswith("tpu-") == (o.instance_type == "TPU-VM"), o
     assert any(o.instance_type == "n2-standard-8" for o in gcp)
+
+
+@needs_real
+def test_tpu_rows_are_tpu_vm_slices_priced_whole_like_skypilot(real: list[Offering]) -> None:
+    rows = [r for r in _rows("gcp") if not r["InstanceType"] and r["AcceleratorName"].startswith("tpu-")]
+    tpus = {(o.zone, o.accelerator): o for o in real if o.instance_type == "TPU-VM"}
+    assert len(tpus) > 1000
+    for r in rows:
+        o = tpus[(r["AvailabilityZone"], r["AcceleratorName"])]
+        assert o.price == pytest.approx(float(r["Price"])) and o.accelerator_count == 1
+    slice16 = tpus[("us-central1-a", "tpu-v5litepod-16")]
+    assert (slice16.accelerator_memory_gib, slice16.vcpus, slice16.memory_gib) == (256, 112, 192)
+    assert {"tpu-v4-8", "tpu-v6e-8", "tpu-v5litepod-16"} <= {o.accelerator for o in tpus.values()}
 
 
 @needs_real
@@ -212,3 +225,27 @@ def test_a_folder_without_cloud_files_is_refused(tmp_path: Path) -> None:
         import_skypilot_catalog(tmp_path)
     with pytest.raises(CatalogError):
         import_skypilot_catalog(tmp_path / "missing")
+
+
+def test_a_tpu_slice_listed_twice_in_a_zone_is_one_offering_and_p100x4_takes_skypilots_hosts(
+    tmp_path: Path,
+) -> None:
+    folder = _folder(
+        tmp_path,
+        {
+            "gcp": [
+                GCP_HEADER,
+                ",,,tpu-v4-8,1,,us-central2,us-central2-b,12.88,",
+                ",,,tpu-v4-8,1,,us-central2,us-central2-b,12.88,3.686",
+                "n1-highmem-64,64,416,,,,us-central1,us-central1-a,3.79,0.8",
+                ",,,P100,4,,us-central1,us-central1-a,5.84,2.0",
+            ]
+        },
+    )
+    offerings = import_skypilot_catalog(folder)
+    [tpu] = [o for o in offerings if o.instance_type == "TPU-VM"]
+    assert (tpu.accelerator, tpu.price, tpu.spot_price) == ("tpu-v4-8", 12.88, 3.686)
+    # SkyPilot lets 4 P100s sit on hosts of up to 96 vCPUs and 624 GiB
+    assert [(o.instance_type, o.accelerator_count) for o in offerings if o.accelerator == "P100"] == [
+        ("n1-highmem-64", 4.0)
+    ]

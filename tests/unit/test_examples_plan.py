@@ -28,7 +28,6 @@ ENV = {"envs_secrets.yaml": {"DATASET": "s3://bucket/data"}}
 SECRETS = {"envs_secrets.yaml": {"WANDB_API_KEY": "key"}}
 NOT_PLANNABLE = {
     "kubernetes.yaml": "not offered on kubernetes",  # skyless runs no Kubernetes clusters
-    "tpu.yaml": "no accelerator tpu-v4-8 in the catalog",  # the built-in catalog has no TPUs
 }
 
 

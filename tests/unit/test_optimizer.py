@@ -82,7 +82,7 @@ def test_accelerator_count_must_match_exactly_and_the_error_lists_what_is_sold()
     with pytest.raises(NoOfferingError) as raised:
         plan_task(choice(a100(3)), 1, CATALOG)
     assert "A100:3 exists only as A100:1, 2, 8" in raised.value.message
-    assert raised.value.field == "resources"
+    assert raised.value.field == "resources.accelerators"
 
 
 def test_misspelled_accelerator_gets_a_did_you_mean_hint() -> None:
@@ -92,11 +92,13 @@ def test_misspelled_accelerator_gets_a_did_you_mean_hint() -> None:
     assert raised.value.hint == "did you mean H100?"
 
 
-def test_cpu_request_never_gets_a_gpu_vm_and_plus_means_at_least() -> None:
+def test_cpu_request_gets_skypilots_default_families_and_gpu_hosts_only_where_a_cloud_has_no_others() -> None:
     plan = plan_task(choice(ResourceRequest(cpus=8)), 1, CATALOG)
-    assert all(c.accelerator is None and c.vcpus >= 8 for c in plan)
-    assert places(plan)[0] == "gcp/us-central1/us-central1-a:e2-standard-8"
-    assert {c.instance_type for c in plan} == {"e2-standard-8", "m6i.2xlarge", "m6i.4xlarge"}
+    assert all(c.vcpus >= 8 for c in plan)
+    assert places(plan)[0] == "aws/us-east-1/us-east-1a:m6i.2xlarge"
+    # gcp's e2 is not a family SkyPilot gives a CPU task; Lambda and RunPod sell only GPU machines
+    assert {c.instance_type for c in plan} == {"m6i.2xlarge", "m6i.4xlarge", "gpu_8x_h100_sxm5", "8x_H100"}
+    assert {c.cloud for c in plan if c.accelerator} == {"lambda", "runpod"}
 
 
 def test_exact_cpus_and_memory_are_exact() -> None:
@@ -106,10 +108,10 @@ def test_exact_cpus_and_memory_are_exact() -> None:
     assert [c.instance_type for c in memory] == ["Standard_D4s_v5"]
 
 
-def test_no_resources_at_all_means_skypilots_default_of_8_plus_cpus() -> None:
+def test_no_resources_at_all_means_skypilots_default_of_8_plus_cpus_and_4_gib_per_vcpu() -> None:
     plan = plan_task(choice(), 1, CATALOG)
-    assert plan[0].instance_type == "e2-standard-8"
-    assert min(c.vcpus for c in plan) == 8
+    assert plan[0].instance_type == "m6i.2xlarge"
+    assert min(c.vcpus for c in plan) == 8 and all(c.memory_gib >= 4 * c.vcpus for c in plan)
 
 
 def test_cloud_region_and_zone_pins_are_respected() -> None:

@@ -8,7 +8,6 @@ Run on the built-in catalog and on the real SkyPilot catalog in ../shared/catalo
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from shared.catalog.model import Catalog, load_default_catalog
 from shared.catalog.offering import Offering
 from shared.errors import NoOfferingError
 from shared.optimizer import plan_task
+from shared.optimizer.host_defaults import in_families, sized_for
 from shared.optimizer.plan import Block, instance_family_of
 from shared.optimizer.single_task import hardware_speed
 from shared.task.requests import ResourceChoice, ResourceRequest
@@ -32,21 +32,32 @@ def _fits(value: float, wanted: float | None, at_least: bool) -> bool:
     return value >= wanted - 1e-9 if at_least else abs(value - wanted) < 1e-9
 
 
-def _feasible(o: Offering, r: ResourceRequest, enabled: set[str] | None, blocks: list[Block]) -> bool:
-    if r.instance_type is not None and o.instance_type != r.instance_type:
+def _feasible(
+    o: Offering, r: ResourceRequest, enabled: set[str] | None, blocks: list[Block], nodes: int
+) -> bool:
+    """The documented rules, applied to one offering: the request is first sized for the offering's
+    cloud (shared.optimizer.host_defaults, SkyPilot's per-cloud defaults), then every condition is checked."""
+    sized = sized_for(r, o.cloud, nodes)
+    if sized is None:
         return False
-    if r.accelerator is not None:
-        if o.accelerator != r.accelerator or o.accelerator_count != (r.accelerator_count or 1):
+    if sized.instance_type is not None and o.instance_type != sized.instance_type:
+        return False
+    if sized.accelerator is not None:
+        if o.accelerator != sized.accelerator or o.accelerator_count != (sized.accelerator_count or 1):
             return False
-    elif r.instance_type is None and o.accelerator is not None:
+    elif sized.instance_type is None and o.accelerator is not None and not sized.any_host:
         return False
-    if not _fits(o.vcpus, r.cpus, r.cpus_at_least):
+    if not _fits(o.vcpus, sized.cpus, sized.cpus_at_least):
         return False
-    if not _fits(o.memory_gib, r.memory_gib, r.memory_at_least):
+    if not _fits(o.memory_gib, sized.memory_gib, sized.memory_at_least):
         return False
-    if (r.cloud and o.cloud != r.cloud) or (r.region and o.region != r.region):
+    if sized.memory_per_vcpu is not None and o.memory_gib < o.vcpus * sized.memory_per_vcpu - 1e-9:
         return False
-    if r.zone and o.zone != r.zone:
+    if not in_families(o.cloud, o.instance_type, sized.host_families):
+        return False
+    if sized.region and o.region != sized.region:
+        return False
+    if sized.zone and o.zone != sized.zone:
         return False
     if enabled is not None and o.cloud not in enabled:
         return False
@@ -54,12 +65,6 @@ def _feasible(o: Offering, r: ResourceRequest, enabled: set[str] | None, blocks:
     if price is None or (r.max_hourly_cost is not None and price > r.max_hourly_cost):
         return False
     return not any(b.covers(o.cloud, o.region, o.zone, o.instance_type) for b in blocks)
-
-
-def _with_default(r: ResourceRequest) -> ResourceRequest:
-    if r.accelerator is None and r.instance_type is None and r.cpus is None and r.memory_gib is None:
-        return replace(r, cpus=8.0, cpus_at_least=True)
-    return r
 
 
 def _speed(r: ResourceRequest, offerings: tuple[Offering, ...]) -> float:
@@ -78,16 +83,24 @@ def brute_force(
     enabled: set[str] | None,
     blocks: list[Block],
     minimize: str,
+    nodes: int = 1,
 ) -> list[tuple]:
-    requests = [_with_default(r) for r in choice.requests] or [_with_default(ResourceRequest())]
+    requests = list(choice.requests) or [ResourceRequest()]
     reference = _speed(requests[0], offerings)
     per_request = []
     for r in requests:
         keyed = []
         for seq, o in enumerate(offerings):
-            if _feasible(o, r, enabled, blocks):
+            if _feasible(o, r, enabled, blocks, nodes):
                 price = o.spot_price if r.use_spot else o.price
-                hours = reference / hardware_speed(o.accelerator, o.accelerator_count, o.vcpus)
+                sized = sized_for(r, o.cloud, nodes)
+                # a CPU-only task on a cloud whose machines are "any" machine is not sped up by GPUs
+                any_host = sized is not None and sized.any_host
+                hours = (
+                    1.0
+                    if any_host
+                    else reference / hardware_speed(o.accelerator, o.accelerator_count, o.vcpus)
+                )
                 key = (price, o.cloud, o.region, o.zone or "", o.instance_type, seq, r.use_spot)
                 keyed.append(((hours, *key) if minimize == "time" else key, o, r.use_spot, price, hours))
         per_request.append(sorted(keyed, key=lambda k: k[0]))
@@ -119,9 +132,12 @@ def requests_near(draw: st.DrawFn, offerings: tuple[Offering, ...]) -> ResourceR
         fields["cpus_at_least"] = draw(st.booleans())
     elif kind == "type":
         fields["instance_type"] = anchor.instance_type
-    if draw(st.integers(0, 3)) == 0:
+    memory = draw(st.integers(0, 5))
+    if memory == 0:
         fields["memory_gib"] = draw(st.sampled_from([anchor.memory_gib, 16.0, 64.0, 256.0]))
         fields["memory_at_least"] = draw(st.booleans())
+    elif memory == 1:
+        fields["memory_per_vcpu"] = draw(st.sampled_from([1.0, 2.0, 4.0, 8.0]))
     pin = draw(st.sampled_from(["none", "none", "cloud", "region", "zone"]))
     if pin != "none":
         fields["cloud"] = anchor.cloud
@@ -157,7 +173,7 @@ def scenarios(draw: st.DrawFn, offerings: tuple[Offering, ...]) -> tuple:
 
 def check_against_brute_force(catalog: Catalog, scenario: tuple) -> None:
     choice, enabled, blocks, minimize, nodes = scenario
-    expected = brute_force(choice, catalog.offerings, enabled, blocks, minimize)
+    expected = brute_force(choice, catalog.offerings, enabled, blocks, minimize, nodes)
     if not expected:
         with pytest.raises(NoOfferingError):
             plan_task(choice, nodes, catalog, enabled_clouds=enabled, blocklist=blocks, minimize=minimize)
@@ -167,7 +183,8 @@ def check_against_brute_force(catalog: Catalog, scenario: tuple) -> None:
         nodes,
         catalog,
         enabled_clouds=enabled,
-        blocklist=blocks, minimize=minimize,
+        blocklist=blocks,
+        minimize=minimize,
         max_candidates=None,
     )
     got = [(c.cloud, c.region, c.zone, c.instance_type, c.use_spot, c.hourly_price) for c in plan]

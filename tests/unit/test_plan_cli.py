@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,20 +33,25 @@ def task_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No catalog imported by the user: the built-in catalog only."""
     monkeypatch.setenv("SKYLESS_HOME", str(tmp_path / "home"))
     from shared.catalog.model import reset_default_catalog
 
     reset_default_catalog()
+    yield
+    reset_default_catalog()  # the next module must not plan with this test's imported catalog
 
 
 def test_table_shows_the_chosen_plan_and_the_best_of_each_cloud(task_file: Path) -> None:
     code, out, _ = run(str(task_file))
     assert code == 0
     assert "Chosen plan" in out and "Best per cloud for train (2 node(s))" in out
-    for cloud in ("aws", "gcp", "azure", "lambda", "runpod"):
+    for cloud in ("aws", "gcp", "azure", "lambda"):
         assert f"│ {cloud}" in out
+    # two nodes: RunPod has no multi-node clusters (as in SkyPilot), and the plan says so
+    assert "runpod: no candidate: A100:8 in runpod: not offered on runpod" in out
+    assert "H100:8 in runpod: runpod runs no multi-node clusters (num_nodes: 2)" in out
     assert out.count("✔") == 1
     assert "Estimated total: $" in out
 

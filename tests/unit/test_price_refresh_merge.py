@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -83,7 +81,7 @@ N1_T4 = Offering("gcp", "us-central1", "us-central1-a", "n1-standard-8", "T4", 1
 
 
 def test_a_host_sold_with_several_accelerators_keeps_one_price_per_accelerator():
-    previous = [replace(N1_T4, price=0.7), replace(N1, price=0.3)]
+    previous = [N1_T4._replace(price=0.7), N1._replace(price=0.3)]
     assert [o.price for o in carry_previous_prices([N1, N1_T4], previous)] == [0.3, 0.7]
     quotes = (
         PriceQuote("us-central1", None, "n1-standard-8", 0.75, gpus=("T4", 1)),

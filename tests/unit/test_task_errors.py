@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from shared.errors import TaskFileError
+from shared.errors import TaskFileError, UserError
 from shared.task.loader import load_pipeline
 
 
@@ -205,9 +205,13 @@ def test_inputs_with_two_entries_are_rejected() -> None:
     assert error.field == "inputs" and "exactly one entry" in error.message
 
 
-def test_storage_object_without_name_or_source_is_rejected() -> None:
-    error = error_for("file_mounts:\n  /ckpt:\n    mode: MOUNT\n")
-    assert (error.line, error.field) == (2, "file_mounts./ckpt")
+def test_storage_object_without_name_or_source_loads_and_is_refused_at_launch_not_at_plan() -> None:
+    from shared.jobs.file_mounts import mount_sources
+
+    (task,) = load_pipeline("file_mounts:\n  /ckpt:\n    name:\n    mode: MOUNT\n", filename="t.yaml").tasks
+    with pytest.raises(UserError) as raised:
+        mount_sources(task, bucket="b", filename="t.yaml")
+    assert raised.value.field == "file_mounts./ckpt" and "names no bucket" in raised.value.message
 
 
 def test_empty_file_is_a_clear_error() -> None:

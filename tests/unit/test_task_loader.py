@@ -136,8 +136,9 @@ def test_service_and_pool_are_read_and_reported_unsupported() -> None:
     task = load("service:\n  replicas: 2\npool:\n  workers: 1\nrun: echo\n").tasks[0]
     assert task.service == {"replicas": 2}
     assert task.unsupported == [
-        "service: read, not run by skyless (SkyServe services)",
-        "pool: read, not run by skyless (worker pools)",
+        "service: read, not run: the task runs as one job, not a SkyServe service (no replicas, "
+        "no load balancer)",
+        "pool: read, not run: skyless has no worker pools; the task runs as one job",
     ]
     assert load("run: echo\n").tasks[0].unsupported == []
 
@@ -158,17 +159,17 @@ def test_resource_choice_plain_cpu_task() -> None:
 
 def test_resource_choice_exact_cpus_and_ratio_memory() -> None:
     (request,) = load("resources:\n  cpus: 4\n  memory: 2x\n").tasks[0].resource_choice().requests
-    assert (request.cpus, request.cpus_at_least, request.memory_gib, request.memory_at_least) == (
+    assert (request.cpus, request.cpus_at_least, request.memory_gib, request.memory_per_vcpu) == (
         4.0,
         False,
-        8.0,
-        True,
+        None,
+        2.0,
     )
 
 
-def test_ratio_memory_without_cpus_carries_no_memory_bound() -> None:
+def test_ratio_memory_is_per_vcpu_of_the_machine_with_or_without_cpus() -> None:
     (request,) = load("resources:\n  memory: 4x\n").tasks[0].resource_choice().requests
-    assert request.memory_gib is None
+    assert (request.memory_gib, request.memory_per_vcpu) == (None, 4.0)
 
 
 def test_memory_units_are_converted_to_gib() -> None:

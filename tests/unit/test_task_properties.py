@@ -100,9 +100,7 @@ def test_generated_resources_load_and_expand_into_one_request_per_alternative(
         assert request.use_spot == bool(resources.get("use_spot"))
         mem = resources.get("memory")
         if isinstance(mem, str) and mem.endswith("x"):
-            cpus_value = number_of(resources.get("cpus"))
-            expected = None if cpus_value is None else float(mem[:-1]) * cpus_value
-            assert request.memory_gib == expected
+            assert (request.memory_gib, request.memory_per_vcpu) == (None, float(mem[:-1]))
         else:
             assert request.memory_gib == number_of(mem)
     pipeline = load_pipeline(text)

@@ -11,7 +11,7 @@ from shared.task.loader import load_pipeline_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "skypilot"
 ACCEPTED = sorted((FIXTURES / "accepted").glob("*.yaml"))
-# Files whose null envs/secrets SkyPilot also refuses until they are given on the command line.
+# Files whose null envs/secrets SkyPilot also refuses (at launch) until they are given on the command line.
 NEEDS_VALUES = {
     "gpt2_pipeline.yaml": ({"BUCKET_NAME": "my-bucket"}, {}, "envs.BUCKET_NAME"),
     "multi_accelerator.yaml": ({"HF_TOKEN": "hf_x"}, {}, "envs.HF_TOKEN"),
@@ -23,7 +23,6 @@ REJECTED = {
         "resources.spot_recovery",
         "Instead of 'spot_recovery', did you mean 'job_recovery'?",
     ),
-    "torchelastic_unnamed_bucket.yaml": (12, "file_mounts./checkpoint", "needs 'name' or 'source'"),
 }
 
 
@@ -74,3 +73,21 @@ def test_chain_without_header_from_skypilot_is_two_tasks() -> None:
     pipeline = load_pipeline_file(FIXTURES / "accepted" / "test_managed_jobs_retry.yaml")
     assert pipeline.execution == "serial" and len(pipeline.tasks) == 2
     assert pipeline.tasks[0].resources.job_recovery.max_restarts_on_errors == 1  # type: ignore[union-attr]
+
+
+def test_unnamed_bucket_plans_like_skypilots_dry_run_and_is_refused_at_launch() -> None:
+    from shared.errors import UserError
+    from shared.jobs.file_mounts import mount_sources
+
+    path = FIXTURES / "accepted" / "torchelastic_unnamed_bucket.yaml"
+    (task,) = load_pipeline_file(path).tasks
+    with pytest.raises(UserError) as caught:
+        mount_sources(task, bucket="skyless-artifacts", filename=str(path))
+    assert caught.value.field == "file_mounts./checkpoint"
+    assert "names no bucket" in caught.value.message
+
+
+def test_null_secrets_are_deferred_when_planning_and_named_for_launch() -> None:
+    pipeline = load_pipeline_file(FIXTURES / "accepted" / "vllm_service.yaml", defer_secrets=True)
+    assert pipeline.deferred_secrets == {0: ["HF_TOKEN"]}
+    assert "HF_TOKEN" not in pipeline.tasks[0].secrets
