@@ -13,6 +13,7 @@ from shared.api.auth import AuthError, StaleAttemptError, authenticate_agent
 from shared.config import Settings
 from shared.errors import NotFoundError
 from shared.jobs.agent_reports import agent_config, report_agent_status
+from shared.jobs.tokens import agent_token
 
 
 @dataclass
@@ -31,9 +32,9 @@ class SimAgent:
     def cluster_id(self) -> str:
         return self.node.spec.cluster_id
 
-    @property
-    def token(self) -> str:
-        return self.node.spec.agent_env["SKYLESS_AGENT_TOKEN"]
+    def token(self, settings: Settings) -> str:
+        """The agent token its config fetch (with the boot token in its user-data) hands over."""
+        return agent_token(settings, self.job_id, self.node.spec.attempt)
 
 
 class AgentFleet:
@@ -73,7 +74,9 @@ class AgentFleet:
             self._end(agent)
             return
         try:
-            authenticate_agent({"authorization": f"Bearer {agent.token}"}, agent.job_id, self.settings)
+            authenticate_agent(
+                {"authorization": f"Bearer {agent.token(self.settings)}"}, agent.job_id, self.settings
+            )
         except StaleAttemptError:
             self.stopped_by_api += 1
             self._end(agent)

@@ -67,7 +67,7 @@ def start_agent() -> Iterator[Any]:
             **os.environ,
             "PYTHONPATH": str(PROJECT_ROOT),
             "SKYLESS_API_URL": api.url, "SKYLESS_JOB_ID": "j-" + uuid.uuid4().hex[:6],
-            "SKYLESS_CLUSTER_ID": "c", "SKYLESS_INSTANCE_ID": VM_NAME, "SKYLESS_AGENT_TOKEN": TOKEN,
+            "SKYLESS_CLUSTER_ID": "c", "SKYLESS_INSTANCE_ID": VM_NAME, "SKYLESS_BOOT_TOKEN": TOKEN,
             "SKYLESS_NODE_IP": "10.0.0.1",
             **env,
         }  # fmt: skip
@@ -130,7 +130,7 @@ def test_gcp_preemption_is_seen_at_once_through_the_long_poll_and_the_task_check
     assert held and all(r["last_etag"] and r["timeout_sec"] == "30" for r in held)
 
 
-def test_gcp_vm_already_preempted_when_the_agent_starts_reports_before_running_the_task(
+def test_gcp_vm_already_preempted_when_the_agent_starts_never_runs_the_task(
     gcp_metadata: FakeGcpMetadata, tmp_path: Path, start_agent: Any
 ) -> None:
     gcp_metadata.preempt()
@@ -140,7 +140,9 @@ def test_gcp_vm_already_preempted_when_the_agent_starts_reports_before_running_t
             api, tmp_path / "node", SKYLESS_CLOUD="gcp", SKYLESS_GCP_METADATA_URL=gcp_metadata.url
         )
         agent.communicate(timeout=30)
-    assert api.phases() == ["preempting"]
+    # Before its config the agent holds only the boot token, which opens nothing but the config: it says
+    # nothing (the cloud's own preemption event tells the control plane), and the task never starts.
+    assert api.phases() == []
     assert not (tmp_path / "node" / "ran").exists()
 
 

@@ -221,6 +221,8 @@ def _finished_job(
         JobState.RUNNING,
         JobState.SUCCEEDED,
     ):
+        if record.state == state.value:
+            continue  # planned at submit already
         changes: dict[str, object] = {"cluster_id": f"{job_id}-0"}
         if state == JobState.SUCCEEDED:  # what the lifecycle records when the job lets its cluster go
             changes["cost"] = round((0.136 if spot else 0.34) * hours, 6)

@@ -40,10 +40,10 @@ def deliver(queues: QueueDriver, kind: str) -> None:
     assert handler(queues.event(queues.receive(kind)), None) == {"batchItemFailures": []}
 
 
-def test_with_every_gcp_place_out_of_capacity_a_task_naming_no_cloud_launches_elsewhere_without_waiting(
+def test_with_every_place_of_the_cheapest_cloud_out_of_capacity_a_task_naming_no_cloud_launches_elsewhere(
     stack: Settings, queues: QueueDriver, tmp_path: Path, cli_api: list[str]
 ) -> None:
-    LocalCloud(stack.home).set_capacity_rules({"no_capacity": ["gcp/*"]})
+    LocalCloud(stack.home).set_capacity_rules({"no_capacity": ["aws/*"]})
     task = tmp_path / "anywhere.yaml"
     task.write_text(NO_CLOUD)
     runner = CliRunner()
@@ -53,22 +53,22 @@ def test_with_every_gcp_place_out_of_capacity_a_task_naming_no_cloud_launches_el
     deliver(queues, "optimize")
     job = wiring_for(stack).store.get(job_id)
     plan = plan_of(job) if job else None
-    assert plan is not None and plan.tasks[0].chosen.cloud == "gcp"  # gcp is the cheapest ...
+    assert plan is not None and plan.tasks[0].chosen.cloud == "aws"  # aws is the cheapest ...
     deliver(queues, "provision")
     view = get_job(stack, job_id, owner=None)
-    assert view.state == JobState.SETTING_UP and view.cloud != "gcp"  # ... and the job runs elsewhere
+    assert view.state == JobState.SETTING_UP and view.cloud != "aws"  # ... and the job runs elsewhere
     states = [e["state"] for e in view.timeline if e["kind"] == "state"]
     assert "WAITING" not in states
     assert queues.delayed_count("provision") == 0
     launched_event = next(e for e in view.timeline if e["state"] == "SETTING_UP")
-    assert "place(s) failed" in launched_event["message"] and "gcp/" in launched_event["message"]
-    assert all(t.startswith("gcp/") for t in launched_event["detail"]["tried"])
+    assert "place(s) failed" in launched_event["message"] and "aws/" in launched_event["message"]
+    assert all(t.startswith("aws/") for t in launched_event["detail"]["tried"])
     assert view.tried and all(
-        t["place"].startswith("gcp") and "no capacity" in t["reason"] for t in view.tried
+        t["place"].startswith("aws") and "no capacity" in t["reason"] for t in view.tried
     )
     status = runner.invoke(cli, ["status", job_id, *cli_api], env={"COLUMNS": "200"})
     assert status.exit_code == 0, status.output
-    tried_lines = [line for line in status.output.splitlines() if line.strip().startswith("tried: gcp")]
+    tried_lines = [line for line in status.output.splitlines() if line.strip().startswith("tried: aws")]
     assert tried_lines and all("no capacity" in line for line in tried_lines)
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ROOT / "infra" / "lambda_code"
-CLI_ONLY = {"typer", "rich"}  # the CLI's, in the base install so `skyless` works against a deployed stack
+# the CLI's, in the base install so `skyless` works against a deployed stack
+CLI_ONLY = {"typer", "rich", "python-dotenv"}
 HANDLER_MODULES = (
     "functions.submit.app",
     "functions.submit.handler",

@@ -143,7 +143,10 @@ def test_terminations_need_the_skyless_tag_and_the_nodes_profile_only_provision_
     functions: dict[str, DeployedFunction],
 ) -> None:
     terminating = _statements_granting(functions, "ec2:TerminateInstances")
-    assert {name for name, _ in terminating} == {"ProvisionFunction", "ReconcileFunction", "ReaperFunction"}
+    # spot_watch fences a recovered job's earlier attempt before it relaunches (shared/jobs/fencing.py)
+    assert {name for name, _ in terminating} == {
+        "ProvisionFunction", "ReconcileFunction", "ReaperFunction", "SpotWatchFunction"
+    }
     for _, statement in terminating:
         assert statement["Condition"] == {
             "StringEquals": {"aws:ResourceTag/skyless-managed": "true"},
@@ -183,7 +186,7 @@ def test_bucket_rights_are_per_prefix_and_per_function(functions: dict[str, Depl
         "SubmitFunction": {"tasks", "runs", "catalog"},
         "OptimizeFunction": {"runs", "catalog"},
         "ProvisionFunction": {"runs"},
-        "SpotWatchFunction": {"runs"},
+        "SpotWatchFunction": {"runs", "catalog"},  # it re-plans a recovered job in the same call
         "ReconcileFunction": {"runs"},
         "CatalogRefreshFunction": {"catalog"},
         "NotifyFunction": set(),
@@ -222,7 +225,10 @@ def test_only_the_functions_that_sign_node_credentials_read_the_generated_key(
         for name, s in _statements_granting(functions, "secretsmanager:GetSecretValue")
         if key_arn in as_list(s["Resource"])
     }
-    assert readers == {"ApiFunction", "ProvisionFunction"}
+    # every function that starts an attempt (submit, recovery) writes the hash of its agents' token
+    assert readers == {
+        "ApiFunction", "ProvisionFunction", "SubmitFunction", "SpotWatchFunction", "ReconcileFunction"
+    }
     for name, function in functions.items():
         has_key = function.environment.get("SKYLESS_AGENT_SECRET_ARN") == key_arn
         assert has_key == (name in readers), name
