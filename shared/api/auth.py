@@ -115,7 +115,16 @@ def authenticate_boot(headers: Mapping[str, str], job_id: str, settings: Setting
         job = jobs.get(job_id) if 0 < len(job_id) <= 256 else None
     except jobs.DoesNotExist:
         job = None
-    if job is None or not check_boot_token(settings, job_id, int(job.attempt), token):
+    if job is None:
+        raise AuthError("credentials not recognised for this job", field="Authorization")
+    if not check_boot_token(settings, job_id, int(job.attempt), token):
+        stale = stale_attempt_of(settings, job_id, int(job.attempt), token)
+        if stale is not None:  # an earlier attempt's agent asking for its config again
+            raise StaleAttemptError(
+                f"attempt {stale} of job {job_id} is over (the job is on attempt {int(job.attempt)})",
+                field="Authorization",
+                hint="stop the task and exit",
+            )
         raise AuthError("credentials not recognised for this job", field="Authorization")
     if not 16 <= len(node_key) <= 256:
         raise AuthError("the node's own key is missing", field="X-Skyless-Node-Key",

@@ -98,7 +98,8 @@ class StaleAfterRunning(BaseHTTPRequestHandler):
         script = "trap '' TERM; echo $$ > \"$HOME/task.pid\"; while true; do sleep 0.2; done"
         self._answer(200, {"rank": 0, "num_nodes": 1, "node_ips": ["127.0.0.1"], "gpus_per_node": 0,
                            "task_id": "t", "setup": None, "run": script, "envs": {}, "workdir_url": None,
-                           "file_mounts": [], "log_upload": None, "heartbeat_seconds": 1})  # fmt: skip
+                           "file_mounts": [], "log_upload": None, "heartbeat_seconds": 1,
+                           "agent_token": "attempt-0-agent-token"})  # fmt: skip
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -137,12 +138,12 @@ def test_the_real_agent_told_to_stop_kills_a_task_that_ignores_sigterm_and_exits
         "SKYLESS_API_URL": stale_api,
         "SKYLESS_JOB_ID": "job-x",
         "SKYLESS_INSTANCE_ID": "i-0",
-        "SKYLESS_AGENT_TOKEN": "old-token",
+        "SKYLESS_BOOT_TOKEN": "old-boot-token",
         "SKYLESS_NODE_HOME": str(tmp_path),
         "HOME": str(tmp_path),
         "SKYLESS_CLOUD": "local",
         "SKYLESS_STOP_GRACE_SECONDS": "1",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
     agent = subprocess.Popen(
         [sys.executable, "-m", "node_agent.agent"], env=env, cwd=tmp_path, start_new_session=True,
