@@ -23,14 +23,13 @@ import httpx
 
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node
 from shared.clouds.errors import (
-    CloudAuthError,
     CloudError,
     InvalidLaunchError,
     NoCapacityError,
     QuotaError,
     TransientCloudError,
 )
-from shared.clouds.gcp_auth import GcpTokenSource
+from shared.clouds.gcp_auth import GcpTokenSource, bearer_headers, project_from_env
 from shared.clouds.node_names import node_name, split_cluster_id
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
 from shared.clouds.spec_fields import accelerator_of, image_for
@@ -127,9 +126,8 @@ class GcpCompute:
     def from_env(cls, **options: Any) -> GcpCompute:
         tokens = GcpTokenSource.from_env()
         env = os.environ
-        project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("CLOUDSDK_CORE_PROJECT") or tokens.project_hint
         return cls(
-            project,
+            project_from_env(tokens),
             tokens,
             base_url=env.get("SKYLESS_GCP_COMPUTE_URL", DEFAULT_URL),
             network=env.get("SKYLESS_GCP_NETWORK", "global/networks/default"),
@@ -138,11 +136,7 @@ class GcpCompute:
         )
 
     def _headers(self) -> dict[str, str]:
-        if not self.project:
-            raise CloudAuthError(
-                "no GCP project: set GOOGLE_CLOUD_PROJECT (or use a service-account key file)"
-            )
-        return {"Authorization": f"Bearer {self.tokens.token()}"}
+        return bearer_headers(self.project, self.tokens)
 
     # -- the protocol ----------------------------------------------------------------------
 

@@ -124,3 +124,16 @@ class GcpTokenSource:
             raise CloudAuthError(f"GCP refused the {info['type']} credentials: {response.text[:300]}")
         body = response.json()
         return str(body["access_token"]), now + float(body.get("expires_in", 3600))
+
+
+def project_from_env(tokens: GcpTokenSource) -> str | None:
+    """The project to launch in: `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`, else the key file's."""
+    env = os.environ
+    return env.get("GOOGLE_CLOUD_PROJECT") or env.get("CLOUDSDK_CORE_PROJECT") or tokens.project_hint
+
+
+def bearer_headers(project: str | None, tokens: GcpTokenSource) -> dict[str, str]:
+    """What every GCP REST call carries; a CloudAuthError when there is no project to call for."""
+    if not project:
+        raise CloudAuthError("no GCP project: set GOOGLE_CLOUD_PROJECT (or use a service-account key file)")
+    return {"Authorization": f"Bearer {tokens.token()}"}

@@ -23,7 +23,6 @@ import httpx
 
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node
 from shared.clouds.errors import (
-    CloudAuthError,
     CloudError,
     InvalidLaunchError,
     NoCapacityError,
@@ -31,7 +30,7 @@ from shared.clouds.errors import (
     TransientCloudError,
 )
 from shared.clouds.gcp import REQUEST_NAMESPACE, GcpCompute, gcp_label
-from shared.clouds.gcp_auth import GcpTokenSource
+from shared.clouds.gcp_auth import GcpTokenSource, bearer_headers, project_from_env
 from shared.clouds.node_names import node_name
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
 from shared.clouds.startup_script import startup_script
@@ -119,9 +118,8 @@ class GcpTpuVms:
     def from_env(cls, **options: Any) -> GcpTpuVms:
         tokens = GcpTokenSource.from_env()
         env = os.environ
-        project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("CLOUDSDK_CORE_PROJECT") or tokens.project_hint
         return cls(
-            project,
+            project_from_env(tokens),
             tokens,
             base_url=env.get("SKYLESS_GCP_TPU_URL", DEFAULT_TPU_URL),
             poll_seconds=float(env.get("SKYLESS_GCP_POLL_SECONDS", "2")),
@@ -129,11 +127,7 @@ class GcpTpuVms:
         )
 
     def _headers(self) -> dict[str, str]:
-        if not self.project:
-            raise CloudAuthError(
-                "no GCP project: set GOOGLE_CLOUD_PROJECT (or use a service-account key file)"
-            )
-        return {"Authorization": f"Bearer {self.tokens.token()}"}
+        return bearer_headers(self.project, self.tokens)
 
     # -- the protocol ----------------------------------------------------------------------
 
