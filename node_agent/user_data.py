@@ -30,6 +30,7 @@ _IDENTITY = {
         'NODE_IP=$(MD network/interface/0/ipv4/ipAddress/0/privateIpAddress)\n'
     ),
 }
+PER_BOOT = 'B=/var/lib/cloud/scripts/per-boot; [ -d $B ] && cp "$0" $B/skyless-agent.sh\n'
 _FALLBACK_IDENTITY = 'INSTANCE_ID=$(hostname)\nNODE_IP=$(hostname -I | cut -d" " -f1)\n'
 
 
@@ -41,12 +42,17 @@ def render_user_data(
     agent_token: str,
     cloud: str,
     run_as: str | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> str:
     """A bash user-data script: unpack the agent, learn this VM's id and IP, start the agent detached.
 
     The agent file travels gzipped and base64-encoded, which keeps the script under EC2's 16 KB limit.
     The agent runs in its own session (setsid) from the user's home, so ~/sky_workdir is where SkyPilot
     puts it and stopping the agent's process group stops the task with it.
+
+    `extra_env` (SKYLESS_AGENT_MODE=cluster, SKYLESS_CLUSTER_KEY) makes a named cluster's agent. Its node
+    may be stopped and started, and cloud-init runs user-data once per instance: the script copies itself
+    to cloud-init's per-boot folder, so the agent comes back at every boot.
     """
     packed = base64.b64encode(gzip.compress(AGENT_SOURCE.read_bytes(), mtime=0)).decode()
     home = f"/home/{run_as}" if run_as else "/root"
@@ -56,6 +62,7 @@ def render_user_data(
         "SKYLESS_CLUSTER_ID": cluster_id,
         "SKYLESS_AGENT_TOKEN": agent_token,
         "SKYLESS_CLOUD": cloud,
+        **(extra_env or {}),
     }
     exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
     launch = "setsid python3 /opt/skyless/agent.py >> /var/log/skyless-agent.log 2>&1 < /dev/null &"
@@ -73,6 +80,7 @@ def render_user_data(
         + exports
         + "export SKYLESS_INSTANCE_ID=\"$INSTANCE_ID\" SKYLESS_NODE_IP=\"$NODE_IP\"\n"
         + "touch /var/log/skyless-agent.log\n"
+        + (PER_BOOT if env.get("SKYLESS_AGENT_MODE") == "cluster" else "")
         + f"cd {home}\n"
         + launch
         + "\n"

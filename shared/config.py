@@ -31,6 +31,8 @@ class Settings:
     max_wait_retries: int = 8  # WAITING rounds before "no capacity anywhere"
     max_transient_retries: int = 5
     max_recoveries: int = 10  # preemptions/lost nodes a job survives
+    cluster_poll_seconds: float = 2.0  # how often an idle cluster's agents ask for work (README: idle cost)
+    autostop_minute_seconds: float = 60.0  # the length of an autostop "minute" (tests shorten the clock)
     # the role EventBridge Scheduler assumes to send schedule firings (the SAM template's SchedulerRole)
     scheduler_role_arn: str = "arn:aws:iam::123456789012:role/skyless-scheduler"
 
@@ -52,6 +54,8 @@ class Settings:
             max_transient_retries=_env_int("SKYLESS_MAX_TRANSIENT_RETRIES", 5),
             max_recoveries=_env_int("SKYLESS_MAX_RECOVERIES", 10),
             scheduler_role_arn=env.get("SKYLESS_SCHEDULER_ROLE_ARN") or cls.scheduler_role_arn,
+            cluster_poll_seconds=float(env.get("SKYLESS_CLUSTER_POLL_SECONDS") or 2.0),
+            autostop_minute_seconds=float(env.get("SKYLESS_AUTOSTOP_MINUTE_SECONDS") or 60.0),
         )
 
     def with_(self, **changes: object) -> Settings:
@@ -86,6 +90,8 @@ class Settings:
             "SKYLESS_MAX_TRANSIENT_RETRIES": str(self.max_transient_retries),
             "SKYLESS_MAX_RECOVERIES": str(self.max_recoveries),
             "SKYLESS_SCHEDULER_ROLE_ARN": self.scheduler_role_arn,
+            "SKYLESS_CLUSTER_POLL_SECONDS": str(self.cluster_poll_seconds),
+            "SKYLESS_AUTOSTOP_MINUTE_SECONDS": str(self.autostop_minute_seconds),
         }
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL"] = self.endpoint_url

@@ -35,6 +35,7 @@ from shared.clouds.errors import (
 NODE_FILE = "node.json"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 AGENT_COMMAND = [sys.executable, "-m", "node_agent.agent"]
+SHELL_PASSTHROUGH = ("PATH", "TERM", "LANG", "LC_ALL", "USER", "LOGNAME", "SHELL", "COLORTERM")
 PREEMPTION_NOTICE_SECONDS = 2.0  # between a spot node's notice and its end (AWS gives two minutes)
 FAULTS = {
     "no_capacity": NoCapacityError,
@@ -172,14 +173,37 @@ class LocalCloud:
         instance_id = f"local-{uuid.uuid5(uuid.NAMESPACE_URL, spec.attempt_id).hex[:10]}-{rank:03d}"
         ip = f"127.0.0.{rank + 2}"
         tags = {**spec.tags(), RANK_TAG: str(rank)}
+        record = {
+            "instance_id": instance_id,
+            "cluster_id": spec.cluster_id,
+            "job_id": spec.job_id,
+            "attempt_id": spec.attempt_id,
+            "rank": rank,
+            "ip": ip,
+            "state": "running",
+            "cloud": spec.cloud,
+            "region": spec.region,
+            "zone": spec.zone,
+            "instance_type": spec.instance_type,
+            "use_spot": spec.use_spot,
+            "hardware": _hardware(spec),
+            "tags": tags,
+            "launched_at": datetime.now(UTC).isoformat(),
+        }
+        self._spawn_agent(sandbox, record, spec.agent_env)
+        _store(sandbox / NODE_FILE, record)
+        return self._node(record)
+
+    def _spawn_agent(self, sandbox: Path, record: dict[str, Any], agent_env: dict[str, str]) -> None:
+        """Start the node's agent process in its sandbox; set the record's pid and start time."""
         env = {
             **os.environ,
-            **spec.agent_env,
-            "SKYLESS_API_URL": spec.agent_env.get("SKYLESS_API_URL", self.api_url or ""),
-            "SKYLESS_JOB_ID": spec.job_id,
-            "SKYLESS_CLUSTER_ID": spec.cluster_id,
-            "SKYLESS_INSTANCE_ID": instance_id,
-            "SKYLESS_NODE_IP": ip,
+            **agent_env,
+            "SKYLESS_API_URL": agent_env.get("SKYLESS_API_URL", self.api_url or ""),
+            "SKYLESS_JOB_ID": record["job_id"],
+            "SKYLESS_CLUSTER_ID": record["cluster_id"],
+            "SKYLESS_INSTANCE_ID": record["instance_id"],
+            "SKYLESS_NODE_IP": record["ip"],
             "SKYLESS_NODE_HOME": str(sandbox),
             "HOME": str(sandbox),  # a VM of its own: `~` is the node's, not this machine's user's
             "SKYLESS_CLOUD": "local",
@@ -195,27 +219,64 @@ class LocalCloud:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        record = {
-            "instance_id": instance_id,
-            "cluster_id": spec.cluster_id,
-            "job_id": spec.job_id,
-            "attempt_id": spec.attempt_id,
-            "rank": rank,
-            "ip": ip,
-            "pid": process.pid,
-            "start_ticks": _process_start_ticks(process.pid),
-            "state": "running",
-            "cloud": spec.cloud,
-            "region": spec.region,
-            "zone": spec.zone,
-            "instance_type": spec.instance_type,
-            "use_spot": spec.use_spot,
-            "hardware": _hardware(spec),
-            "tags": tags,
-            "launched_at": datetime.now(UTC).isoformat(),
-        }
-        _store(sandbox / NODE_FILE, record)
-        return self._node(record)
+        record["pid"] = process.pid
+        record["start_ticks"] = _process_start_ticks(process.pid)
+
+    # -- stop and start (named clusters): the sandbox is the node's disk, and it stays -------------
+
+    def stop(self, cluster_id: str) -> None:
+        """Stop every node of the cluster: its processes end, its sandbox (the disk) stays. Idempotent."""
+        for record in self._read_cluster(cluster_id):
+            if record.get("state") == "running":
+                self._stop(record, new_state="stopped")
+
+    def start(self, cluster_id: str, agent_env: dict[str, str]) -> list[Node]:
+        """Start the stopped nodes of a cluster again in their own sandboxes (same ids, ranks and IPs).
+        Nodes already running are left as they are, so a second start changes nothing."""
+        self.nodes_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.nodes_dir / f".{cluster_id}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            records = self._read_cluster(cluster_id)
+            if not records:
+                raise InvalidLaunchError(f"local cloud: cluster {cluster_id} has no nodes to start")
+            gone = [r["instance_id"] for r in records if r.get("state") == "terminated"]
+            if gone:
+                raise InvalidLaunchError(
+                    f"local cloud: node(s) {', '.join(gone)} of {cluster_id} were terminated"
+                )
+            for record in records:
+                if self._alive(record):
+                    continue
+                sandbox = self.nodes_dir / cluster_id / str(record["rank"])
+                record["state"] = "running"
+                record["started_at"] = datetime.now(UTC).isoformat()
+                self._spawn_agent(sandbox, record, agent_env)
+                _store(sandbox / NODE_FILE, record)
+            return [self._node(r) for r in records]
+
+    def node_home(self, cluster_id: str, rank: int) -> Path:
+        """A node's sandbox: its home and its disk."""
+        return self.nodes_dir / cluster_id / str(rank)
+
+    def shell_environment(self, cluster_id: str, rank: int) -> dict[str, str]:
+        """The environment of a shell on a node (`skyless ssh`): the node's home and identity, this
+        machine's PATH and terminal; nothing of the control plane's (no credentials, no agent token)."""
+        record = _load(self.node_home(cluster_id, rank) / NODE_FILE)
+        if record is None:
+            raise InvalidLaunchError(f"local cloud: cluster {cluster_id} has no node of rank {rank}")
+        home = str(self.node_home(cluster_id, rank))
+        env = {name: os.environ[name] for name in SHELL_PASSTHROUGH if name in os.environ}
+        env.update(
+            {
+                "HOME": home,
+                "SKYLESS_NODE_HOME": home,
+                "SKYLESS_NODE_IP": record["ip"],
+                "SKYLESS_INSTANCE_ID": record["instance_id"],
+                "SKYLESS_CLUSTER_ID": cluster_id,
+                "SKYLESS_CLOUD": "local",
+            }
+        )
+        return env
 
     def _read_cluster(self, cluster_id: str) -> list[dict[str, Any]]:
         folder = self.nodes_dir / cluster_id
@@ -259,13 +320,18 @@ class LocalCloud:
             path = self.nodes_dir / record["cluster_id"] / str(record["rank"]) / NODE_FILE
             _store(path, record)
 
+    def _state_of(self, record: dict[str, Any]) -> str:
+        if self._alive(record):
+            return "running"
+        return "stopped" if record.get("state") == "stopped" else "terminated"
+
     def _node(self, record: dict[str, Any]) -> Node:
         return Node(
             instance_id=record["instance_id"],
             cluster_id=record["cluster_id"],
             job_id=record["job_id"],
             ip=record["ip"],
-            state="running" if self._alive(record) else "terminated",
+            state=self._state_of(record),
             cloud=record["cloud"],
             region=record["region"],
             zone=record["zone"],

@@ -1,0 +1,422 @@
+"""What users do to named clusters (the API and the CLI call these): `launch -c`, `exec`, `stop`, `start`,
+`down`, `autostop`, `cancel`. Each is a conditional write (the decision) and, when the cloud must act, one
+queue message (shared/clusters/provisioning.py acts on it). Repeating a verb is harmless: a second `down`
+finds the cluster TERMINATING or gone, a second `stop` finds it STOPPING or STOPPED.
+
+`launch -c NAME` as SkyPilot: provision when NAME is new (or was torn down), reuse it when UP (its setup runs
+again unless `fast`), start it when STOPPED; in every case the task is queued as a job of the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from shared.clusters.autostop import after_becoming_idle, autostop_of_task, mark_idle_if_idle
+from shared.clusters.job_queue import cancel_jobs, check_job_fits, queue_job
+from shared.clusters.messages import send_cluster_step
+from shared.clusters.names import check_cluster_name, new_cluster_key
+from shared.clusters.states import ACCEPTS_EXEC, ACCEPTS_JOBS, ClusterState
+from shared.clusters.stopping import STOP_HINT, stop_refusal
+from shared.clusters.tokens import cluster_token_hash
+from shared.config import Settings
+from shared.errors import ConflictError, NotFoundError, UserError
+from shared.jobs.file_mounts import check_file_mounts
+from shared.store.cluster_records import ClusterJobModel, ClusterStore, NamedClusterModel
+from shared.wiring import Wiring, wiring_for
+
+ATTEMPTS_ON_RACE = 5
+MAX_PLAN_CANDIDATES = 16
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    cluster: NamedClusterModel
+    job: ClusterJobModel
+    action: str  # "created" | "reused" | "starting" | "provisioning"
+
+
+def _store(settings: Settings) -> tuple[Wiring, ClusterStore]:
+    return wiring_for(settings), ClusterStore(settings)
+
+
+def find_cluster(settings: Settings, owner: str, name: str) -> NamedClusterModel:
+    """The caller's cluster of that name (a TERMINATED one is gone); NotFoundError otherwise."""
+    check_cluster_name(name)
+    cluster = ClusterStore(settings).by_name(owner, name)
+    if cluster is None or cluster.state == ClusterState.TERMINATED:
+        raise NotFoundError(
+            f"no cluster {name}", field="cluster", hint="`skyless status` lists your clusters"
+        )
+    return cluster
+
+
+def load_single_task(
+    text: str, *, filename: str, env: dict[str, str] | None, secrets: dict[str, str] | None
+) -> Any:
+    from shared.task.loader import load_pipeline
+
+    pipeline = load_pipeline(text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {})
+    if len(pipeline.tasks) != 1:
+        raise UserError(
+            f"a cluster runs one task at a time; this file holds {len(pipeline.tasks)}",
+            file=filename,
+            hint="run a pipeline with `skyless launch FILE` (no -c)",
+        )
+    return pipeline
+
+
+def launch_on_cluster(
+    settings: Settings,
+    *,
+    owner: str,
+    name: str,
+    task_text: str,
+    filename: str = "task.yaml",
+    env: dict[str, str] | None = None,
+    secrets: dict[str, str] | None = None,
+    minimize: str = "cost",
+    clouds: list[str] | None = None,
+    workdir_key: str | None = None,
+    file_mount_keys: dict[str, str] | None = None,
+    fast: bool = False,
+    idle_minutes: int | None = None,
+    down: bool | None = None,
+) -> LaunchOutcome:
+    check_cluster_name(name)
+    pipeline = load_single_task(task_text, filename=filename, env=env, secrets=secrets)
+    task = pipeline.tasks[0]
+    keys = file_mount_keys or {}
+    check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
+    wiring, store = _store(settings)
+    autostop = _autostop_wanted(task, idle_minutes, down)
+    for _ in range(ATTEMPTS_ON_RACE):
+        claim = store.claim(owner, name)
+        cluster = store.get(claim.cluster_key) if claim is not None else None
+        if cluster is None or cluster.state == ClusterState.TERMINATED:
+            replacing = claim.cluster_key if claim is not None else None
+            created = _create(
+                wiring, store, owner, name, pipeline, filename, minimize, clouds, autostop, replacing
+            )
+            if created is None:
+                continue  # someone else claimed the name meanwhile: use theirs
+            cluster, action = created, "created"
+        else:
+            reused = _reuse(wiring, store, cluster, task, filename)
+            if reused is None:
+                continue
+            action = reused
+            cluster = store.get(cluster.key) or cluster
+            if autostop is not None:
+                cluster = _write_autostop(wiring, store, cluster, *autostop)
+        job = queue_job(
+            wiring,
+            store,
+            cluster,
+            owner=owner,
+            pipeline=pipeline,
+            with_setup=not fast,
+            workdir_key=workdir_key,
+            file_mount_keys=keys,
+            accepting=ACCEPTS_JOBS,
+        )
+        return LaunchOutcome(store.get(cluster.key) or cluster, job, action)
+    raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
+
+
+def _autostop_wanted(task: Any, idle_minutes: int | None, down: bool | None) -> tuple[int, bool] | None:
+    """`-i`/`--down` win over the task's `resources.autostop` (as in SkyPilot)."""
+    from_task = autostop_of_task(task)
+    if idle_minutes is None and down is None:
+        return from_task
+    minutes = idle_minutes if idle_minutes is not None else (from_task[0] if from_task else 5)
+    return int(minutes), bool(down) if down is not None else bool(from_task and from_task[1])
+
+
+def _create(
+    wiring: Wiring,
+    store: ClusterStore,
+    owner: str,
+    name: str,
+    pipeline: Any,
+    filename: str,
+    minimize: str,
+    clouds: list[str] | None,
+    autostop: tuple[int, bool] | None,
+    replacing: str | None,
+) -> NamedClusterModel | None:
+    from shared.optimizer import plan_pipeline
+
+    enabled = {c.lower() for c in clouds} if clouds else None
+    served = wiring.providers.served_clouds()
+    if served is not None:
+        enabled = served if enabled is None else enabled & served
+    try:
+        plan = plan_pipeline(pipeline, wiring.catalog, enabled_clouds=enabled, minimize=minimize)
+    except UserError as error:
+        error.file = error.file or filename
+        raise
+    del plan.tasks[0].candidates[MAX_PLAN_CANDIDATES:]
+    minutes, down = autostop if autostop is not None else (-1, False)
+    chosen = plan.tasks[0].chosen
+    if minutes >= 0 and not down and (refusal := _cloud_refusal(wiring, chosen.cloud, chosen.use_spot)):
+        raise UserError(f"autostop would stop the cluster, but {refusal}", field="autostop", hint=STOP_HINT)
+    key = new_cluster_key()
+    data = pipeline.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["tasks"][0].pop("secrets", None)
+    cluster = store.new_cluster(
+        key=key,
+        owner=owner,
+        name=name,
+        state=ClusterState.INIT.value,
+        pending_op="launch",
+        incarnation=0,
+        num_nodes=int(pipeline.tasks[0].num_nodes or 1),
+        token_hash=cluster_token_hash(wiring.settings, key),
+        autostop_minutes=minutes,
+        autostop_down=down,
+        nodes={},
+        active={},
+    )
+    plan_item = store.new_plan(
+        key,
+        plan_z=zlib.compress(plan.model_dump_json().encode()),
+        task=json.dumps(data, separators=(",", ":")),
+        minimize=minimize,
+        clouds=json.dumps(sorted(enabled)) if enabled else None,
+    )
+    claim = store.new_claim(owner, name, key)
+    text = f"INIT: launching {name} from {filename}"
+    if not store.create(cluster, plan_item, claim, replacing=replacing, message=text):
+        return None
+    send_cluster_step(wiring, key, "launch", incarnation=0)
+    return cluster
+
+
+def _cloud_refusal(wiring: Wiring, cloud: str, use_spot: bool) -> str | None:
+    try:
+        provider = wiring.providers.provider_for(cloud)
+    except UserError:
+        return None
+    except Exception:
+        return None
+    return stop_refusal(cloud, use_spot, provider)
+
+
+def _reuse(
+    wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, task: Any, filename: str
+) -> str | None:
+    """What `launch -c` does with an existing cluster; None when it moved under us (read again)."""
+    state = ClusterState(cluster.state)
+    if state in (ClusterState.STOPPING, ClusterState.TERMINATING):
+        raise ConflictError(
+            f"cluster {cluster.name} is {state.value}",
+            field="cluster",
+            hint="wait until it is STOPPED (then `launch -c` starts it) or gone (then it is made anew)",
+        )
+    if state == ClusterState.INIT:
+        return "provisioning"  # its job is queued and runs once the cluster is UP
+    check_launch_fits(wiring, cluster, task, filename)
+    if state == ClusterState.UP:
+        return "reused"
+    return "starting" if _start(wiring, store, cluster) else None
+
+
+def check_launch_fits(wiring: Wiring, cluster: NamedClusterModel, task: Any, filename: str) -> None:
+    """SkyPilot's check on an existing cluster: the task's resources must be met by the cluster's."""
+    from shared.optimizer import plan_task
+
+    check_job_fits(cluster, task)
+    place = f"{cluster.cloud}/{cluster.region} {cluster.instance_type}" + (
+        " (spot)" if cluster.use_spot else ""
+    )
+    requested_spot = task.resources.use_spot
+    if requested_spot is not None and bool(requested_spot) != bool(cluster.use_spot):
+        raise UserError(
+            f"the task asks for use_spot: {str(requested_spot).lower()}; cluster {cluster.name} is {place}",
+            file=filename,
+            field="resources.use_spot",
+        )
+    try:
+        candidates = plan_task(
+            task.resource_choice(),
+            1,
+            wiring.catalog,
+            enabled_clouds={str(cluster.cloud)},
+            max_candidates=None,
+        )
+    except UserError:
+        candidates = []
+    fits = any(c.region == cluster.region and c.instance_type == cluster.instance_type for c in candidates)
+    if not fits:
+        raise UserError(
+            f"the task's resources are not met by cluster {cluster.name} ({place})",
+            file=filename,
+            field="resources",
+            hint="launch it on another cluster name, or `skyless down` this one first",
+        )
+
+
+def exec_on_cluster(
+    settings: Settings,
+    *,
+    owner: str,
+    name: str,
+    task_text: str | None = None,
+    command: str | None = None,
+    filename: str = "task.yaml",
+    env: dict[str, str] | None = None,
+    secrets: dict[str, str] | None = None,
+    workdir_key: str | None = None,
+    file_mount_keys: dict[str, str] | None = None,
+) -> ClusterJobModel:
+    """Queue a job on an UP cluster: no provisioning, no setup (SkyPilot's `exec`)."""
+    cluster = find_cluster(settings, owner, name)
+    if (task_text is None) == (command is None):
+        raise UserError("give either a task file or a command", field="task")
+    if command is not None:
+        from shared.task.spec import Pipeline
+
+        if not command.strip():
+            raise UserError("the command is empty", field="command")
+        overrides = env or {}
+        pipeline = Pipeline.model_validate({"tasks": [{"run": command, "envs": overrides}]})
+    else:
+        assert task_text is not None
+        pipeline = load_single_task(task_text, filename=filename, env=env, secrets=secrets)
+    keys = file_mount_keys or {}
+    check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
+    if cluster.state not in {s.value for s in ACCEPTS_EXEC}:
+        raise ConflictError(
+            f"cluster {name} is {cluster.state}; exec needs it UP",
+            field="cluster",
+            hint="`skyless start` a STOPPED cluster; `skyless launch -c` runs setup and waits for INIT",
+        )
+    check_job_fits(cluster, pipeline.tasks[0])
+    wiring, store = _store(settings)
+    return queue_job(
+        wiring,
+        store,
+        cluster,
+        owner=owner,
+        pipeline=pipeline,
+        with_setup=False,
+        workdir_key=workdir_key,
+        file_mount_keys=keys,
+        accepting=ACCEPTS_EXEC,
+    )
+
+
+def stop_cluster(settings: Settings, *, owner: str, name: str) -> NamedClusterModel:
+    wiring, store = _store(settings)
+    for _ in range(ATTEMPTS_ON_RACE):
+        cluster = find_cluster(settings, owner, name)
+        state = ClusterState(cluster.state)
+        if state in (ClusterState.STOPPING, ClusterState.STOPPED):
+            return cluster
+        if state != ClusterState.UP:
+            raise ConflictError(
+                f"cluster {name} is {state.value}; only an UP cluster can be stopped", field="cluster"
+            )
+        refusal = stop_refusal(
+            str(cluster.cloud), bool(cluster.use_spot), wiring.providers.build(str(cluster.provider))
+        )
+        if refusal is not None:
+            raise UserError(f"cannot stop cluster {name}: {refusal}", field="cluster", hint=STOP_HINT)
+        changes = {"state": ClusterState.STOPPING.value, "reason": "stopped by the user"}
+        if store.write_cluster(cluster, changes, message="STOPPING: stop requested"):
+            send_cluster_step(wiring, cluster.key, "stop")
+            return cluster
+    raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
+
+
+def start_cluster(settings: Settings, *, owner: str, name: str) -> NamedClusterModel:
+    wiring, store = _store(settings)
+    for _ in range(ATTEMPTS_ON_RACE):
+        cluster = find_cluster(settings, owner, name)
+        state = ClusterState(cluster.state)
+        if state in (ClusterState.UP, ClusterState.INIT):
+            return cluster
+        if state != ClusterState.STOPPED:
+            raise ConflictError(
+                f"cluster {name} is {state.value}", field="cluster", hint="start it once it is STOPPED"
+            )
+        if _start(wiring, store, cluster):
+            return cluster
+    raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
+
+
+def _start(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel) -> bool:
+    changes = {
+        "state": ClusterState.INIT.value,
+        "pending_op": "start",
+        "reason": None,
+        "transient_retries": 0,
+    }
+    if not store.write_cluster(cluster, changes, message="INIT: starting the stopped nodes"):
+        return False
+    send_cluster_step(wiring, cluster.key, "start", incarnation=int(cluster.incarnation))
+    return True
+
+
+def down_cluster(settings: Settings, *, owner: str, name: str) -> NamedClusterModel:
+    wiring, store = _store(settings)
+    for _ in range(ATTEMPTS_ON_RACE):
+        cluster = find_cluster(settings, owner, name)
+        if cluster.state == ClusterState.TERMINATING:
+            send_cluster_step(wiring, cluster.key, "down")  # harmless again; brings a lost one back
+            return cluster
+        changes = {
+            "state": ClusterState.TERMINATING.value,
+            "reason": "torn down by the user",
+            "pending_op": None,
+        }
+        if store.write_cluster(cluster, changes, message="TERMINATING: teardown requested"):
+            send_cluster_step(wiring, cluster.key, "down")
+            return cluster
+    raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
+
+
+def set_autostop(
+    settings: Settings, *, owner: str, name: str, idle_minutes: int, down: bool = False
+) -> NamedClusterModel:
+    """`idle_minutes` < 0 turns autostop off (SkyPilot's `--cancel`)."""
+    wiring, store = _store(settings)
+    cluster = find_cluster(settings, owner, name)
+    if idle_minutes >= 0 and not down and cluster.provider is not None:
+        refusal = stop_refusal(
+            str(cluster.cloud), bool(cluster.use_spot), wiring.providers.build(str(cluster.provider))
+        )
+        if refusal is not None:
+            raise UserError(
+                f"autostop cannot stop cluster {name}: {refusal}", field="idle_minutes", hint=STOP_HINT
+            )
+    return _write_autostop(wiring, store, cluster, idle_minutes, down)
+
+
+def _write_autostop(
+    wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, minutes: int, down: bool
+) -> NamedClusterModel:
+    text = f"autostop set: {minutes} min" + (" (down)" if down else "") if minutes >= 0 else "autostop off"
+    changes = {"autostop_minutes": int(minutes), "autostop_down": bool(down)}
+    store.write_cluster(cluster, changes, check="none", message=text, kind="autostop")
+    latest = store.get(cluster.key) or cluster
+    if minutes >= 0 and latest.state == ClusterState.UP:
+        if latest.idle_since is None:
+            mark_idle_if_idle(wiring, latest.key)
+        else:
+            after_becoming_idle(wiring, latest)  # the idle time counts from when it became idle
+    return latest
+
+
+def cancel_cluster_jobs(settings: Settings, *, owner: str, name: str, numbers: list[int] | None) -> list[int]:
+    """Cancel jobs of the cluster (None: all live ones); answers the numbers cancelled now. A job that
+    already ended is not an error (it is not cancelled again); an unknown number is."""
+    wiring, store = _store(settings)
+    cluster = find_cluster(settings, owner, name)
+    for number in numbers or []:
+        if store.job(cluster.key, number) is None:
+            raise NotFoundError(f"cluster {name} has no job {number}", field="job")
+    return cancel_jobs(wiring, cluster, numbers)

@@ -1,0 +1,430 @@
+"""The cloud side of a named cluster, one queue message at a time: launch (walk the plan's candidates, fail
+over, wait with a delayed message when nothing has room), start a stopped cluster, stop it, tear it down.
+
+Each step acts only on the state its message is about (`INIT` with the same incarnation for launch and
+start, `STOPPING` for stop, `TERMINATING` for down), so a message delivered twice, late or out of order does
+nothing the second time. The decision (a conditional write) always comes before the message; the cloud call
+comes after it and is idempotent (tags, the incarnation as client token). Crash windows: a launch that
+started nodes and died before recording them is found again by the redelivered message (same client token)
+or, if the cluster was torn down meanwhile, by `down` (terminate by tag) and the reaper.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import zlib
+from typing import Any
+
+from shared.clouds.base import LaunchSpec, Node, StoppableProvider, ranked
+from shared.clouds.errors import (
+    CloudAuthError,
+    CloudError,
+    InvalidLaunchError,
+    NoCapacityError,
+    QuotaError,
+    TransientCloudError,
+)
+from shared.clusters.facts import active_of, period_cost
+from shared.clusters.messages import ClusterMessage, send_cluster_step
+from shared.clusters.names import provider_cluster_id
+from shared.clusters.states import JOB_LIVE, ClusterJobState, ClusterState, cluster_transition
+from shared.clusters.tokens import cluster_agent_token
+from shared.jobs.blocks import (
+    blocks_json,
+    blocks_of,
+    cloud_block,
+    family_block,
+    is_blocked,
+    sticky,
+    zone_block,
+)
+from shared.jobs.outcomes import Outcome
+from shared.jobs.planning import candidate_text
+from shared.optimizer.plan import Block, Candidate, Plan
+from shared.store.cluster_records import ClusterStore, NamedClusterModel
+from shared.task.spec import Pipeline
+from shared.wiring import Wiring, current_wiring
+
+MAX_DELAY_SECONDS = 900
+ATTEMPTS_ON_RACE = 5
+
+
+def wait_delay(rounds: int) -> int:
+    return min(MAX_DELAY_SECONDS, 30 * 2**rounds)
+
+
+def transient_delay(retries: int) -> int:
+    return min(MAX_DELAY_SECONDS, 5 * 2**retries)
+
+
+def cluster_store(wiring: Wiring) -> ClusterStore:
+    return ClusterStore(wiring.settings)
+
+
+def cluster_step(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
+    """One message of a named cluster (shared/clusters/messages.py)."""
+    from shared.clusters.autostop import check_autostop
+
+    wiring = wiring or current_wiring()
+    message = ClusterMessage.model_validate(body)
+    store = cluster_store(wiring)
+    cluster = store.get(message.cluster)
+    if cluster is None:
+        return Outcome.UNKNOWN_JOB
+    if message.action == "launch":
+        return launch_cluster_nodes(wiring, store, cluster, message)
+    if message.action == "start":
+        return start_cluster_nodes(wiring, store, cluster, message)
+    if message.action == "stop":
+        return stop_cluster_nodes(wiring, store, cluster)
+    if message.action == "down":
+        return tear_down_cluster(wiring, store, cluster)
+    return check_autostop(wiring, store, cluster, message)
+
+
+# -- launch ------------------------------------------------------------------------------------
+
+
+def launch_cluster_nodes(
+    wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, message: ClusterMessage
+) -> Outcome:
+    if cluster.state != ClusterState.INIT or cluster.pending_op != "launch":
+        return Outcome.ALREADY_DONE
+    if message.incarnation != int(cluster.incarnation):
+        return Outcome.STALE
+    plan_item = store.plan_item(cluster.key)
+    if plan_item is None:
+        return _give_up(wiring, store, cluster, "the cluster has no plan")
+    plan = Plan.model_validate_json(zlib.decompress(plan_item.plan_z))
+    task = Pipeline.model_validate(json.loads(plan_item.task)).tasks[0]
+    candidates = plan.tasks[0].candidates
+    blocks = blocks_of(cluster)  # type: ignore[arg-type]  # reads only `blocklist`, which both records have
+    tried: list[str] = []
+    index = int(cluster.candidate_index)
+    while index < len(candidates):
+        candidate = candidates[index]
+        if is_blocked(candidate, blocks):
+            index += 1
+            continue
+        try:
+            nodes = _launch(wiring, cluster, candidate, task)
+        except TransientCloudError as error:
+            if int(cluster.transient_retries) < wiring.settings.max_transient_retries:
+                return _retry_later(wiring, store, cluster, index, blocks, error)
+            blocks.append(zone_block(candidate, f"transient: {error.message}"))
+        except InvalidLaunchError as error:
+            return _give_up(wiring, store, cluster, f"{candidate_text(candidate)}: {error.message}")
+        except CloudError as error:
+            blocks.append(_block_for(candidate, error))
+            tried.append(f"{candidate.place} {candidate.instance_type}: {error.message}")
+        else:
+            return _record_launch(wiring, store, cluster, candidate, blocks, nodes)
+        index += 1
+    return _wait_or_give_up(wiring, store, cluster, blocks, tried)
+
+
+def agent_env(wiring: Wiring, key: str) -> dict[str, str]:
+    """What a cluster's node agents start with, beside their identity (user-data / process env)."""
+    return {
+        "SKYLESS_API_URL": wiring.settings.api_url or "",
+        "SKYLESS_AGENT_TOKEN": cluster_agent_token(wiring.settings, key),
+        "SKYLESS_AGENT_MODE": "cluster",
+        "SKYLESS_CLUSTER_KEY": key,
+    }
+
+
+def _launch(wiring: Wiring, cluster: NamedClusterModel, candidate: Candidate, task: Any) -> list[Node]:
+    provider = wiring.providers.provider_for(candidate.cloud)
+    cluster_id = provider_cluster_id(cluster.key, int(cluster.incarnation))
+    resources = task.resources
+    ports = resources.ports
+    listed = [] if ports is None else ports if isinstance(ports, list) else [ports]
+    disk = resources.disk_size_gib()
+    spec = LaunchSpec(
+        job_id=cluster.key,
+        cluster_id=cluster_id,
+        attempt_id=cluster_id,
+        attempt=int(cluster.incarnation),
+        cloud=candidate.cloud,
+        region=candidate.region,
+        zone=candidate.zone,
+        instance_type=candidate.instance_type,
+        use_spot=candidate.use_spot,
+        num_nodes=candidate.num_nodes,
+        accelerator=candidate.accelerator,
+        accelerator_count=math.ceil(candidate.accelerator_count) if candidate.accelerator else 0,
+        agent_env=agent_env(wiring, cluster.key),
+        image_id=resources.image_id,
+        disk_size_gb=None if disk is None else int(disk),
+        ports=tuple(str(p) for p in listed),
+        labels={**(resources.labels or {}), "skyless-cluster-name": cluster.name},
+    )
+    return provider.launch(spec)
+
+
+def _block_for(candidate: Candidate, error: CloudError) -> Block:
+    if isinstance(error, QuotaError):
+        return family_block(candidate, f"quota: {error.message}")
+    if isinstance(error, CloudAuthError):
+        return cloud_block(candidate, f"auth: {error.message}")
+    assert isinstance(error, NoCapacityError), error
+    return zone_block(candidate, f"no capacity: {error.message}")
+
+
+def node_entries(nodes: list[Node], now: float) -> dict[str, dict[str, Any]]:
+    return {
+        node.instance_id: {
+            "rank": rank,
+            "ip": node.ip,
+            "public_ip": node.public_ip,
+            "heartbeat_at": now,
+            "sessions": 0,
+            "ready": False,
+        }
+        for rank, node in enumerate(ranked(nodes))
+    }
+
+
+def _record_launch(
+    wiring: Wiring,
+    store: ClusterStore,
+    cluster: NamedClusterModel,
+    candidate: Candidate,
+    blocks: list[Block],
+    nodes: list[Node],
+) -> Outcome:
+    from shared.clusters.autostop import after_becoming_idle
+
+    now = time.time()
+    idle = not active_of(cluster)
+    changes: dict[Any, Any] = {
+        "state": cluster_transition(cluster.state, ClusterState.UP).value,
+        "pending_op": None,
+        "reason": None,
+        "provider": wiring.providers.provider_for(candidate.cloud).name,
+        "provider_cluster": provider_cluster_id(cluster.key, int(cluster.incarnation)),
+        "cloud": candidate.cloud,
+        "region": candidate.region,
+        "zone": candidate.zone,
+        "instance_type": candidate.instance_type,
+        "use_spot": candidate.use_spot,
+        "hourly_price": candidate.hourly_price,
+        "num_nodes": len(nodes),
+        "accelerator": candidate.accelerator,
+        "accelerator_count": candidate.accelerator_count if candidate.accelerator else 0,
+        "blocklist": blocks_json(blocks),
+        "nodes": node_entries(nodes, now),
+        "up_since": now,
+        "idle_since": now if idle else None,
+    }
+    message = f"UP: {len(nodes)} node(s) on {candidate_text(candidate)}"
+    if store.write_cluster(cluster, changes, message=message, detail={"instances": sorted(changes["nodes"])}):
+        from shared.clusters.job_queue import schedule_jobs
+
+        schedule_jobs(wiring, cluster.key)
+        if idle:
+            after_becoming_idle(wiring, cluster)
+        return Outcome.DONE
+    latest = store.get(cluster.key)
+    if (
+        latest is not None
+        and latest.state == ClusterState.UP
+        and latest.provider_cluster == changes["provider_cluster"]
+    ):
+        return Outcome.ALREADY_DONE  # a concurrent delivery recorded the same launch
+    if latest is None or latest.state in (ClusterState.TERMINATING, ClusterState.TERMINATED):
+        # Torn down while we launched: what we started must not outlive the cluster.
+        wiring.providers.provider_for(candidate.cloud).terminate(changes["provider_cluster"])
+    return Outcome.ALREADY_DONE
+
+
+def _retry_later(
+    wiring: Wiring,
+    store: ClusterStore,
+    cluster: NamedClusterModel,
+    index: int,
+    blocks: list[Block],
+    error: CloudError,
+) -> Outcome:
+    retries = int(cluster.transient_retries)
+    delay = transient_delay(retries)
+    changes = {"candidate_index": index, "blocklist": blocks_json(blocks), "transient_retries": retries + 1}
+    if store.write_cluster(
+        cluster, changes, message=f"transient cloud error, retrying in {delay} s: {error.message}"
+    ):
+        send_cluster_step(
+            wiring, cluster.key, "launch", incarnation=int(cluster.incarnation), delay_seconds=delay
+        )
+    return Outcome.RETRY_LATER
+
+
+def _wait_or_give_up(
+    wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, blocks: list[Block], tried: list[str]
+) -> Outcome:
+    rounds = int(cluster.wait_rounds)
+    if rounds >= wiring.settings.max_wait_retries:
+        return _give_up(
+            wiring,
+            store,
+            cluster,
+            f"no capacity anywhere after {rounds + 1} rounds ({'; '.join(tried[-5:])})",
+        )
+    delay = wait_delay(rounds)
+    changes = {"wait_rounds": rounds + 1, "candidate_index": 0, "blocklist": blocks_json(sticky(blocks))}
+    message = f"no candidate had capacity; retrying in {delay} s"
+    if not store.write_cluster(cluster, changes, message=message, detail={"tried": tried[-10:]}):
+        return Outcome.ALREADY_DONE
+    send_cluster_step(
+        wiring, cluster.key, "launch", incarnation=int(cluster.incarnation), delay_seconds=delay
+    )
+    return Outcome.RETRY_LATER
+
+
+def _give_up(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, reason: str) -> Outcome:
+    """A launch that cannot succeed: the cluster is torn down (whatever a candidate left goes by tag)."""
+    changes = {
+        "state": ClusterState.TERMINATING.value,
+        "reason": f"launch failed: {reason}",
+        "pending_op": None,
+    }
+    if not store.write_cluster(cluster, changes, message=f"launch failed: {reason}"):
+        return Outcome.ALREADY_DONE
+    send_cluster_step(wiring, cluster.key, "down")
+    return Outcome.DONE
+
+
+# -- start, stop, down -------------------------------------------------------------------------
+
+
+def start_cluster_nodes(
+    wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, message: ClusterMessage
+) -> Outcome:
+    if cluster.state != ClusterState.INIT or cluster.pending_op != "start":
+        return Outcome.ALREADY_DONE
+    provider = wiring.providers.build(str(cluster.provider))
+    if not isinstance(provider, StoppableProvider):
+        return _start_failed(store, cluster, f"the {provider.name} provider cannot start VMs")
+    try:
+        nodes = provider.start(str(cluster.provider_cluster), agent_env(wiring, cluster.key))
+    except TransientCloudError as error:
+        retries = int(cluster.transient_retries)
+        if retries >= wiring.settings.max_transient_retries:
+            return _start_failed(store, cluster, error.message)
+        if store.write_cluster(
+            cluster, {"transient_retries": retries + 1}, message=f"start: {error.message}"
+        ):
+            send_cluster_step(wiring, cluster.key, "start", delay_seconds=transient_delay(retries))
+        return Outcome.RETRY_LATER
+    except CloudError as error:
+        return _start_failed(store, cluster, error.message)
+    from shared.clusters.autostop import after_becoming_idle
+    from shared.clusters.job_queue import schedule_jobs
+
+    now = time.time()
+    entries = node_entries(nodes, now)
+    idle = not active_of(cluster)
+    changes = {
+        "state": ClusterState.UP.value,
+        "pending_op": None,
+        "reason": None,
+        "transient_retries": 0,
+        "nodes": entries,
+        "up_since": now,
+        "idle_since": now if idle else None,
+    }
+    if not store.write_cluster(cluster, changes, message=f"UP: {len(nodes)} node(s) started again"):
+        return Outcome.ALREADY_DONE
+    schedule_jobs(wiring, cluster.key)
+    if idle:
+        after_becoming_idle(wiring, cluster)
+    return Outcome.DONE
+
+
+def _start_failed(store: ClusterStore, cluster: NamedClusterModel, reason: str) -> Outcome:
+    changes = {
+        "state": ClusterState.STOPPED.value,
+        "pending_op": None,
+        "reason": f"could not start: {reason}",
+    }
+    moved = store.write_cluster(cluster, changes, message=f"could not start: {reason}")
+    if moved:
+        _end_live_jobs(store, cluster, ClusterJobState.FAILED, f"the cluster could not start: {reason}")
+    return Outcome.DONE if moved else Outcome.ALREADY_DONE
+
+
+def stop_cluster_nodes(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel) -> Outcome:
+    if cluster.state != ClusterState.STOPPING:
+        return Outcome.ALREADY_DONE
+    provider = wiring.providers.build(str(cluster.provider))
+    if not isinstance(provider, StoppableProvider):  # refused before STOPPING; kept as a guard
+        raise InvalidLaunchError(f"the {provider.name} provider cannot stop VMs")
+    provider.stop(str(cluster.provider_cluster))  # a CloudError raises: the message is retried
+    now = time.time()
+    changes = {
+        "state": ClusterState.STOPPED.value,
+        "cost": round(float(cluster.cost or 0) + period_cost(cluster, now), 6),
+        "up_since": None,
+        "idle_since": None,
+        "nodes": {iid: {**node, "sessions": 0, "ready": False} for iid, node in _nodes(cluster).items()},
+    }
+    for _ in range(ATTEMPTS_ON_RACE):
+        if store.write_cluster(cluster, changes, message="STOPPED: every node stopped, disks kept"):
+            return Outcome.DONE
+        latest = store.get(cluster.key)
+        if latest is None or latest.state != ClusterState.STOPPING:
+            return Outcome.ALREADY_DONE
+        cluster = latest
+    return Outcome.RETRY_LATER
+
+
+def tear_down_cluster(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel) -> Outcome:
+    """Terminate every launch of the cluster by tag, end its live jobs, release its name."""
+    if cluster.state != ClusterState.TERMINATING:
+        return Outcome.ALREADY_DONE
+    providers = (
+        [wiring.providers.build(cluster.provider)]
+        if cluster.provider
+        else wiring.providers.usable_providers()
+    )
+    for provider in providers:
+        for incarnation in range(int(cluster.incarnation) + 1):
+            provider.terminate(provider_cluster_id(cluster.key, incarnation))
+    _end_live_jobs(store, cluster, ClusterJobState.CANCELLED, "the cluster was torn down")
+    now = time.time()
+    for _ in range(ATTEMPTS_ON_RACE):
+        changes = {
+            "state": ClusterState.TERMINATED.value,
+            "cost": round(float(cluster.cost or 0) + period_cost(cluster, now), 6),
+            "up_since": None,
+            "idle_since": None,
+            "active": {},
+        }
+        claim = store.claim(cluster.owner, cluster.name)
+        release = []
+        if claim is not None and claim.cluster_key == cluster.key:
+            release = [("delete", claim, None, store.claims.cluster_key == cluster.key)]
+        if store.write_cluster(cluster, changes, also=release, message="TERMINATED: every node terminated"):
+            return Outcome.DONE
+        latest = store.get(cluster.key)
+        if latest is None or latest.state != ClusterState.TERMINATING:
+            return Outcome.ALREADY_DONE
+        cluster = latest
+    return Outcome.RETRY_LATER
+
+
+def _end_live_jobs(store: ClusterStore, cluster: NamedClusterModel, to: ClusterJobState, reason: str) -> None:
+    """Every live job of the cluster ends (`to`), each with its own conditional write."""
+    from shared.clusters.job_queue import end_job
+
+    live = {s.value for s in JOB_LIVE}
+    for job in store.jobs_of(cluster.key):
+        if job.state in live:
+            end_job(store, cluster.key, job, to, reason)
+
+
+def _nodes(cluster: NamedClusterModel) -> dict[str, dict[str, Any]]:
+    from shared.clusters.facts import nodes_of
+
+    return nodes_of(cluster)
