@@ -13,8 +13,8 @@ REF = "#/components/schemas/{model}"
 REASONS = {
     400: "The request or the task is invalid (message, file, line and field say where)",
     401: "Missing or unknown credentials",
-    404: "No such job (or not the caller's)",
-    409: "The request conflicts with the job's state",
+    404: "No such job or cluster (or not the caller's)",
+    409: "The request conflicts with the job's or the cluster's state",
     413: "The body is too large",
     415: "The body is not application/json",
     422: "The body has the wrong shape (field names the first offending field)",
@@ -43,6 +43,11 @@ def build_openapi(
             "securitySchemes": {
                 "apiKey": {"type": "http", "scheme": "bearer", "description": "A user's API key"},
                 "jobToken": {"type": "http", "scheme": "bearer", "description": "A job's agent token"},
+                "clusterToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A named cluster's agent token",
+                },
             },
         },
     }
@@ -79,6 +84,8 @@ def _operation(route: RouteSpec, schemas: dict[str, Any]) -> dict[str, Any]:
         operation["security"] = [{"apiKey": []}]
     elif route.auth == "agent":
         operation["security"] = [{"jobToken": []}]
+    elif route.auth == "cluster_agent":
+        operation["security"] = [{"clusterToken": []}]
     else:
         operation["security"] = []
     codes = set(route.errors)

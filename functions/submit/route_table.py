@@ -18,7 +18,7 @@ from shared.api.auth import AuthError
 from shared.errors import ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
-Auth = Literal["user", "agent", "none"]
+Auth = Literal["user", "agent", "cluster_agent", "none"]
 
 
 class NotReadyError(UserError):

@@ -15,6 +15,7 @@ __all__ = [
     "names",
     "operations",
     "provisioning",
+    "shells",
     "states",
     "stopping",
     "views",
