@@ -1,4 +1,5 @@
-"""`skyless launch | queue | status | logs | cancel`: jobs, through the HTTPS API.
+"""`skyless launch | queue | status | logs | cancel`: jobs, through the HTTPS API. With a cluster name (and
+`launch -c NAME`) they act on a named cluster instead (cli/cluster_commands.py).
 
 Exit codes: 0 success (launch: the job SUCCEEDED), 1 the job ended otherwise, 2 an error (the
 request, the task file or the API), 130 interrupted (the job keeps running).
@@ -16,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from cli import cluster_commands
 from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
@@ -80,10 +82,18 @@ def launch(
     notify_email: Annotated[
         str | None, typer.Option("--notify-email", help="Notify this address about this job.")
     ] = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", "-c", help="Run it on this named cluster (made if new).")
+    ] = None,
+    fast: Annotated[bool, typer.Option("--fast", help="With -c: skip setup on an existing cluster.")] = False,
+    idle_minutes: Annotated[
+        int | None, typer.Option("--idle-minutes-to-autostop", "-i", min=0, help="With -c: autostop.")
+    ] = None,
+    down: Annotated[bool, typer.Option("--down", help="With -c: autostop tears the cluster down.")] = False,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Submit a task file, then follow its states and logs until it ends."""
+    """Submit a task file, then follow its states and logs until it ends (with -c: on a named cluster)."""
     try:
         text = file.read_text()
     except OSError as exc:
@@ -93,6 +103,10 @@ def launch(
     cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds else None
     if minimize not in ("cost", "time"):
         errors.print(f"[red]error:[/red] --minimize: must be cost or time, not {_escape(minimize)}")
+        raise typer.Exit(2)
+    given = cluster_commands.no_cluster_options(**{"--fast": fast, "-i": idle_minutes, "--down": down})
+    if cluster is None and given:
+        errors.print(f"[red]error:[/red] {', '.join(given)} need a cluster: add -c NAME")
         raise typer.Exit(2)
     with _client(api_url, api_key) as client:
         workdirs = local_workdirs(text, str(file), overrides)
@@ -104,6 +118,13 @@ def launch(
         for remote, source in local_file_mounts(text, str(file), overrides).items():
             console.print(f"Uploading file mount {source} -> {remote} …")
             mount_keys[remote] = client.upload_path(source, field=f"file_mounts.{remote}")
+        if cluster is not None:
+            code = cluster_commands.launch_on_cluster(
+                client, cluster, file, text, env=overrides, minimize=minimize, clouds=cloud_list,
+                workdir_key=workdir_key, mount_keys=mount_keys, fast=fast, idle_minutes=idle_minutes,
+                down=down or None, detach=detach,
+            )  # fmt: skip
+            raise typer.Exit(code)
         notify = {k: v for k, v in (("slack_webhook", notify_slack), ("email", notify_email)) if v}
         job = client.submit_job(
             text,
@@ -129,10 +150,20 @@ def launch(
     raise typer.Exit(0 if final == "SUCCEEDED" else 1)
 
 
-def queue(api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """Your jobs, newest first."""
+def queue(
+    cluster: Annotated[str | None, typer.Argument(help="A cluster: its job queue.")] = None,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Your jobs, newest first; with a cluster name, that cluster's job queue."""
     with _client(api_url, api_key) as client:
-        jobs = client.list_jobs()
+        if cluster is not None:
+            return cluster_commands.print_queue(client, cluster)
+        _print_jobs(client)
+
+
+def _print_jobs(client: SkylessClient) -> None:
+    jobs = client.list_jobs()
     table = Table(title=f"{len(jobs)} job(s)")
     for column in ("ID", "NAME", "STATE", "CLOUD/REGION", "INSTANCE", "SPOT", "RECOVERIES", "AGE"):
         table.add_column(column, no_wrap=column in ("ID", "STATE"))
@@ -150,9 +181,20 @@ def queue(api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
     console.print(table)
 
 
-def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """One job: where it runs, its plan and its timeline."""
+def status(
+    job_id: Annotated[
+        str | None, typer.Argument(help="A job id or a cluster name (none: everything).")
+    ] = None,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Your clusters and jobs; or one job (place, plan, timeline), or one cluster (nodes, timeline)."""
     with _client(api_url, api_key) as client:
+        if job_id is None:
+            cluster_commands.print_clusters(client)
+            return _print_jobs(client)
+        if not cluster_commands.is_job_id(job_id):
+            return cluster_commands.print_cluster(client, job_id)
         job = client.get_job(job_id)
     console.print(f"[bold]{job.job_id}[/bold] {_escape(job.name or '')}  {_state(job.state)}")
     where = f"  where: {_place(job)}  instance: {job.instance_type or '-'}"
@@ -174,7 +216,12 @@ def status(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> Non
 
 
 def logs(
-    job_id: JobId,
+    job_id: Annotated[
+        str, typer.Argument(help="A job id, or a cluster name (then JOB: its job, default the last).")
+    ],
+    cluster_job: Annotated[
+        str | None, typer.Argument(metavar="[JOB]", help="With a cluster: the job number.")
+    ] = None,
     rank: Annotated[
         int | None, typer.Option("--rank", min=0, help="Only this node's log (default: every node's).")
     ] = None,
@@ -183,6 +230,10 @@ def logs(
     api_key: ApiKey = None,
 ) -> None:
     """A job's log: every node's, lines prefixed `(head, rank=0)`, `(worker1, rank=1)`, … (or --rank N)."""
+    if not cluster_commands.is_job_id(job_id):
+        with _client(api_url, api_key) as client:
+            code = cluster_commands.print_logs(client, job_id, cluster_job, follow)
+        raise typer.Exit(code)
     with _client(api_url, api_key) as client:
         streams = LogStreams(client, job_id, ranks=None if rank is None else [rank])
         while True:
@@ -196,8 +247,22 @@ def logs(
                 time.sleep(1.0)
 
 
-def cancel(job_id: JobId, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """Cancel a job; its nodes are torn down."""
+def cancel(
+    job_id: Annotated[str, typer.Argument(help="A job id, or a cluster name followed by job numbers.")],
+    jobs: Annotated[
+        list[str] | None, typer.Argument(metavar="[JOB]...", help="With a cluster: job numbers.")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", "-a", help="With a cluster: every live job.")] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Cancel a job (its nodes are torn down), or jobs of a cluster (`skyless cancel NAME 3`)."""
+    if not cluster_commands.is_job_id(job_id):
+        if (not jobs and not every) or any(not j.isdigit() for j in jobs or []):
+            errors.print("[red]error:[/red] give the cluster's job numbers, or --all")
+            raise typer.Exit(2)
+        with _client(api_url, api_key) as client:
+            return cluster_commands.cancel_on_cluster(client, job_id, jobs or [], every)
     with _client(api_url, api_key) as client:
         job = client.cancel_job(job_id)
     console.print(f"Job [bold]{job.job_id}[/bold]: {_state(job.state)}")

@@ -7,6 +7,7 @@ import typer
 from cli import (
     catalog_commands,
     check_commands,
+    cluster_commands,
     job_commands,
     local_commands,
     notify_commands,
@@ -26,6 +27,7 @@ for area in (
     plan_commands,
     catalog_commands,
     job_commands,
+    cluster_commands,
     schedule_commands,
     notify_commands,
     local_commands,

@@ -67,6 +67,29 @@ def _process_start_ticks(pid: int) -> str | None:
     return fields[19]
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _session_pids(sandbox: Path) -> list[int]:
+    """Shells registered on a node (`<home>/.skyless/sessions/<pid>`)."""
+    folder = sandbox / ".skyless" / "sessions"
+    return [int(p.name) for p in folder.glob("*") if p.name.isdigit()] if folder.is_dir() else []
+
+
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
@@ -302,6 +325,11 @@ class LocalCloud:
 
     def _stop(self, record: dict[str, Any], new_state: str, hard: bool = False) -> None:
         pid = int(record["pid"])
+        # Processes that left the agent's group (a named cluster's jobs each run in a session of their
+        # own) and shells opened on the node (`skyless ssh`) end with the node too.
+        strays = _descendants(pid) if self._alive(record) else []
+        for shell in _session_pids(self.nodes_dir / record["cluster_id"] / str(record["rank"])):
+            strays += [shell, *_descendants(shell)]
         if self._alive(record):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL if hard else signal.SIGTERM)
@@ -314,6 +342,10 @@ class LocalCloud:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
             _reap(pid)
+        for stray in strays:  # one by one: a shell's group may be its caller's (never signal that)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(stray, signal.SIGKILL)
+            _reap(stray)
         if record.get("state") != new_state:
             record["state"] = new_state
             record["stopped_at"] = datetime.now(UTC).isoformat()

@@ -88,3 +88,21 @@ def lose_cluster(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel
         if store.write_cluster(latest, changes, message=f"TERMINATING: {cause}"):
             send_cluster_step(wiring, latest.key, "down")
             return
+
+
+def resume_local_clusters(wiring: Wiring) -> list[str]:
+    """The local runtime came back up (`skyless local up`): the nodes of UP clusters on the local cloud were
+    stopped with it (as a host shutdown stops its VMs, disks kept); start them again. Answers their names."""
+    from shared.clouds.base import StoppableProvider
+    from shared.clusters.provisioning import agent_env
+
+    resumed = []
+    for cluster in ClusterStore(wiring.settings).live_clusters():
+        if cluster.state != ClusterState.UP or cluster.provider != "local" or not cluster.provider_cluster:
+            continue
+        provider = wiring.providers.build("local")
+        states = {node.state for node in provider.describe(str(cluster.provider_cluster))}
+        if "stopped" in states and isinstance(provider, StoppableProvider):
+            provider.start(str(cluster.provider_cluster), agent_env(wiring, cluster.key))
+            resumed.append(cluster.name)
+    return resumed

@@ -15,6 +15,7 @@ import json
 import math
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from shared.clouds.base import LaunchSpec, Node, StoppableProvider, ranked
@@ -57,6 +58,38 @@ def wait_delay(rounds: int) -> int:
 
 def transient_delay(retries: int) -> int:
     return min(MAX_DELAY_SECONDS, 5 * 2**retries)
+
+
+def write_in_step(
+    store: ClusterStore,
+    cluster: NamedClusterModel,
+    changes: dict[Any, Any] | Callable[[NamedClusterModel], dict[Any, Any]],
+    **options: Any,
+) -> NamedClusterModel | None:
+    """Take this step's decision on the cluster as read; when only its version moved meanwhile (a job
+    queued, a node reported) but not its step (state, operation, incarnation), take it again on a fresh
+    read. Answers the cluster as written, or None when the cluster moved on to another step."""
+    for _ in range(ATTEMPTS_ON_RACE):
+        values = changes(cluster) if callable(changes) else changes
+        if store.write_cluster(cluster, values, **options):
+            return cluster
+        latest = store.get(cluster.key)
+        if latest is None or step_of(latest) != step_of(cluster):
+            return None
+        cluster = latest
+    return None
+
+
+def step_of(cluster: NamedClusterModel) -> tuple[Any, ...]:
+    """What identifies a step and its progress: a duplicate delivery that already moved it differs here."""
+    return (
+        cluster.state,
+        cluster.pending_op,
+        int(cluster.incarnation),
+        int(cluster.candidate_index),
+        int(cluster.wait_rounds),
+        int(cluster.transient_retries),
+    )
 
 
 def cluster_store(wiring: Wiring) -> ClusterStore:
@@ -198,9 +231,9 @@ def _record_launch(
     from shared.clusters.autostop import after_becoming_idle
 
     now = time.time()
-    idle = not active_of(cluster)
+    cluster_transition(cluster.state, ClusterState.UP)
     changes: dict[Any, Any] = {
-        "state": cluster_transition(cluster.state, ClusterState.UP).value,
+        "state": ClusterState.UP.value,
         "pending_op": None,
         "reason": None,
         "provider": wiring.providers.provider_for(candidate.cloud).name,
@@ -217,15 +250,20 @@ def _record_launch(
         "blocklist": blocks_json(blocks),
         "nodes": node_entries(nodes, now),
         "up_since": now,
-        "idle_since": now if idle else None,
     }
     message = f"UP: {len(nodes)} node(s) on {candidate_text(candidate)}"
-    if store.write_cluster(cluster, changes, message=message, detail={"instances": sorted(changes["nodes"])}):
+
+    def with_idle(current: NamedClusterModel) -> dict[Any, Any]:
+        return {**changes, "idle_since": None if active_of(current) else now}
+
+    detail = {"instances": sorted(changes["nodes"])}
+    written = write_in_step(store, cluster, with_idle, message=message, detail=detail)
+    if written is not None:
         from shared.clusters.job_queue import schedule_jobs
 
         schedule_jobs(wiring, cluster.key)
-        if idle:
-            after_becoming_idle(wiring, cluster)
+        if written.idle_since is not None:
+            after_becoming_idle(wiring, written)
         return Outcome.DONE
     latest = store.get(cluster.key)
     if (
@@ -251,9 +289,8 @@ def _retry_later(
     retries = int(cluster.transient_retries)
     delay = transient_delay(retries)
     changes = {"candidate_index": index, "blocklist": blocks_json(blocks), "transient_retries": retries + 1}
-    if store.write_cluster(
-        cluster, changes, message=f"transient cloud error, retrying in {delay} s: {error.message}"
-    ):
+    text = f"transient cloud error, retrying in {delay} s: {error.message}"
+    if write_in_step(store, cluster, changes, message=text) is not None:
         send_cluster_step(
             wiring, cluster.key, "launch", incarnation=int(cluster.incarnation), delay_seconds=delay
         )
@@ -274,7 +311,7 @@ def _wait_or_give_up(
     delay = wait_delay(rounds)
     changes = {"wait_rounds": rounds + 1, "candidate_index": 0, "blocklist": blocks_json(sticky(blocks))}
     message = f"no candidate had capacity; retrying in {delay} s"
-    if not store.write_cluster(cluster, changes, message=message, detail={"tried": tried[-10:]}):
+    if write_in_step(store, cluster, changes, message=message, detail={"tried": tried[-10:]}) is None:
         return Outcome.ALREADY_DONE
     send_cluster_step(
         wiring, cluster.key, "launch", incarnation=int(cluster.incarnation), delay_seconds=delay
@@ -289,7 +326,7 @@ def _give_up(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, re
         "reason": f"launch failed: {reason}",
         "pending_op": None,
     }
-    if not store.write_cluster(cluster, changes, message=f"launch failed: {reason}"):
+    if write_in_step(store, cluster, changes, message=f"launch failed: {reason}") is None:
         return Outcome.ALREADY_DONE
     send_cluster_step(wiring, cluster.key, "down")
     return Outcome.DONE
@@ -312,9 +349,8 @@ def start_cluster_nodes(
         retries = int(cluster.transient_retries)
         if retries >= wiring.settings.max_transient_retries:
             return _start_failed(store, cluster, error.message)
-        if store.write_cluster(
-            cluster, {"transient_retries": retries + 1}, message=f"start: {error.message}"
-        ):
+        changes = {"transient_retries": retries + 1}
+        if write_in_step(store, cluster, changes, message=f"start: {error.message}") is not None:
             send_cluster_step(wiring, cluster.key, "start", delay_seconds=transient_delay(retries))
         return Outcome.RETRY_LATER
     except CloudError as error:
@@ -324,21 +360,24 @@ def start_cluster_nodes(
 
     now = time.time()
     entries = node_entries(nodes, now)
-    idle = not active_of(cluster)
-    changes = {
-        "state": ClusterState.UP.value,
-        "pending_op": None,
-        "reason": None,
-        "transient_retries": 0,
-        "nodes": entries,
-        "up_since": now,
-        "idle_since": now if idle else None,
-    }
-    if not store.write_cluster(cluster, changes, message=f"UP: {len(nodes)} node(s) started again"):
+
+    def up(current: NamedClusterModel) -> dict[Any, Any]:
+        return {
+            "state": ClusterState.UP.value,
+            "pending_op": None,
+            "reason": None,
+            "transient_retries": 0,
+            "nodes": entries,
+            "up_since": now,
+            "idle_since": None if active_of(current) else now,
+        }
+
+    written = write_in_step(store, cluster, up, message=f"UP: {len(nodes)} node(s) started again")
+    if written is None:
         return Outcome.ALREADY_DONE
     schedule_jobs(wiring, cluster.key)
-    if idle:
-        after_becoming_idle(wiring, cluster)
+    if written.idle_since is not None:
+        after_becoming_idle(wiring, written)
     return Outcome.DONE
 
 
@@ -348,7 +387,7 @@ def _start_failed(store: ClusterStore, cluster: NamedClusterModel, reason: str) 
         "pending_op": None,
         "reason": f"could not start: {reason}",
     }
-    moved = store.write_cluster(cluster, changes, message=f"could not start: {reason}")
+    moved = write_in_step(store, cluster, changes, message=f"could not start: {reason}") is not None
     if moved:
         _end_live_jobs(store, cluster, ClusterJobState.FAILED, f"the cluster could not start: {reason}")
     return Outcome.DONE if moved else Outcome.ALREADY_DONE
