@@ -1,4 +1,4 @@
-"""The HTTPS API's bodies for named clusters (`/clusters/...`) and their node agents (`/cluster-agent/...`)."""
+"""The HTTPS API's bodies for named clusters (`/clusters/...`) and their agents (`/cluster-agent/...`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,12 @@ ClusterAgentPhase = Literal["setting_up", "running", "succeeded", "failed", "set
 
 class ClusterLaunchRequest(PlanRequest):
     workdir_key: str | None = Field(None, max_length=1024)
-    file_mount_keys: dict[str, Annotated[str, Field(max_length=1024)]] = Field(default_factory=dict, max_length=64)
-    fast: bool = Field(False, description="On an existing cluster, skip the task's setup (SkyPilot's --fast).")
+    file_mount_keys: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
+        default_factory=dict, max_length=64
+    )
+    fast: bool = Field(
+        False, description="On an existing cluster, skip the task's setup (SkyPilot's --fast)."
+    )
     idle_minutes: int | None = Field(
         None, ge=-1, description="Autostop after this many idle minutes (-1: off); else resources.autostop."
     )
@@ -29,7 +33,9 @@ class ClusterExecRequest(RequestBody):
     filename: str = Field("task.yaml", max_length=512)
     env: dict[str, str] = Field(default_factory=dict)
     workdir_key: str | None = Field(None, max_length=1024)
-    file_mount_keys: dict[str, Annotated[str, Field(max_length=1024)]] = Field(default_factory=dict, max_length=64)
+    file_mount_keys: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
+        default_factory=dict, max_length=64
+    )
 
     def task_text(self) -> str | None:
         if self.task is None or isinstance(self.task, str):
@@ -158,7 +164,9 @@ class SshAccess(BaseModel):
     cluster: str
     cloud: str | None
     provider: str | None
-    method: Literal["local", "ssh"] = Field(description="local: a shell in the node's sandbox on this machine")
+    method: Literal["local", "ssh"] = Field(
+        description="local: a shell in the node's sandbox on this machine"
+    )
     provider_cluster: str | None = None
     nodes: list[SshNode]
     message: str | None = None

@@ -111,7 +111,9 @@ def test_launch_exec_twice_reuses_the_node_and_its_home_and_runs_setup_once(
     assert outcome.action == "created" and outcome.job.number == 1
     wait_for(lambda: job_state(api, 1) == "SUCCEEDED")
     assert "hello from" in wait_for(lambda: log_of(api, 1))
-    first = operations.exec_on_cluster(api, owner=OWNER, name="dev", command="cat ~/marker; echo second >> ~/marker")
+    first = operations.exec_on_cluster(
+        api, owner=OWNER, name="dev", command="cat ~/marker; echo second >> ~/marker"
+    )
     wait_for(lambda: job_state(api, first.number) == "SUCCEEDED")
     second = operations.exec_on_cluster(api, owner=OWNER, name="dev", command="cat ~/marker ~/setup-count")
     wait_for(lambda: job_state(api, second.number) == "SUCCEEDED")
@@ -251,7 +253,9 @@ def test_two_execs_racing_get_distinct_numbers_and_run_one_after_another(
     assert lines[0::2] == ["start", "end", "start", "end"]  # never side by side on a CPU node
 
 
-def test_down_racing_exec_either_refuses_the_exec_or_cancels_its_job(api: Settings, queues: QueueDriver) -> None:
+def test_down_racing_exec_either_refuses_the_exec_or_cancels_its_job(
+    api: Settings, queues: QueueDriver
+) -> None:
     launch_up(api, queues)
     wait_for(lambda: job_state(api, 1) == "SUCCEEDED")
     outcome: dict[str, Any] = {}
