@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
     app.command("start")(start)
     app.command("down")(down)
     app.command("autostop")(autostop)
-    app.command("ssh", context_settings={"allow_interspersed_args": False})(ssh)
+    app.command("ssh")(ssh)
 
 
 def is_job_id(text: str) -> bool:

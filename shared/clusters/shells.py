@@ -76,8 +76,19 @@ def ssh_access(
     if cluster.provider == "local":
         answer["nodes"] = [{"rank": int(n["rank"]), "instance_id": iid} for iid, n in nodes]
         return answer
-    if public_key is None or caller_cidr is None:
-        raise UserError("a public key and the caller's address are needed to open SSH", field="public_key")
+    provider = wiring.providers.build(str(cluster.provider))
+    user = getattr(getattr(provider, "config", None), "run_as", None) or LOGIN_USERS.get(
+        str(cluster.cloud), "root"
+    )
+    answer["nodes"] = [
+        {"rank": int(n["rank"]), "instance_id": iid, "host": n.get("public_ip") or n.get("ip"), "user": user}
+        for iid, n in nodes
+    ]
+    if public_key is None:
+        answer["message"] = "no public key given: nothing was installed or opened"
+        return answer
+    if caller_cidr is None:
+        raise UserError("the caller's address is needed to open port 22 to it", field="caller_cidr")
     key, cidr = check_public_key(public_key), check_cidr(caller_cidr)
     keys = json.loads(cluster.ssh_keys) if cluster.ssh_keys else []
     cidrs = json.loads(cluster.ssh_cidrs) if cluster.ssh_cidrs else []
@@ -88,7 +99,6 @@ def ssh_access(
         changes["ssh_cidrs"] = json.dumps(([*cidrs, cidr])[-MAX_KEYS:])
     if changes:
         store.write_cluster(cluster, changes, check="none", message=f"ssh opened to {cidr}", kind="ssh")
-    provider = wiring.providers.build(str(cluster.provider))
     opener = getattr(provider, "open_ssh", None)
     if opener is not None:
         opener(str(cluster.provider_cluster), cidr)
@@ -97,11 +107,4 @@ def ssh_access(
             f"skyless's {cluster.provider} provider does not open port 22 yet: the key is installed on the "
             "nodes, but reaching them needs a firewall rule you add yourself"
         )
-    user = getattr(getattr(provider, "config", None), "run_as", None) or LOGIN_USERS.get(
-        str(cluster.cloud), "root"
-    )
-    answer["nodes"] = [
-        {"rank": int(n["rank"]), "instance_id": iid, "host": n.get("public_ip") or n.get("ip"), "user": user}
-        for iid, n in nodes
-    ]
     return answer
