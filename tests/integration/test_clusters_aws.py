@@ -151,8 +151,8 @@ def test_ssh_installs_the_key_through_the_agents_and_opens_port_22_to_the_caller
     again = shells.ssh_access(aws_stack, owner=OWNER, name="box", public_key=KEY, caller_cidr="203.0.113.7")
     assert again["nodes"] == access["nodes"]  # a second call: the same, nothing added twice
     ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)
-    group = ec2.describe_security_groups(Filters=[{"Name": "group-name",
-                                                   "Values": [f"skyless-{cluster.provider_cluster}"]}])  # fmt: skip
+    named = [{"Name": "group-name", "Values": [f"skyless-{cluster.provider_cluster}"]}]
+    group = ec2.describe_security_groups(Filters=named)
     rules = [p for p in group["SecurityGroups"][0]["IpPermissions"] if p.get("FromPort") == 22]
     assert [[r["CidrIp"] for r in p["IpRanges"]] for p in rules] == [["203.0.113.7/32"]]
     # The agents learn the key at their next poll (and add it to ~/.ssh/authorized_keys).
