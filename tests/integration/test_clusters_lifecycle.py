@@ -358,3 +358,74 @@ def test_a_job_queued_while_the_nodes_launch_does_not_lose_the_launch(
     assert cluster(api).state == "UP"
     wait_for(lambda: job_state(api, 2) == "SUCCEEDED")
     assert (sandbox(api) / "setup-count").read_text() == "setup-ran\n"  # job 2 came with --fast
+
+
+GPU_BOX = """
+name: gpus
+resources:
+  cloud: aws
+  accelerators: T4:4
+run: echo up
+"""
+HALF = """
+resources:
+  accelerators: T4:2
+run: |
+  echo "start $(date +%s.%N)" >> ~/gpu-order
+  sleep 2
+  echo "end $(date +%s.%N)" >> ~/gpu-order
+"""
+
+
+def test_jobs_share_a_gpu_node_side_by_side_while_their_accelerators_fit(
+    api: Settings, queues: QueueDriver
+) -> None:
+    operations.launch_on_cluster(api, owner=OWNER, name="gpus", task_text=GPU_BOX)
+    deliver(queues)
+    wait_for(lambda: job_state(api, 1, "gpus") == "SUCCEEDED")
+    assert cluster(api, "gpus").accelerator_count == 4
+    numbers = [
+        operations.exec_on_cluster(api, owner=OWNER, name="gpus", task_text=HALF).number for _ in range(3)
+    ]
+    wait_for(
+        lambda: (
+            job_state(api, numbers[0], "gpus") == "RUNNING"
+            and job_state(api, numbers[1], "gpus") == "RUNNING"
+        )
+    )
+    assert job_state(api, numbers[2], "gpus") == "PENDING"  # 2 + 2 of 4 accelerators in use: the third waits
+    wait_for(lambda: all(job_state(api, n, "gpus") == "SUCCEEDED" for n in numbers), timeout=40)
+    events = [line.split() for line in (sandbox(api, "gpus") / "gpu-order").read_text().splitlines()]
+    assert [kind for kind, _ in events][:2] == ["start", "start"]  # the first two overlapped
+    env = operations.exec_on_cluster(
+        api, owner=OWNER, name="gpus", command="echo $SKYPILOT_NUM_GPUS_PER_NODE"
+    )
+    wait_for(lambda: job_state(api, env.number, "gpus") == "SUCCEEDED")
+    assert wait_for(lambda: log_of(api, env.number, "gpus")) == "4\n"
+
+
+def test_a_two_node_cluster_runs_jobs_on_its_nodes_by_rank(api: Settings, queues: QueueDriver) -> None:
+    task = DEV.replace("name: dev", "name: dev\nnum_nodes: 2")
+    operations.launch_on_cluster(api, owner=OWNER, name="pair", task_text=task)
+    deliver(queues)
+    wait_for(lambda: job_state(api, 1, "pair") == "SUCCEEDED")
+    both = "resources:\n  cpus: 1+\nnum_nodes: 2\nrun: echo rank $SKYPILOT_NODE_RANK of $SKYPILOT_NUM_NODES\n"
+    job = operations.exec_on_cluster(api, owner=OWNER, name="pair", task_text=both)
+    wait_for(lambda: job_state(api, job.number, "pair") == "SUCCEEDED")
+    logs = [
+        views.read_cluster_logs(api, owner=OWNER, name="pair", number=job.number, rank=r)["text"]
+        for r in (0, 1)
+    ]
+    assert logs == ["rank 0 of 2\n", "rank 1 of 2\n"]
+    one = operations.exec_on_cluster(api, owner=OWNER, name="pair", command="echo only $SKYPILOT_NODE_RANK")
+    wait_for(lambda: job_state(api, one.number, "pair") == "SUCCEEDED")
+    assert views.get_cluster_job(api, owner=OWNER, name="pair", number=one.number)["num_nodes"] == 1
+    assert wait_for(lambda: log_of(api, one.number, "pair")) == "only 0\n"
+    failing = operations.exec_on_cluster(api, owner=OWNER, name="pair", task_text=both.replace(
+        "run: echo", "run: test $SKYPILOT_NODE_RANK = 0 && sleep 30; exit 3; echo"))  # fmt: skip
+    wait_for(lambda: job_state(api, failing.number, "pair") == "FAILED")
+    reason = views.get_cluster_job(api, owner=OWNER, name="pair", number=failing.number)["reason"]
+    assert reason.startswith("node rank 1: run exited with 3")
+    # Rank 0's part is stopped at its next poll: the queue goes on with the next job at once.
+    after = operations.exec_on_cluster(api, owner=OWNER, name="pair", command="echo next")
+    wait_for(lambda: job_state(api, after.number, "pair") == "SUCCEEDED", timeout=15)
