@@ -400,6 +400,15 @@ class ClusterStore:
         if message is not None:
             event = (cluster.key, message, state or None, detail, kind)
         items: list[TxItem] = [("update", cluster, actions, condition), *also]
+        if len(items) == 1 and event is None:
+            # Alone (a node's heartbeat, say): a plain conditional update, billed half a transaction's units.
+            try:
+                cluster.update(actions=actions, condition=condition)  # reads the item back, as updated
+            except UpdateError as error:
+                if _is_condition_failure(error):
+                    return False
+                raise
+            return True
         if not self.transact(items, event=event):
             return False
         for name, value in values.items():
