@@ -66,6 +66,7 @@ from shared.api.notification_models import (
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.clusters.agents import authenticate_cluster_agent
 from shared.config import Settings
+from shared.store.cluster_records import NamedClusterModel
 from shared.store.users import User
 
 # Chalice would set the "skyless" logger to ERROR, silencing every skyless.* module; logging is ours to set.
@@ -82,13 +83,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return gateway_events.for_payload(event, app(rest_event, context))
 
 
-def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> User | None:
+def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> Any:
     if auth == "user":
         return authenticate_user(headers, Settings.from_env())
     if auth == "agent":
         authenticate_agent(headers, path_args["job_id"], Settings.from_env())
-    if auth == "cluster_agent":
-        authenticate_cluster_agent(headers, path_args["key"], Settings.from_env())
+    if auth == "cluster_agent":  # the caller is the cluster, as read to check the token
+        return authenticate_cluster_agent(headers, path_args["key"], Settings.from_env())
     return None
 
 
@@ -303,13 +304,13 @@ def ssh_cluster(name: str, caller: User, body: SshRequest) -> SshAccess:
 @_route("/cluster-agent/{key}/poll", "POST", "A cluster node asks for work and reports presence and shells",
         auth="cluster_agent", body=ClusterPollRequest, response=ClusterPollResponse,
         errors=(404,))  # fmt: skip
-def cluster_agent_poll(key: str, caller: None, body: ClusterPollRequest) -> ClusterPollResponse:
-    return cluster_views.agent_poll(Settings.from_env(), key, body)
+def cluster_agent_poll(key: str, caller: NamedClusterModel, body: ClusterPollRequest) -> ClusterPollResponse:
+    return cluster_views.agent_poll(Settings.from_env(), key, body, caller)
 
 
 @_route("/cluster-agent/{key}/jobs/{job}/status", "POST", "A cluster node reports a job's phase",
         auth="cluster_agent", body=ClusterJobStatusRequest, response=ClusterJobStatusResponse,
         errors=(404,))  # fmt: skip
-def cluster_agent_job_status(key: str, job: str, caller: None, body: ClusterJobStatusRequest
+def cluster_agent_job_status(key: str, job: str, caller: NamedClusterModel, body: ClusterJobStatusRequest
                              ) -> ClusterJobStatusResponse:  # fmt: skip
     return cluster_views.agent_job_status(Settings.from_env(), key, job, body)

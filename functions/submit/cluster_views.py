@@ -25,6 +25,7 @@ from shared.clusters import agents, operations, shells, views
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.file_mounts import upload_prefix
+from shared.store.cluster_records import NamedClusterModel
 from shared.store.users import User
 
 MAX_JOB_NUMBER = 10**8
@@ -145,7 +146,9 @@ def ssh(settings: Settings, caller: User, name: str, body: SshRequest, source_ip
     return SshAccess.model_validate(access)
 
 
-def agent_poll(settings: Settings, key: str, body: ClusterPollRequest) -> ClusterPollResponse:
+def agent_poll(
+    settings: Settings, key: str, body: ClusterPollRequest, cluster: NamedClusterModel
+) -> ClusterPollResponse:
     answer = agents.poll_cluster(
         settings,
         key,
@@ -153,6 +156,7 @@ def agent_poll(settings: Settings, key: str, body: ClusterPollRequest) -> Cluste
         have=body.have,
         running=body.running,
         sessions=body.sessions,
+        cluster=cluster,
     )
     return ClusterPollResponse.model_validate(answer.as_dict())
 

@@ -52,12 +52,14 @@ class PollAnswer:
         return asdict(self)
 
 
-def authenticate_cluster_agent(headers: Mapping[str, str], key: str, settings: Settings) -> None:
-    """The caller holds the cluster's agent token; an unknown cluster answers like a wrong token."""
+def authenticate_cluster_agent(headers: Mapping[str, str], key: str, settings: Settings) -> NamedClusterModel:
+    """The caller holds the cluster's agent token; an unknown cluster answers like a wrong token. Answers
+    the cluster as read (consistently), so that a poll needs no second read."""
     token = bearer_token(headers)
     cluster = ClusterStore(settings).get(key)
     if cluster is None or not token_matches(token, cluster.token_hash):
         raise AuthError("credentials not recognised for this cluster", field="Authorization")
+    return cluster
 
 
 def poll_cluster(
@@ -68,11 +70,13 @@ def poll_cluster(
     have: list[int],
     running: list[int],
     sessions: int,
+    cluster: NamedClusterModel | None = None,
 ) -> PollAnswer:
+    """`cluster`: the record as the caller just read it (authentication does), else it is read here."""
     wiring = wiring_for(settings)
     store = ClusterStore(settings)
     every = settings.cluster_poll_seconds
-    cluster = store.get(key)
+    cluster = cluster if cluster is not None and cluster.key == key else store.get(key)
     if cluster is None:
         raise NotFoundError(f"no cluster {key}", field="cluster")
     state = ClusterState(cluster.state)
@@ -83,8 +87,7 @@ def poll_cluster(
         return PollAnswer(state.value, poll_seconds=every)  # still launching or starting: ask again
     if instance_id not in nodes:
         raise NotFoundError(f"{instance_id} is not a node of cluster {key}", field="instance_id")
-    if _record_presence(wiring, store, cluster, instance_id, nodes[instance_id], sessions):
-        cluster = store.get(key) or cluster
+    _record_presence(wiring, store, cluster, instance_id, nodes[instance_id], sessions)
     active = active_of(cluster)
     pending = any(entry.get("state") == ClusterJobState.PENDING for entry in active.values())
     if pending and schedule_jobs(wiring, key):
@@ -139,7 +142,7 @@ def _record_presence(
     )
     if written and sessions == 0 and before > 0:
         mark_idle_if_idle(wiring, cluster.key)
-    return written
+    return written  # what is decided next reads `active`, which this write leaves as it was
 
 
 def cluster_task_id(submitted_at: float, cluster_name: str, number: int) -> str:
