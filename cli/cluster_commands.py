@@ -91,6 +91,8 @@ def launch_on_cluster(
         "provisioning": "it is still provisioning",
     }[answer.action]
     console.print(f"Cluster [bold]{escape(name)}[/bold]: {what}.")
+    for note in answer.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
     console.print(f"Job [bold]{answer.job.job}[/bold] queued on {escape(name)}.")
     if detach:
         console.print(f"Follow it with: skyless logs {name} {answer.job.job} --follow")

@@ -63,6 +63,7 @@ def launch(settings: Settings, caller: User, name: str, body: ClusterLaunchReque
         cluster=ClusterView.model_validate(views.cluster_view(outcome.cluster)),
         job=ClusterJob.model_validate(views.job_view(outcome.cluster, outcome.job)),
         action=outcome.action,
+        notes=list(outcome.notes),
     )
 
 

@@ -134,6 +134,7 @@ class ClusterLaunchResponse(BaseModel):
     cluster: ClusterView
     job: ClusterJob
     action: Literal["created", "reused", "starting", "provisioning"]
+    notes: list[str] = Field(default_factory=list, description="What of the task skyless does not act on.")
 
 
 class ClusterCancelResponse(BaseModel):

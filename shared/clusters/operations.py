@@ -36,6 +36,21 @@ class LaunchOutcome:
     cluster: NamedClusterModel
     job: ClusterJobModel
     action: str  # "created" | "reused" | "starting" | "provisioning"
+    notes: tuple[str, ...] = ()  # where skyless does not do what SkyPilot would with this task
+
+
+def skypilot_differences(task: Any) -> list[str]:
+    """What of a cluster task skyless reads but does not act on, said at launch."""
+    notes = []
+    raw = task.resources.autostop
+    if raw is not None and not isinstance(raw, bool | int | str):
+        if raw.wait_for not in (None, "jobs_and_ssh"):
+            notes.append(
+                f"autostop.wait_for: {raw.wait_for} is not honoured: idle means no job and no open shell"
+            )
+        if raw.hook is not None:
+            notes.append("autostop.hook is not run before the cluster stops")
+    return notes
 
 
 def _store(settings: Settings) -> tuple[Wiring, ClusterStore]:
@@ -122,7 +137,8 @@ def launch_on_cluster(
             file_mount_keys=keys,
             accepting=ACCEPTS_JOBS,
         )
-        return LaunchOutcome(store.get(cluster.key) or cluster, job, action)
+        notes = (*skypilot_differences(task), *task.unsupported)
+        return LaunchOutcome(store.get(cluster.key) or cluster, job, action, notes)
     raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
 
 

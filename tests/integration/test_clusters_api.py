@@ -135,3 +135,10 @@ def test_cluster_agents_need_their_clusters_token(client: Client, alice: Caller,
     assert report.status_code == 404  # not a node that runs job 1
     bad_phase = agent.post(f"/cluster-agent/{key}/jobs/1/status", {"instance_id": "i-1", "phase": "done"})
     assert bad_phase.status_code == 422
+
+
+def test_launch_says_what_of_the_task_skyless_does_not_act_on(alice: Caller) -> None:
+    task = "resources:\n  autostop:\n    idle_minutes: 5\n    wait_for: none\n    hook: echo bye\nrun: x\n"
+    notes = alice.post("/clusters/dev/launch", {"task": task}).json_body["notes"]
+    assert any("wait_for: none is not honoured" in n for n in notes)
+    assert any("hook is not run" in n for n in notes)
