@@ -35,6 +35,11 @@ PHASES = ("setting_up", "running", "succeeded", "failed", "setup_failed")
 PHASE_ORDER = {"assigned": 0, "setting_up": 1, "running": 2, "succeeded": 3, "failed": 3, "setup_failed": 3}
 HEARTBEAT_WRITE_SHARE = 1 / 3  # as for job nodes: a record never older than silent_after/3 + one poll
 STARTED = {s.value for s in JOB_STARTED}
+CANCELLING = {
+    ClusterJobState.CANCELLED.value,
+    ClusterJobState.FAILED.value,
+    ClusterJobState.FAILED_SETUP.value,
+}
 EXIT_STATES = {ClusterState.STOPPING, ClusterState.STOPPED, ClusterState.TERMINATING, ClusterState.TERMINATED}
 ATTEMPTS_ON_RACE = 8
 
@@ -246,7 +251,8 @@ def report_cluster_job(
         if fresh is None or is_job_terminal(fresh.state):
             continue
         if _decide(wiring, store, key, fresh, instance_id, message):
-            return JobReportAnswer(number, fresh.state, cancel=False)
+            latest = store.job(key, number) or fresh
+            return JobReportAnswer(number, latest.state, cancel=latest.state in CANCELLING)
     latest = store.job(key, number)
     state = latest.state if latest is not None else ClusterJobState.FAILED.value
     return JobReportAnswer(
