@@ -13,6 +13,7 @@ from cli import (
     notify_commands,
     plan_commands,
     schedule_commands,
+    ssh_commands,
 )
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ for area in (
     catalog_commands,
     job_commands,
     cluster_commands,
+    ssh_commands,
     schedule_commands,
     notify_commands,
     local_commands,

@@ -251,8 +251,8 @@ def report_cluster_job(
         if fresh is None or is_job_terminal(fresh.state):
             continue
         if _decide(wiring, store, key, fresh, instance_id, message):
-            latest = store.job(key, number) or fresh
-            return JobReportAnswer(number, latest.state, cancel=latest.state in CANCELLING)
+            now = store.job(key, number) or fresh
+            return JobReportAnswer(number, now.state, cancel=now.state in CANCELLING)
     latest = store.job(key, number)
     state = latest.state if latest is not None else ClusterJobState.FAILED.value
     return JobReportAnswer(

@@ -94,7 +94,7 @@ def resume_local_clusters(wiring: Wiring) -> list[str]:
     """The local runtime came back up (`skyless local up`): the nodes of UP clusters on the local cloud were
     stopped with it (as a host shutdown stops its VMs, disks kept); start them again. Answers their names."""
     from shared.clouds.base import StoppableProvider
-    from shared.clusters.provisioning import agent_env
+    from shared.clusters.steps import agent_env
 
     resumed = []
     for cluster in ClusterStore(wiring.settings).live_clusters():

@@ -1,7 +1,6 @@
-"""What users do to named clusters (the API and the CLI call these): `launch -c`, `exec`, `stop`, `start`,
-`down`, `autostop`, `cancel`. Each is a conditional write (the decision) and, when the cloud must act, one
-queue message (shared/clusters/provisioning.py acts on it). Repeating a verb is harmless: a second `down`
-finds the cluster TERMINATING or gone, a second `stop` finds it STOPPING or STOPPED.
+"""What users do to named clusters (the API and the CLI call these): `launch -c`, `exec`, `cancel` here;
+`stop`, `start`, `down`, `autostop` in power.py (and named here too). Each is a conditional write (the
+decision) and, when the cloud must act, one queue message (provisioning.py acts on it).
 
 `launch -c NAME` as SkyPilot: provision when NAME is new (or was torn down), reuse it when UP (its setup runs
 again unless `fast`), start it when STOPPED; in every case the task is queued as a job of the cluster.
@@ -14,10 +13,19 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from shared.clusters.autostop import after_becoming_idle, autostop_of_task, mark_idle_if_idle
+from shared.clusters.autostop import autostop_of_task
 from shared.clusters.job_queue import cancel_jobs, check_job_fits, queue_job
 from shared.clusters.messages import send_cluster_step
 from shared.clusters.names import check_cluster_name, new_cluster_key
+from shared.clusters.power import (
+    down_cluster,
+    find_cluster,
+    request_start,
+    set_autostop,
+    start_cluster,
+    stop_cluster,
+    write_autostop,
+)
 from shared.clusters.states import ACCEPTS_EXEC, ACCEPTS_JOBS, ClusterState
 from shared.clusters.stopping import STOP_HINT, stop_refusal
 from shared.clusters.tokens import cluster_token_hash
@@ -27,6 +35,17 @@ from shared.jobs.file_mounts import check_file_mounts
 from shared.store.cluster_records import ClusterJobModel, ClusterStore, NamedClusterModel
 from shared.wiring import Wiring, wiring_for
 
+__all__ = [  # the verbs (start, stop, down and autostop are in power.py)
+    "LaunchOutcome",
+    "cancel_cluster_jobs",
+    "down_cluster",
+    "exec_on_cluster",
+    "find_cluster",
+    "launch_on_cluster",
+    "set_autostop",
+    "start_cluster",
+    "stop_cluster",
+]
 ATTEMPTS_ON_RACE = 5
 MAX_PLAN_CANDIDATES = 16
 
@@ -51,21 +70,6 @@ def skypilot_differences(task: Any) -> list[str]:
         if raw.hook is not None:
             notes.append("autostop.hook is not run before the cluster stops")
     return notes
-
-
-def _store(settings: Settings) -> tuple[Wiring, ClusterStore]:
-    return wiring_for(settings), ClusterStore(settings)
-
-
-def find_cluster(settings: Settings, owner: str, name: str) -> NamedClusterModel:
-    """The caller's cluster of that name (a TERMINATED one is gone); NotFoundError otherwise."""
-    check_cluster_name(name)
-    cluster = ClusterStore(settings).by_name(owner, name)
-    if cluster is None or cluster.state == ClusterState.TERMINATED:
-        raise NotFoundError(
-            f"no cluster {name}", field="cluster", hint="`skyless status` lists your clusters"
-        )
-    return cluster
 
 
 def load_single_task(
@@ -125,7 +129,7 @@ def launch_on_cluster(
             action = reused
             cluster = store.get(cluster.key) or cluster
             if autostop is not None:
-                cluster = _write_autostop(wiring, store, cluster, *autostop)
+                cluster = write_autostop(wiring, store, cluster, *autostop)
         job = queue_job(
             wiring,
             store,
@@ -237,7 +241,7 @@ def _reuse(
     check_launch_fits(wiring, cluster, task, filename)
     if state == ClusterState.UP:
         return "reused"
-    return "starting" if _start(wiring, store, cluster) else None
+    return "starting" if request_start(wiring, store, cluster) else None
 
 
 def check_launch_fits(wiring: Wiring, cluster: NamedClusterModel, task: Any, filename: str) -> None:
@@ -325,108 +329,6 @@ def exec_on_cluster(
     )
 
 
-def stop_cluster(settings: Settings, *, owner: str, name: str) -> NamedClusterModel:
-    wiring, store = _store(settings)
-    for _ in range(ATTEMPTS_ON_RACE):
-        cluster = find_cluster(settings, owner, name)
-        state = ClusterState(cluster.state)
-        if state in (ClusterState.STOPPING, ClusterState.STOPPED):
-            return cluster
-        if state != ClusterState.UP:
-            raise ConflictError(
-                f"cluster {name} is {state.value}; only an UP cluster can be stopped", field="cluster"
-            )
-        refusal = stop_refusal(
-            str(cluster.cloud), bool(cluster.use_spot), wiring.providers.build(str(cluster.provider))
-        )
-        if refusal is not None:
-            raise UserError(f"cannot stop cluster {name}: {refusal}", field="cluster", hint=STOP_HINT)
-        changes = {"state": ClusterState.STOPPING.value, "reason": "stopped by the user"}
-        if store.write_cluster(cluster, changes, message="STOPPING: stop requested"):
-            send_cluster_step(wiring, cluster.key, "stop")
-            return cluster
-    raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
-
-
-def start_cluster(settings: Settings, *, owner: str, name: str) -> NamedClusterModel:
-    wiring, store = _store(settings)
-    for _ in range(ATTEMPTS_ON_RACE):
-        cluster = find_cluster(settings, owner, name)
-        state = ClusterState(cluster.state)
-        if state in (ClusterState.UP, ClusterState.INIT):
-            return cluster
-        if state != ClusterState.STOPPED:
-            raise ConflictError(
-                f"cluster {name} is {state.value}", field="cluster", hint="start it once it is STOPPED"
-            )
-        if _start(wiring, store, cluster):
-            return cluster
-    raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
-
-
-def _start(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel) -> bool:
-    changes = {
-        "state": ClusterState.INIT.value,
-        "pending_op": "start",
-        "reason": None,
-        "transient_retries": 0,
-    }
-    if not store.write_cluster(cluster, changes, message="INIT: starting the stopped nodes"):
-        return False
-    send_cluster_step(wiring, cluster.key, "start", incarnation=int(cluster.incarnation))
-    return True
-
-
-def down_cluster(settings: Settings, *, owner: str, name: str) -> NamedClusterModel:
-    wiring, store = _store(settings)
-    for _ in range(ATTEMPTS_ON_RACE):
-        cluster = find_cluster(settings, owner, name)
-        if cluster.state == ClusterState.TERMINATING:
-            send_cluster_step(wiring, cluster.key, "down")  # harmless again; brings a lost one back
-            return cluster
-        changes = {
-            "state": ClusterState.TERMINATING.value,
-            "reason": "torn down by the user",
-            "pending_op": None,
-        }
-        if store.write_cluster(cluster, changes, message="TERMINATING: teardown requested"):
-            send_cluster_step(wiring, cluster.key, "down")
-            return cluster
-    raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
-
-
-def set_autostop(
-    settings: Settings, *, owner: str, name: str, idle_minutes: int, down: bool = False
-) -> NamedClusterModel:
-    """`idle_minutes` < 0 turns autostop off (SkyPilot's `--cancel`)."""
-    wiring, store = _store(settings)
-    cluster = find_cluster(settings, owner, name)
-    if idle_minutes >= 0 and not down and cluster.provider is not None:
-        refusal = stop_refusal(
-            str(cluster.cloud), bool(cluster.use_spot), wiring.providers.build(str(cluster.provider))
-        )
-        if refusal is not None:
-            raise UserError(
-                f"autostop cannot stop cluster {name}: {refusal}", field="idle_minutes", hint=STOP_HINT
-            )
-    return _write_autostop(wiring, store, cluster, idle_minutes, down)
-
-
-def _write_autostop(
-    wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, minutes: int, down: bool
-) -> NamedClusterModel:
-    text = f"autostop set: {minutes} min" + (" (down)" if down else "") if minutes >= 0 else "autostop off"
-    changes = {"autostop_minutes": int(minutes), "autostop_down": bool(down)}
-    store.write_cluster(cluster, changes, check="none", message=text, kind="autostop")
-    latest = store.get(cluster.key) or cluster
-    if minutes >= 0 and latest.state == ClusterState.UP:
-        if latest.idle_since is None:
-            mark_idle_if_idle(wiring, latest.key)
-        else:
-            after_becoming_idle(wiring, latest)  # the idle time counts from when it became idle
-    return latest
-
-
 def cancel_cluster_jobs(settings: Settings, *, owner: str, name: str, numbers: list[int] | None) -> list[int]:
     """Cancel jobs of the cluster (None: all live ones); answers the numbers cancelled now. A job that
     already ended is not an error (it is not cancelled again); an unknown number is."""
@@ -436,3 +338,7 @@ def cancel_cluster_jobs(settings: Settings, *, owner: str, name: str, numbers: l
         if store.job(cluster.key, number) is None:
             raise NotFoundError(f"cluster {name} has no job {number}", field="job")
     return cancel_jobs(wiring, cluster, numbers)
+
+
+def _store(settings: Settings) -> tuple[Wiring, ClusterStore]:
+    return wiring_for(settings), ClusterStore(settings)

@@ -15,10 +15,9 @@ import json
 import math
 import time
 import zlib
-from collections.abc import Callable
 from typing import Any
 
-from shared.clouds.base import LaunchSpec, Node, StoppableProvider, ranked
+from shared.clouds.base import LaunchSpec, Node
 from shared.clouds.errors import (
     CloudAuthError,
     CloudError,
@@ -27,11 +26,19 @@ from shared.clouds.errors import (
     QuotaError,
     TransientCloudError,
 )
-from shared.clusters.facts import active_of, period_cost
+from shared.clusters.facts import active_of
 from shared.clusters.messages import ClusterMessage, send_cluster_step
 from shared.clusters.names import provider_cluster_id
-from shared.clusters.states import JOB_LIVE, ClusterJobState, ClusterState, cluster_transition
-from shared.clusters.tokens import cluster_agent_token
+from shared.clusters.start_stop import start_cluster_nodes, stop_cluster_nodes, tear_down_cluster
+from shared.clusters.states import ClusterState, cluster_transition
+from shared.clusters.steps import (
+    agent_env,
+    cluster_store,
+    node_entries,
+    transient_delay,
+    wait_delay,
+    write_in_step,
+)
 from shared.jobs.blocks import (
     blocks_json,
     blocks_of,
@@ -47,53 +54,6 @@ from shared.optimizer.plan import Block, Candidate, Plan
 from shared.store.cluster_records import ClusterStore, NamedClusterModel
 from shared.task.spec import Pipeline
 from shared.wiring import Wiring, current_wiring
-
-MAX_DELAY_SECONDS = 900
-ATTEMPTS_ON_RACE = 5
-
-
-def wait_delay(rounds: int) -> int:
-    return min(MAX_DELAY_SECONDS, 30 * 2**rounds)
-
-
-def transient_delay(retries: int) -> int:
-    return min(MAX_DELAY_SECONDS, 5 * 2**retries)
-
-
-def write_in_step(
-    store: ClusterStore,
-    cluster: NamedClusterModel,
-    changes: dict[Any, Any] | Callable[[NamedClusterModel], dict[Any, Any]],
-    **options: Any,
-) -> NamedClusterModel | None:
-    """Take this step's decision on the cluster as read; when only its version moved meanwhile (a job
-    queued, a node reported) but not its step (state, operation, incarnation), take it again on a fresh
-    read. Answers the cluster as written, or None when the cluster moved on to another step."""
-    for _ in range(ATTEMPTS_ON_RACE):
-        values = changes(cluster) if callable(changes) else changes
-        if store.write_cluster(cluster, values, **options):
-            return cluster
-        latest = store.get(cluster.key)
-        if latest is None or step_of(latest) != step_of(cluster):
-            return None
-        cluster = latest
-    return None
-
-
-def step_of(cluster: NamedClusterModel) -> tuple[Any, ...]:
-    """What identifies a step and its progress: a duplicate delivery that already moved it differs here."""
-    return (
-        cluster.state,
-        cluster.pending_op,
-        int(cluster.incarnation),
-        int(cluster.candidate_index),
-        int(cluster.wait_rounds),
-        int(cluster.transient_retries),
-    )
-
-
-def cluster_store(wiring: Wiring) -> ClusterStore:
-    return ClusterStore(wiring.settings)
 
 
 def cluster_step(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
@@ -158,16 +118,6 @@ def launch_cluster_nodes(
     return _wait_or_give_up(wiring, store, cluster, blocks, tried)
 
 
-def agent_env(wiring: Wiring, key: str) -> dict[str, str]:
-    """What a cluster's node agents start with, beside their identity (user-data / process env)."""
-    return {
-        "SKYLESS_API_URL": wiring.settings.api_url or "",
-        "SKYLESS_AGENT_TOKEN": cluster_agent_token(wiring.settings, key),
-        "SKYLESS_AGENT_MODE": "cluster",
-        "SKYLESS_CLUSTER_KEY": key,
-    }
-
-
 def _launch(wiring: Wiring, cluster: NamedClusterModel, candidate: Candidate, task: Any) -> list[Node]:
     provider = wiring.providers.provider_for(candidate.cloud)
     cluster_id = provider_cluster_id(cluster.key, int(cluster.incarnation))
@@ -204,20 +154,6 @@ def _block_for(candidate: Candidate, error: CloudError) -> Block:
         return cloud_block(candidate, f"auth: {error.message}")
     assert isinstance(error, NoCapacityError), error
     return zone_block(candidate, f"no capacity: {error.message}")
-
-
-def node_entries(nodes: list[Node], now: float) -> dict[str, dict[str, Any]]:
-    return {
-        node.instance_id: {
-            "rank": rank,
-            "ip": node.ip,
-            "public_ip": node.public_ip,
-            "heartbeat_at": now,
-            "sessions": 0,
-            "ready": False,
-        }
-        for rank, node in enumerate(ranked(nodes))
-    }
 
 
 def _record_launch(
@@ -333,137 +269,3 @@ def _give_up(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, re
 
 
 # -- start, stop, down -------------------------------------------------------------------------
-
-
-def start_cluster_nodes(
-    wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel, message: ClusterMessage
-) -> Outcome:
-    if cluster.state != ClusterState.INIT or cluster.pending_op != "start":
-        return Outcome.ALREADY_DONE
-    provider = wiring.providers.build(str(cluster.provider))
-    if not isinstance(provider, StoppableProvider):
-        return _start_failed(store, cluster, f"the {provider.name} provider cannot start VMs")
-    try:
-        nodes = provider.start(str(cluster.provider_cluster), agent_env(wiring, cluster.key))
-    except TransientCloudError as error:
-        retries = int(cluster.transient_retries)
-        if retries >= wiring.settings.max_transient_retries:
-            return _start_failed(store, cluster, error.message)
-        changes = {"transient_retries": retries + 1}
-        if write_in_step(store, cluster, changes, message=f"start: {error.message}") is not None:
-            send_cluster_step(wiring, cluster.key, "start", delay_seconds=transient_delay(retries))
-        return Outcome.RETRY_LATER
-    except CloudError as error:
-        return _start_failed(store, cluster, error.message)
-    from shared.clusters.autostop import after_becoming_idle
-    from shared.clusters.job_queue import schedule_jobs
-
-    now = time.time()
-    entries = node_entries(nodes, now)
-
-    def up(current: NamedClusterModel) -> dict[Any, Any]:
-        return {
-            "state": ClusterState.UP.value,
-            "pending_op": None,
-            "reason": None,
-            "transient_retries": 0,
-            "nodes": entries,
-            "up_since": now,
-            "idle_since": None if active_of(current) else now,
-        }
-
-    written = write_in_step(store, cluster, up, message=f"UP: {len(nodes)} node(s) started again")
-    if written is None:
-        return Outcome.ALREADY_DONE
-    schedule_jobs(wiring, cluster.key)
-    if written.idle_since is not None:
-        after_becoming_idle(wiring, written)
-    return Outcome.DONE
-
-
-def _start_failed(store: ClusterStore, cluster: NamedClusterModel, reason: str) -> Outcome:
-    changes = {
-        "state": ClusterState.STOPPED.value,
-        "pending_op": None,
-        "reason": f"could not start: {reason}",
-    }
-    moved = write_in_step(store, cluster, changes, message=f"could not start: {reason}") is not None
-    if moved:
-        _end_live_jobs(store, cluster, ClusterJobState.FAILED, f"the cluster could not start: {reason}")
-    return Outcome.DONE if moved else Outcome.ALREADY_DONE
-
-
-def stop_cluster_nodes(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel) -> Outcome:
-    if cluster.state != ClusterState.STOPPING:
-        return Outcome.ALREADY_DONE
-    provider = wiring.providers.build(str(cluster.provider))
-    if not isinstance(provider, StoppableProvider):  # refused before STOPPING; kept as a guard
-        raise InvalidLaunchError(f"the {provider.name} provider cannot stop VMs")
-    provider.stop(str(cluster.provider_cluster))  # a CloudError raises: the message is retried
-    now = time.time()
-    changes = {
-        "state": ClusterState.STOPPED.value,
-        "cost": round(float(cluster.cost or 0) + period_cost(cluster, now), 6),
-        "up_since": None,
-        "idle_since": None,
-        "nodes": {iid: {**node, "sessions": 0, "ready": False} for iid, node in _nodes(cluster).items()},
-    }
-    for _ in range(ATTEMPTS_ON_RACE):
-        if store.write_cluster(cluster, changes, message="STOPPED: every node stopped, disks kept"):
-            return Outcome.DONE
-        latest = store.get(cluster.key)
-        if latest is None or latest.state != ClusterState.STOPPING:
-            return Outcome.ALREADY_DONE
-        cluster = latest
-    return Outcome.RETRY_LATER
-
-
-def tear_down_cluster(wiring: Wiring, store: ClusterStore, cluster: NamedClusterModel) -> Outcome:
-    """Terminate every launch of the cluster by tag, end its live jobs, release its name."""
-    if cluster.state != ClusterState.TERMINATING:
-        return Outcome.ALREADY_DONE
-    providers = (
-        [wiring.providers.build(cluster.provider)]
-        if cluster.provider
-        else wiring.providers.usable_providers()
-    )
-    for provider in providers:
-        for incarnation in range(int(cluster.incarnation) + 1):
-            provider.terminate(provider_cluster_id(cluster.key, incarnation))
-    _end_live_jobs(store, cluster, ClusterJobState.CANCELLED, "the cluster was torn down")
-    now = time.time()
-    for _ in range(ATTEMPTS_ON_RACE):
-        changes = {
-            "state": ClusterState.TERMINATED.value,
-            "cost": round(float(cluster.cost or 0) + period_cost(cluster, now), 6),
-            "up_since": None,
-            "idle_since": None,
-            "active": {},
-        }
-        claim = store.claim(cluster.owner, cluster.name)
-        release = []
-        if claim is not None and claim.cluster_key == cluster.key:
-            release = [("delete", claim, None, store.claims.cluster_key == cluster.key)]
-        if store.write_cluster(cluster, changes, also=release, message="TERMINATED: every node terminated"):
-            return Outcome.DONE
-        latest = store.get(cluster.key)
-        if latest is None or latest.state != ClusterState.TERMINATING:
-            return Outcome.ALREADY_DONE
-        cluster = latest
-    return Outcome.RETRY_LATER
-
-
-def _end_live_jobs(store: ClusterStore, cluster: NamedClusterModel, to: ClusterJobState, reason: str) -> None:
-    """Every live job of the cluster ends (`to`), each with its own conditional write."""
-    from shared.clusters.job_queue import end_job
-
-    live = {s.value for s in JOB_LIVE}
-    for job in store.jobs_of(cluster.key):
-        if job.state in live:
-            end_job(store, cluster.key, job, to, reason)
-
-
-def _nodes(cluster: NamedClusterModel) -> dict[str, dict[str, Any]]:
-    from shared.clusters.facts import nodes_of
-
-    return nodes_of(cluster)
