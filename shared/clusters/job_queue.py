@@ -136,6 +136,8 @@ def schedule_jobs(wiring: Wiring, key: str) -> list[int]:
         cluster = store.get(key)
         if cluster is None or cluster.state != ClusterState.UP:
             return []
+        if _fail_misfits(store, cluster):
+            continue  # the queue changed: read it again
         starting = jobs_to_start(queued_jobs(cluster), capacity_of(cluster))
         if not starting:
             return []
@@ -161,6 +163,21 @@ def schedule_jobs(wiring: Wiring, key: str) -> list[int]:
         if store.write_cluster(cluster, changes, also=items, message=message, kind="job"):
             return started
     return []
+
+
+def _fail_misfits(store: ClusterStore, cluster: NamedClusterModel) -> bool:
+    """Queued jobs that could never run on this cluster (queued while it was still being provisioned) fail
+    with the reason, rather than hold the FIFO queue forever. True when one did."""
+    capacity = capacity_of(cluster)
+    failed = False
+    for queued in queued_jobs(cluster):
+        why = None if queued.started else fits_at_all(queued, capacity)
+        job = store.job(cluster.key, queued.number) if why else None
+        if job is not None and job.state == ClusterJobState.PENDING:
+            failed |= end_job(
+                store, cluster.key, job, ClusterJobState.FAILED, f"does not fit the cluster: {why}"
+            )
+    return failed
 
 
 def end_job(

@@ -87,6 +87,7 @@ def stop_cluster_nodes(wiring: Wiring, store: ClusterStore, cluster: NamedCluste
     if not isinstance(provider, StoppableProvider):  # refused before STOPPING; kept as a guard
         raise InvalidLaunchError(f"the {provider.name} provider cannot stop VMs")
     provider.stop(str(cluster.provider_cluster))  # a CloudError raises: the message is retried
+    _end_live_jobs(store, cluster, ClusterJobState.CANCELLED, "the cluster was stopped")
     now = time.time()
     changes = {
         "state": ClusterState.STOPPED.value,

@@ -143,3 +143,33 @@ def test_autostop_zero_stops_at_once_when_idle_and_duplicated_checks_stop_once(
     assert provision_handler(queues.event(records + records), None) == {"batchItemFailures": []}
     assert [b["action"] for b in deliver(queues)] == ["stop"]  # one stop, not two
     assert ClusterStore(stack).get(cluster.key).state == "STOPPED"
+
+
+def test_a_job_queued_while_provisioning_that_cannot_fit_fails_instead_of_blocking_the_queue(
+    stack: Settings, queues: QueueDriver
+) -> None:
+    operations.launch_on_cluster(stack, owner=OWNER, name="dev", task_text=TASK)  # INIT: not launched yet
+    gpu = "resources:\n  accelerators: A100:8\nrun: nvidia-smi\n"
+    operations.launch_on_cluster(stack, owner=OWNER, name="dev", task_text=gpu)  # queued behind it
+    operations.launch_on_cluster(stack, owner=OWNER, name="dev", task_text=TASK, fast=True)
+    deliver(queues)
+    store = ClusterStore(stack)
+    cluster = store.by_name(OWNER, "dev")
+    assert store.job(cluster.key, 2).state == "FAILED"
+    assert "does not fit the cluster" in store.job(cluster.key, 2).reason
+    node = node_of(cluster)
+    poll_cluster(stack, cluster.key, instance_id=node, have=[], running=[], sessions=0)
+    report_cluster_job(stack, cluster.key, 1, instance_id=node, phase="succeeded", exit_code=0)
+    assert store.job(cluster.key, 3).state == "RUNNING"  # the queue went on past it
+
+
+def test_stopping_a_cluster_cancels_what_it_was_running_or_had_queued(
+    stack: Settings, queues: QueueDriver
+) -> None:
+    cluster = up(stack, queues)
+    operations.exec_on_cluster(stack, owner=OWNER, name="dev", command="sleep 100")
+    operations.stop_cluster(stack, owner=OWNER, name="dev")
+    assert [b["action"] for b in deliver(queues)] == ["stop"]
+    store = ClusterStore(stack)
+    assert [store.job(cluster.key, n).state for n in (1, 2)] == ["CANCELLED", "CANCELLED"]
+    assert store.get(cluster.key).active.as_dict() == {}
