@@ -136,7 +136,10 @@ class ClusterStore:
         cluster = self.get(key)
         if cluster is None or cluster.state == TERMINATED:
             return False
-        return cluster.provider_cluster == provider_cluster
+        # The current incarnation's nodes are the cluster's even before the launch records them (a crash
+        # between the two: the redelivered launch finds them, as it is idempotent).
+        current = f"{cluster.key}-{int(cluster.incarnation)}"
+        return provider_cluster in (cluster.provider_cluster, current)
 
     # -- writes -------------------------------------------------------------------------------
 

@@ -173,3 +173,35 @@ def test_stopping_a_cluster_cancels_what_it_was_running_or_had_queued(
     store = ClusterStore(stack)
     assert [store.job(cluster.key, n).state for n in (1, 2)] == ["CANCELLED", "CANCELLED"]
     assert store.get(cluster.key).active.as_dict() == {}
+
+
+def test_the_reaper_leaves_nodes_launched_but_not_yet_recorded_and_a_lost_down_is_sent_again(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shared.clusters.health import sweep_clusters
+    from shared.jobs.reaper import reap_orphans
+
+    operations.launch_on_cluster(stack, owner=OWNER, name="dev", task_text=TASK)
+    key = ClusterStore(stack).by_name(OWNER, "dev").key
+    records = queues.receive("provision")
+
+    def crash(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("the function died after starting the nodes, before recording them")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ClusterStore, "write_cluster", crash)
+        assert provision_handler(queues.event(records), None)["batchItemFailures"]
+    assert ClusterStore(stack).get(key).state == "INIT"
+    swept = reap_orphans(wiring_for(stack), grace_seconds=0)
+    assert swept.killed == [] and f"{key}-0" in swept.owned
+    assert provision_handler(queues.event(records), None) == {"batchItemFailures": []}  # SQS redelivers
+    assert ClusterStore(stack).get(key).state == "UP"
+    assert len(LocalCloud(stack.home).describe(f"{key}-0")) == 1  # the same node, not a second one
+
+    operations.down_cluster(stack, owner=OWNER, name="dev")
+    queues.receive("provision")  # the down message is lost
+    assert f"{key}-0" in reap_orphans(wiring_for(stack), grace_seconds=0).owned  # TERMINATING still holds it
+    later = time.time() + stack.stuck_after_seconds + 1
+    assert sweep_clusters(wiring_for(stack), now=later) == {"redriven": ["dev"]}
+    assert [b["action"] for b in deliver(queues)] == ["down"]
+    assert [n for n in LocalCloud(stack.home).list_owned() if n.state == "running"] == []
