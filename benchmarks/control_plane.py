@@ -229,20 +229,26 @@ def patch_local_cloud(log: LaunchLog) -> None:
     local.LocalCloud.launch = launch  # type: ignore[method-assign]
 
 
+NODE_KEY = "benchmark-agent-node-key"
+
+
 class AgentPlayer:
     """Plays a node agent's part of the protocol over HTTP."""
 
     def __init__(self, api_url: str) -> None:
         self.http = httpx.Client(base_url=api_url, timeout=60)
         self.requests = 0
+        self.tokens: dict[str, str] = {}  # instance id -> the agent token its config fetch answered
 
     def _call(self, method: str, path: str, token: str, **kwargs: Any) -> httpx.Response:
         self.requests += 1
-        return self.http.request(method, path, headers={"Authorization": f"Bearer {token}"}, **kwargs)
+        headers = {"Authorization": f"Bearer {token}", "X-Skyless-Node-Key": NODE_KEY}
+        return self.http.request(method, path, headers=headers, **kwargs)
 
-    def config(self, job_id: str, instance_id: str, token: str) -> dict[str, Any]:
+    def config(self, job_id: str, instance_id: str, boot_token: str) -> dict[str, Any]:
         for _ in range(600):
-            answer = self._call("GET", f"/agent/{job_id}/config", token, params={"instance_id": instance_id})
+            path, query = f"/agent/{job_id}/config", {"instance_id": instance_id}
+            answer = self._call("GET", path, boot_token, params=query)
             if answer.status_code == 200:
                 return answer.json()
             if answer.status_code != 425:
@@ -261,20 +267,19 @@ class AgentPlayer:
             raise RuntimeError(f"status {phase}: {answer.status_code} {answer.text}")
 
     def run_until_running(self, spec: Any, nodes: list[Any]) -> None:
-        token = spec.agent_env["SKYLESS_AGENT_TOKEN"]
+        boot = spec.agent_env["SKYLESS_BOOT_TOKEN"]
         for node in nodes:
-            self.config(spec.job_id, node.instance_id, token)
+            self.tokens[node.instance_id] = self.config(spec.job_id, node.instance_id, boot)["agent_token"]
         for node in nodes:
-            self.report(spec.job_id, node.instance_id, token, "setting_up")
+            self.report(spec.job_id, node.instance_id, self.tokens[node.instance_id], "setting_up")
         for node in nodes:
-            self.report(spec.job_id, node.instance_id, token, "running")
+            self.report(spec.job_id, node.instance_id, self.tokens[node.instance_id], "running")
 
     def finish(self, spec: Any, nodes: list[Any]) -> None:
-        token = spec.agent_env["SKYLESS_AGENT_TOKEN"]
         for node in nodes:
-            self.report(spec.job_id, node.instance_id, token, "heartbeat")
+            self.report(spec.job_id, node.instance_id, self.tokens[node.instance_id], "heartbeat")
         for node in nodes:
-            self.report(spec.job_id, node.instance_id, token, "succeeded", 0)
+            self.report(spec.job_id, node.instance_id, self.tokens[node.instance_id], "succeeded", 0)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -27,6 +27,7 @@ from shared.api.cluster_models import (
     ClusterView,
     SshAccess,
 )
+from shared.api.cost_models import CostReportResponse
 from shared.api.models import (
     JobDetail,
     JobList,
@@ -111,8 +112,27 @@ class SkylessClient:
     ) -> dict[str, Any]:
         return self._call("POST", "/plan", json=_task_body(task, filename, env, minimize, clouds))
 
-    def list_jobs(self) -> list[JobSummary]:
-        return JobList.model_validate(self._call("GET", "/jobs")).jobs
+    def list_jobs(
+        self,
+        *,
+        state: str | None = None,
+        since: str | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+    ) -> list[JobSummary]:
+        """Newest first. `state`: comma-separated states; `since`: `2d`, `12h` or an ISO 8601 time;
+        `name`: part of the job's name; `limit`: at most this many (the API's default is 200)."""
+        filters = {"state": state, "since": since, "name": name, "limit": limit}
+        params = {key: value for key, value in filters.items() if value not in (None, "")}
+        return JobList.model_validate(self._call("GET", "/jobs", params=params)).jobs
+
+    def cost_report(self, *, days: int = 7, by: str = "cloud", all_users: bool = False) -> CostReportResponse:
+        """What jobs submitted in the last `days` cost, per attempt and against on-demand; `all_users`
+        needs an admin key."""
+        params: dict[str, str | int] = {"days": days, "by": by}
+        if all_users:
+            params["all_users"] = "true"
+        return CostReportResponse.model_validate(self._call("GET", "/costs", params=params))
 
     def get_job(self, job_id: str) -> JobDetail:
         return JobDetail.model_validate(self._call("GET", f"/jobs/{_segment(job_id)}"))

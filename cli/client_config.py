@@ -43,7 +43,10 @@ def resolve_api(api_url: str | None = None, api_key: str | None = None) -> ApiTa
     if from_file is not None:
         url, key = from_file
         return ApiTarget(url, api_key or key, f"config file {config_path()}")
-    # imported late: it is only needed without a deployment
+    # imported late: it is only needed without a deployment, and only with the `local` extra installed
+    from cli.local_extra import require_local_extra
+
+    require_local_extra()
     from local_runtime import ensure_local_runtime, running_runtime
 
     if running_runtime() is None:  # a first start takes seconds: say what is happening, on stderr

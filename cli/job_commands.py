@@ -22,6 +22,7 @@ from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
 from cli.log_streams import LogStreams
+from cli.money_format import dollars
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
 
@@ -152,33 +153,73 @@ def launch(
 
 def queue(
     cluster: Annotated[str | None, typer.Argument(help="A cluster: its job queue.")] = None,
+    state: Annotated[
+        list[str] | None,
+        typer.Option("--state", help="Only jobs in this state (repeatable, or comma-separated)."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only jobs submitted since: 2d, 12h, or an ISO 8601 time.")
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Only jobs whose name contains this.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many jobs.")] = 50,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Your jobs, newest first; with a cluster name, that cluster's job queue."""
+    """Your jobs, newest first: where they run, what they cost, how they were submitted; with a cluster
+    name, that cluster's job queue."""
+    states = ",".join(state) if state else None
     with _client(api_url, api_key) as client:
         if cluster is not None:
             return cluster_commands.print_queue(client, cluster)
-        _print_jobs(client)
+        _print_jobs(client, state=states, since=since, name=name, limit=limit)
 
 
-def _print_jobs(client: SkylessClient) -> None:
-    jobs = client.list_jobs()
+def _print_jobs(
+    client: SkylessClient,
+    *,
+    state: str | None = None,
+    since: str | None = None,
+    name: str | None = None,
+    limit: int = 50,
+) -> None:
+    jobs = client.list_jobs(state=state, since=since, name=name, limit=limit)
     table = Table(title=f"{len(jobs)} job(s)")
-    for column in ("ID", "NAME", "STATE", "CLOUD/REGION", "INSTANCE", "SPOT", "RECOVERIES", "AGE"):
-        table.add_column(column, no_wrap=column in ("ID", "STATE"))
+    columns = (
+        "ID",
+        "NAME",
+        "STATE",
+        "CLOUD/REGION",
+        "INSTANCE",
+        "SPOT",
+        "RECOVERIES",
+        "COST",
+        "SOURCE",
+        "AGE",
+    )
+    for column in columns:
+        table.add_column(
+            column, no_wrap=column in ("ID", "STATE"), justify="right" if column == "COST" else "left"
+        )
     for job in jobs:
         table.add_row(
             job.job_id,
-            job.name or "-",
+            _escape(job.name or "-"),
             _state(job.state),
             _place(job),
             job.instance_type or "-",
             _yes_no(job.use_spot),
             str(job.recoveries),
+            dollars(job.cost),
+            _escape(_source(job)),
             _age(job.created_at),
         )
     console.print(table)
+
+
+def _source(job: JobSummary) -> str:
+    if job.source is None:
+        return "-"
+    return f"{job.source} {job.source_ref}" if job.source_ref else job.source
 
 
 def status(
@@ -310,6 +351,8 @@ def local_workdirs(text: str, filename: str, env: dict[str, str]) -> list[Path]:
     pipeline = load_pipeline(text, filename=filename, env_overrides=env)
     found: list[Path] = []
     for task in pipeline.tasks:
+        for note in task.unsupported:  # where skyless differs from SkyPilot, as `skyless plan` says
+            console.print(f"[yellow]note:[/yellow] {_escape(note)}")
         workdir = task.workdir
         if isinstance(workdir, str) and "://" not in workdir:
             path = Path(workdir).expanduser()

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cli.console import stderr_console, stdout_console
@@ -32,7 +33,7 @@ def _user_errors() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        errors.print(f"[red]error:[/red] {exc}", markup=True)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", markup=True)  # "[local]" is text, not markup
         raise typer.Exit(2) from None
 
 
@@ -42,6 +43,10 @@ def up(
     api_port: Annotated[int | None, typer.Option(help="Port of the API (default 5567).")] = None,
 ) -> None:
     """Start the local runtime in the background (does nothing if it is already running)."""
+    from cli.local_extra import require_local_extra
+
+    with _user_errors():
+        require_local_extra()
     from local_runtime.daemon_control import running_runtime, start_local_runtime
     from local_runtime.runtime_file import runtime_log_path
 

@@ -19,6 +19,7 @@ from local_runtime.api_server import ApiServer, load_app
 from local_runtime.dispatcher import Dispatcher
 from local_runtime.local_settings import FAKE_AWS_ENV, local_settings
 from local_runtime.moto_endpoint import start_moto
+from local_runtime.private_files import private_dir, write_private
 from local_runtime.runtime_file import (
     DEFAULT_API_PORT,
     DEFAULT_MOTO_PORT,
@@ -47,10 +48,8 @@ def ensure_local_user(settings: Settings, key_file: Path) -> str:
         key = key_file.read_text().strip()
         if key and find_user(key, settings) is not None:
             return key
-    key = create_user(LOCAL_USER, settings, user_id="u-local")
-    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(key)
+    key = create_user(LOCAL_USER, settings, user_id="u-local", admin=True)  # the machine's owner
+    write_private(key_file, key)
     return key
 
 
@@ -103,7 +102,8 @@ class LocalRuntime:
     def start(self) -> RuntimeInfo:
         from shared.stack import create_stack
 
-        local_dir(self.home).mkdir(parents=True, exist_ok=True)
+        private_dir(self.home)
+        private_dir(local_dir(self.home))
         os.environ.update(self.environment())
         self.moto = start_moto(self.moto_port)
         create_stack(self.settings)

@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from local_runtime.moto_endpoint import port_is_free
+from local_runtime.private_files import open_private_log, private_dir
 from local_runtime.runtime_file import (
     DEFAULT_API_PORT,
     DEFAULT_MOTO_PORT,
@@ -81,7 +82,8 @@ def start_local_runtime(
     existing = running_runtime(home)
     if existing is not None:
         return existing
-    local_dir(home).mkdir(parents=True, exist_ok=True)
+    private_dir(home)
+    private_dir(local_dir(home))
     moto_port = moto_port or int(os.environ.get("SKYLESS_LOCAL_MOTO_PORT", DEFAULT_MOTO_PORT))
     api_port = api_port or int(os.environ.get("SKYLESS_LOCAL_API_PORT", DEFAULT_API_PORT))
     for name, port in (("--moto-port", moto_port), ("--api-port", api_port)):
@@ -94,7 +96,7 @@ def start_local_runtime(
     env["SKYLESS_HOME"] = str(home)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
     log_path = runtime_log_path(home)
-    with open(log_path, "ab") as log:
+    with os.fdopen(open_private_log(log_path), "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "local_runtime.daemon", "--home", str(home),
              "--moto-port", str(moto_port), "--api-port", str(api_port)],

@@ -19,7 +19,8 @@ FAKE_AWS_ENV = {
 
 
 def local_settings(home: Path, moto_port: int, api_port: int) -> Settings:
-    """The Settings of the local runtime: every cloud served by the `local` provider."""
+    """The Settings of the local runtime: every cloud served by the `local` provider, and webhooks may
+    be on this machine (the only place loopback webhooks are allowed)."""
     return Settings.from_env().with_(
         prefix=os.environ.get("SKYLESS_PREFIX", "skyless"),
         region=FAKE_AWS_ENV["AWS_DEFAULT_REGION"],
@@ -27,6 +28,7 @@ def local_settings(home: Path, moto_port: int, api_port: int) -> Settings:
         home=home,
         providers="*=local",
         api_url=f"http://127.0.0.1:{api_port}",
+        allow_loopback_webhooks=True,
     )
 
 

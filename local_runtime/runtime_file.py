@@ -7,6 +7,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from local_runtime.private_files import write_private
+
 DEFAULT_MOTO_PORT = 5566
 DEFAULT_API_PORT = 5567
 
@@ -56,13 +58,7 @@ def read_runtime_info(home: Path | None = None) -> RuntimeInfo | None:
 
 def write_runtime_info(info: RuntimeInfo) -> None:
     """Write runtime.json atomically, readable only by this user (it holds the API key)."""
-    path = runtime_json_path(Path(info.home))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(info.to_json())
-    os.replace(tmp, path)
+    write_private(runtime_json_path(Path(info.home)), info.to_json())
 
 
 def remove_runtime_info(home: Path | None = None) -> None:

@@ -3,24 +3,33 @@
 Why not moto's recorder: it records every request, reads included, so a day of dispatcher long-polls
 and agent heartbeats would replay for minutes, and replayed ReceiveMessage calls would consume the very
 messages they should restore. Instead the daemon saves what the state *is*: every item of the stack's
-tables, every object of its bucket, and every message waiting in its queues (with the delay it has left),
-periodically and at shutdown, into one JSON file written atomically. Restoring writes them back into a
-freshly created stack.
+tables, every object of its bucket, every message waiting in its queues (with the delay it has left) and
+every Secrets Manager value under the stack's prefix, periodically and at shutdown, into one file written
+atomically and readable by its owner only. The state is sealed with the key beside it
+(local_runtime/snapshot_cipher.py says why all of it): `{"version": 2, "prefix", "taken_at", "sealed"}`.
+Restoring writes it back into a freshly created stack (a version 1 snapshot, in clear, is still read).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import logging
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+from local_runtime.private_files import write_private
+from local_runtime.snapshot_cipher import SnapshotKeyError, seal, snapshot_key, unseal
 from shared.aws.sessions import aws_client
 from shared.config import QUEUE_KINDS, Settings
 
-SNAPSHOT_VERSION = 1
+log = logging.getLogger("skyless.local")
+SNAPSHOT_VERSION = 2
+CLEAR_SNAPSHOT_VERSION = 1  # before snapshots were sealed
+NOTHING = {"items": 0, "objects": 0, "messages": 0, "secrets": 0}
 
 
 def _encode(value: Any) -> Any:
@@ -75,6 +84,18 @@ def _queue_messages(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     return saved
 
 
+def _stack_secrets(settings: Settings) -> dict[str, str]:
+    """Every Secrets Manager value named `<prefix>/...` (the webhook URLs): name -> value."""
+    client = aws_client("secretsmanager", settings)
+    values: dict[str, str] = {}
+    for page in client.get_paginator("list_secrets").paginate():
+        for entry in page.get("SecretList", []):
+            name = entry["Name"]
+            if name.startswith(f"{settings.prefix}/"):
+                values[name] = client.get_secret_value(SecretId=name)["SecretString"]
+    return values
+
+
 def take_snapshot(settings: Settings) -> dict[str, Any]:
     dynamodb = aws_client("dynamodb", settings)
     tables: dict[str, list[dict[str, Any]]] = {}
@@ -84,37 +105,74 @@ def take_snapshot(settings: Settings) -> dict[str, Any]:
             items.extend(page["Items"])
         tables[name] = items
     s3 = aws_client("s3", settings)
-    objects: dict[str, str] = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=settings.bucket):
-        for item in page.get("Contents", []):
-            body = s3.get_object(Bucket=settings.bucket, Key=item["Key"])["Body"].read()
-            objects[item["Key"]] = base64.b64encode(body).decode()
     return {
         "version": SNAPSHOT_VERSION,
         "taken_at": time.time(),
         "prefix": settings.prefix,
         "tables": _encode(tables),
-        "objects": objects,
+        "objects": _bucket_objects(s3, settings.bucket),
+        "task_buckets": {name: _bucket_objects(s3, name) for name in _task_buckets(tables, settings)},
         "queues": _queue_messages(settings),
+        "secrets": _stack_secrets(settings),
     }
 
 
+def _bucket_objects(s3: Any, bucket: str) -> dict[str, str]:
+    objects: dict[str, str] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            body = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+            objects[item["Key"]] = base64.b64encode(body).decode()
+    return objects
+
+
+def _task_buckets(tables: dict[str, list[dict[str, Any]]], settings: Settings) -> list[str]:
+    """The buckets tasks mount that the registry holds as live (shared.storage.registry): on the local
+    runtime they live in the embedded endpoint too, so a checkpoint outlives `local down`."""
+    items = tables.get(settings.table_name("buckets"), [])
+    return sorted(i["bucket"]["S"] for i in items if i.get("state", {}).get("S") == "ACTIVE")
+
+
 def save_snapshot(settings: Settings, path: Path) -> None:
-    """Write the state to `path` atomically (a crash mid-write leaves the previous snapshot)."""
+    """Seal the state and write it to `path` atomically (a crash mid-write leaves the previous snapshot),
+    0600, with the key in `snapshot.key` beside it (made on first use, 0600)."""
     snapshot = take_snapshot(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(snapshot))
-    os.replace(tmp, path)
+    sealed = seal(json.dumps(snapshot).encode("utf-8"), snapshot_key(path.parent))
+    envelope = {
+        "version": SNAPSHOT_VERSION,
+        "prefix": settings.prefix,
+        "taken_at": snapshot["taken_at"],
+        "sealed": sealed,
+    }
+    write_private(path, json.dumps(envelope))
+
+
+def read_snapshot(settings: Settings, path: Path) -> dict[str, Any] | None:
+    """The saved state for this stack, or None (no snapshot, another stack's, or one that cannot be opened:
+    that one is moved aside to `<name>.unreadable`, so the next save does not overwrite it)."""
+    if not path.exists():
+        return None
+    envelope = json.loads(path.read_text())
+    if envelope.get("prefix") != settings.prefix:
+        return None
+    if envelope.get("version") == CLEAR_SNAPSHOT_VERSION:
+        return dict(envelope)
+    if envelope.get("version") != SNAPSHOT_VERSION:
+        return None
+    try:
+        return dict(json.loads(unseal(envelope["sealed"], snapshot_key(path.parent, create=False))))
+    except SnapshotKeyError as error:
+        aside = path.with_name(path.name + ".unreadable")
+        os.replace(path, aside)
+        log.warning("the snapshot %s cannot be opened (%s); kept as %s, starting empty", path, error, aside)
+        return None
 
 
 def restore_snapshot(settings: Settings, path: Path) -> dict[str, int]:
     """Write a saved state back into a freshly created stack. Answers counts of what was restored."""
-    if not path.exists():
-        return {"items": 0, "objects": 0, "messages": 0}
-    snapshot = json.loads(path.read_text())
-    if snapshot.get("version") != SNAPSHOT_VERSION or snapshot.get("prefix") != settings.prefix:
-        return {"items": 0, "objects": 0, "messages": 0}
+    snapshot = read_snapshot(settings, path)
+    if snapshot is None:
+        return dict(NOTHING)
     dynamodb = aws_client("dynamodb", settings)
     existing = set(_stack_tables(settings, dynamodb))
     item_count = 0
@@ -130,6 +188,11 @@ def restore_snapshot(settings: Settings, path: Path) -> dict[str, int]:
     s3 = aws_client("s3", settings)
     for key, body in snapshot["objects"].items():
         s3.put_object(Bucket=settings.bucket, Key=key, Body=base64.b64decode(body))
+    for bucket, objects in snapshot.get("task_buckets", {}).items():
+        with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+            s3.create_bucket(Bucket=bucket)
+        for key, body in objects.items():
+            s3.put_object(Bucket=bucket, Key=key, Body=base64.b64decode(body))
     sqs = aws_client("sqs", settings)
     message_count = 0
     for kind, messages in snapshot["queues"].items():
@@ -139,4 +202,24 @@ def restore_snapshot(settings: Settings, path: Path) -> dict[str, int]:
                 QueueUrl=url, MessageBody=message["body"], DelaySeconds=min(900, message["delay_seconds"])
             )
             message_count += 1
-    return {"items": item_count, "objects": len(snapshot["objects"]), "messages": message_count}
+    secrets = snapshot.get("secrets") or {}
+    _restore_secrets(settings, secrets)
+    return {
+        "items": item_count,
+        "objects": len(snapshot["objects"]),
+        "messages": message_count,
+        "secrets": len(secrets),
+    }
+
+
+def _restore_secrets(settings: Settings, secrets: dict[str, str]) -> None:
+    from botocore.exceptions import ClientError
+
+    client = aws_client("secretsmanager", settings)
+    for name, value in secrets.items():
+        try:
+            client.create_secret(Name=name, SecretString=value)
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ResourceExistsException":
+                raise
+            client.put_secret_value(SecretId=name, SecretString=value)

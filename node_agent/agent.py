@@ -2,17 +2,23 @@
 
 Standard library only, Python >= 3.8: this one file is shipped to VMs inside user-data.
 Started with SKYLESS_API_URL, SKYLESS_JOB_ID, SKYLESS_CLUSTER_ID, SKYLESS_INSTANCE_ID,
-SKYLESS_AGENT_TOKEN (and optionally SKYLESS_NODE_IP, SKYLESS_CLOUD) in its environment; its working
+SKYLESS_BOOT_TOKEN (and optionally SKYLESS_NODE_IP, SKYLESS_CLOUD) in its environment; its working
 directory is the node's home (the sandbox folder for the local cloud, ~ on a VM).
+
+The boot token (from user-data) buys one config fetch for this node, bound to a key the agent makes at
+start and keeps in memory; the answer carries the agent token it reports with. Nothing secret is written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import io
 import json
 import os
 import random
+import secrets
 import signal
 import subprocess
 import sys
@@ -24,8 +30,10 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
 NOT_READY_STATUS = 425
@@ -34,6 +42,8 @@ LOG_FLUSH_BYTES = 64 * 1024
 PREEMPT_GRACE_SECONDS = float(os.environ.get("SKYLESS_PREEMPT_GRACE_SECONDS", "100"))
 METADATA_POLL_SECONDS = float(os.environ.get("SKYLESS_METADATA_POLL_SECONDS", "5"))
 METADATA_WAIT = float(os.environ.get("SKYLESS_METADATA_WAIT_SECONDS", "60"))  # GCP long poll
+STORAGE_SYNC_SECONDS = float(os.environ.get("SKYLESS_STORAGE_SYNC_SECONDS", "5"))
+CREDENTIAL_REFRESH_SECONDS = 600  # fetch fresh bucket credentials when these expire sooner than this
 
 
 def log(message: str) -> None:
@@ -89,12 +99,14 @@ def with_retries(
 class ApiClient:
     """The agent side of the node agent protocol (docs/architecture.md)."""
 
-    def __init__(self, api_url: str, job_id: str, instance_id: str, token: str) -> None:
+    def __init__(self, api_url: str, job_id: str, instance_id: str, boot_token: str) -> None:
         self.api_url = api_url.rstrip("/")
         self.job_id = job_id
         self.instance_id = instance_id
-        self.headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+        self.node_key = secrets.token_hex(32)  # binds the one config fetch to this process
+        self.headers = {"Authorization": "Bearer " + boot_token, "Content-Type": "application/json"}
         self.on_cancel: Callable[[], None] | None = None  # the API says the job is over
+        self.has_agent_token = False  # reports need the agent token the config answer carries
 
     def fetch_config(
         self,
@@ -111,16 +123,30 @@ class ApiClient:
             urllib.parse.urlencode({"instance_id": self.instance_id}),
         )
         deadline = time.monotonic() + give_up_after
+        headers = {**self.headers, "X-Skyless-Node-Key": self.node_key}
         while True:
-            status, body = with_retries(lambda: http_request(url, headers=self.headers))
+            status, body = with_retries(lambda: http_request(url, headers=headers))
             if status == 200:
-                return json.loads(body.decode("utf-8"))
+                config = json.loads(body.decode("utf-8"))
+                if config.get("agent_token"):  # from now on the boot token opens nothing
+                    self.headers = {**self.headers, "Authorization": "Bearer " + config["agent_token"]}
+                    self.has_agent_token = True
+                return config
             if status != NOT_READY_STATUS or time.monotonic() > deadline:
                 raise AgentHttpError(status, body.decode("utf-8", "replace"))
             if stop():
                 return None
             time.sleep(poll_seconds)
             poll_seconds = min(poll_seconds * 1.5, 5.0)
+
+    def storage_credentials(self) -> list[dict[str, Any]]:
+        """Fresh credentials for the node's buckets (POST /agent/{job}/storage)."""
+        url = f"{self.api_url}/agent/{urllib.parse.quote(self.job_id)}/storage"
+        data = json.dumps({"instance_id": self.instance_id}).encode("utf-8")
+        status, body = with_retries(lambda: http_request(url, method="POST", body=data, headers=self.headers))
+        if status != 200:
+            raise AgentHttpError(status, body.decode("utf-8", "replace"))
+        return list(json.loads(body.decode("utf-8")).get("storage") or [])
 
     def report(self, phase: str, exit_code: int | None = None, message: str | None = None) -> bool:
         """POST a phase; True when the API accepted it. Never raises: a lost report is not fatal."""
@@ -316,11 +342,326 @@ def fetch_file_mounts(mounts: list[dict[str, Any]], home: Path, sandboxed: bool 
     return notes
 
 
+# -- buckets: S3 API calls signed with the node's scoped credentials (SigV4), copy and write-back --------
+
+
+def sigv4_headers(
+    method: str, url: str, region: str, creds: dict[str, Any], amz_date: str = ""
+) -> dict[str, str]:
+    """Headers that sign an S3 request (AWS Signature Version 4, unsigned payload)."""
+    parts = urllib.parse.urlsplit(url)
+    amz_date = amz_date or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    headers = {"host": parts.netloc, "x-amz-content-sha256": "UNSIGNED-PAYLOAD", "x-amz-date": amz_date}
+    if creds.get("session_token"):
+        headers["x-amz-security-token"] = creds["session_token"]
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    query = "&".join(sorted(f"{_q(k)}={_q(v)}" for k, v in pairs))
+    names = sorted(headers)
+    signed = "".join(f"{n}:{headers[n]}\n" for n in names)
+    canonical = "\n".join([method, parts.path or "/", query, signed, ";".join(names), "UNSIGNED-PAYLOAD"])
+    scope = f"{amz_date[:8]}/{region}/s3/aws4_request"
+    to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+    key = ("AWS4" + creds["secret_access_key"]).encode()
+    for part in (amz_date[:8], region, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    headers["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={creds['access_key_id']}/{scope}, "
+        f"SignedHeaders={';'.join(names)}, Signature={signature}"
+    )
+    return headers
+
+
+def _q(text: str) -> str:
+    return urllib.parse.quote(text, safe="-_.~")
+
+
+class BucketClient:
+    """List, get, put and delete objects of one bucket (`entry` from the config's `storage`)."""
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.entry = entry
+
+    def url(self, key: str = "", query: dict[str, str] | None = None) -> str:
+        entry = self.entry
+        parts = urllib.parse.urlsplit(entry["endpoint"].rstrip("/"))
+        path = urllib.parse.quote(key, safe="/-_.~")
+        if entry.get("addressing") == "virtual":
+            url = f"{parts.scheme}://{entry['bucket']}.{parts.netloc}/{path}"
+        else:
+            url = f"{parts.scheme}://{parts.netloc}{parts.path}/{entry['bucket']}/{path}"
+        return url + ("?" + "&".join(f"{_q(k)}={_q(v)}" for k, v in sorted(query.items())) if query else "")
+
+    def call(self, method: str, url: str, body_path: Path | None = None, dest: Path | None = None) -> bytes:
+        def once() -> tuple[int, bytes]:
+            headers = sigv4_headers(method, url, self.entry["region"], self.entry["credentials"])
+            body = None
+            if body_path is not None:
+                headers["Content-Length"] = str(body_path.stat().st_size)
+                headers["Content-Type"] = "application/octet-stream"  # urllib's default is a form
+                body = open(str(body_path), "rb")  # noqa: SIM115 - closed below, after the request
+            request = urllib.request.Request(url, data=body, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=600) as response:
+                    if dest is None:
+                        return response.status, response.read()
+                    partial = dest.with_name(dest.name + ".skyless-part")
+                    with open(str(partial), "wb") as out:
+                        while True:
+                            chunk = response.read(1 << 20)
+                            if not chunk:
+                                break
+                            out.write(chunk)
+                    os.replace(str(partial), str(dest))
+                    return response.status, b""
+            except urllib.error.HTTPError as error:
+                return error.code, error.read()
+            finally:
+                if body is not None:
+                    body.close()
+
+        status, answer = with_retries(once)
+        if status >= 300 and not (method == "DELETE" and status == 404):
+            raise AgentHttpError(status, f"{method} {self.entry['bucket']}: {answer[:300]!r}")
+        return answer
+
+    def list(self, prefix: str) -> dict[str, int]:
+        """{key: size} of every object under `prefix`."""
+        found: dict[str, int] = {}
+        token = None
+        while True:
+            query = {"list-type": "2", "prefix": prefix, **({"continuation-token": token} if token else {})}
+            root = ElementTree.fromstring(self.call("GET", self.url("", query)))
+            for item in root.iter():
+                if item.tag.endswith("}Contents") or item.tag == "Contents":
+                    fields = {child.tag.split("}")[-1]: child.text or "" for child in item}
+                    found[fields["Key"]] = int(fields.get("Size") or 0)
+            token = next(
+                (e.text for e in root.iter() if e.tag.split("}")[-1] == "NextContinuationToken"), None
+            )
+            if not token:
+                return found
+
+
+class BucketMirror:
+    """A bucket prefix as a folder (or one object as a file) of the node: pulled before setup; with
+    write-back, changed files are put and deleted files removed, as rclone's write-back cache does."""
+
+    def __init__(self, entry: dict[str, Any], target: Path) -> None:
+        self.entry = entry
+        self.client = BucketClient(entry)
+        self.target = target
+        self.base = entry["prefix"] + "/" if entry.get("prefix") else ""
+        self.manifest: dict[str, tuple[int, int]] = {}
+        self.ready = False
+        self.lock = threading.Lock()
+
+    def pull(self) -> int:
+        prefix = self.entry.get("prefix") or ""
+        objects = self.client.list(prefix) if prefix else {}
+        if (
+            self.entry["mode"] == "COPY"
+            and prefix in objects
+            and not any(k.startswith(self.base) for k in objects)
+        ):
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self.client.call("GET", self.client.url(prefix), dest=self.target)
+            return 1
+        objects = (
+            {k: v for k, v in objects.items() if k.startswith(self.base)} if prefix else self.client.list("")
+        )
+        self.target.mkdir(parents=True, exist_ok=True)
+        for key in sorted(objects):
+            relative = key[len(self.base) :]
+            if (
+                not relative
+                or relative.endswith("/")
+                or ".." in relative.split("/")
+                or relative.startswith("/")
+            ):
+                continue
+            dest = self.target / relative
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            self.client.call("GET", self.client.url(key), dest=dest)
+            status = dest.stat()
+            self.manifest[relative] = (status.st_size, status.st_mtime_ns)
+        self.ready = True
+        return len(self.manifest)
+
+    def push(self) -> int:
+        """Put what changed since the last pull or push, delete what was removed; answer how many."""
+        if not self.ready or not self.entry.get("write_back"):
+            return 0
+        with self.lock:
+            done, seen = 0, {}
+            for folder, _, files in os.walk(str(self.target)):
+                for name in files:
+                    path = Path(folder) / name
+                    if path.is_symlink() or name.endswith(".skyless-part"):
+                        continue
+                    relative = path.relative_to(self.target).as_posix()
+                    status = path.stat()
+                    seen[relative] = (status.st_size, status.st_mtime_ns)
+                    if self.manifest.get(relative) != seen[relative]:
+                        self.client.call("PUT", self.client.url(self.base + relative), body_path=path)
+                        after = path.stat()
+                        if (after.st_size, after.st_mtime_ns) == seen[relative]:  # else: again next round
+                            self.manifest[relative] = seen[relative]
+                        done += 1
+            for relative in [r for r in self.manifest if r not in seen]:
+                self.client.call("DELETE", self.client.url(self.base + relative))
+                del self.manifest[relative]
+                done += 1
+            return done
+
+
+def expires_in(entry: dict[str, Any]) -> float:
+    """Seconds until the entry's credentials expire (a large number when it says nothing)."""
+    text = (entry.get("credentials") or {}).get("expiration")
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp() - time.time()
+    except ValueError:
+        return 1e9
+
+
+def write_credential_file(entry: dict[str, Any]) -> None:
+    """rclone (on a VM) reads the node's credentials through `credential_process = cat <file>`."""
+    commands, creds = entry["rclone"], entry["credentials"]
+    path = Path(os.path.expandvars(commands["credentials_file"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"Version": 1, "AccessKeyId": creds["access_key_id"],
+                "SecretAccessKey": creds["secret_access_key"], "SessionToken": creds.get("session_token"),
+                "Expiration": creds.get("expiration")}  # fmt: skip
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(str(temporary), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(document, out)
+    os.replace(str(temporary), str(path))
+    config = Path(os.path.expandvars(commands["env"]["AWS_CONFIG_FILE"]))
+    config.write_text(f"[profile {commands['env']['AWS_PROFILE']}]\ncredential_process = cat {path}\n")
+
+
+def run_script(script: str, env: dict[str, str], timeout: float) -> tuple[int, str]:
+    try:
+        done = subprocess.run(
+            ["bash", "-c", script], env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return 124, "timed out"
+    return done.returncode, (done.stdout + done.stderr)[-500:]
+
+
+# -- the local cloud: a private mount namespace, so absolute mount paths are where the task names them --
+
+
+def enter_mount_namespace(spec: dict[str, Any], argv: list[str]) -> None:
+    """Unshare a mount namespace (and a user namespace when not root), build a root where each of
+    spec["binds"] [target, source] is mounted at its target over a view of the real root, chroot into
+    it and exec `argv`. The caller's files stay where they are; nothing outside this process tree sees it."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result: int, what: str) -> None:
+        if result != 0:
+            number = ctypes.get_errno()
+            raise OSError(number, f"{what}: {os.strerror(number)}")
+
+    def mount(
+        source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+    ) -> None:
+        encode = lambda t: t.encode() if t is not None else None  # noqa: E731
+        check(libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), encode(data)),
+              f"mount {target}")  # fmt: skip
+
+    uid, gid = os.geteuid(), os.getegid()
+    check(libc.unshare(0x00020000 | (0x10000000 if uid else 0)), "unshare")  # CLONE_NEWNS, CLONE_NEWUSER
+    if uid:
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with open(f"/proc/self/{name}", "w") as out:
+                out.write(text)
+    bind, recursive = 4096, 16384
+    mount(None, "/", None, recursive | (1 << 18))  # MS_REC | MS_PRIVATE: nothing leaks to the host
+    root = spec["root"]
+    mount("tmpfs", root, "tmpfs", 0, "mode=755")
+    tree: dict[str, Any] = {}
+    for target, _ in spec["binds"]:
+        node = tree
+        for part in target.strip("/").split("/"):
+            node = node.setdefault(part, {})
+
+    def shadow(real: str | None, new: str, needed: dict[str, Any]) -> None:
+        base = real if real and os.path.isdir(real) else ""
+        for name in sorted(os.listdir(base)) if base else []:
+            source, here = os.path.join(base, name), os.path.join(new, name)
+            if name in needed:
+                continue
+            if os.path.islink(source):
+                os.symlink(os.readlink(source), here)
+                continue
+            if os.path.isdir(source):
+                os.mkdir(here)
+            else:
+                open(here, "w").close()
+            with contextlib.suppress(OSError):
+                mount(source, here, None, bind | recursive)
+        for name, deeper in needed.items():
+            if deeper:
+                os.makedirs(os.path.join(new, name), exist_ok=True)
+                real_child = os.path.join(real, name) if real else None
+                shadow(real_child if real_child and not os.path.islink(real_child) else None,
+                       os.path.join(new, name), deeper)  # fmt: skip
+
+    shadow("/", root, tree)
+    for target, source in spec["binds"]:
+        here = root + target
+        if os.path.isdir(source):
+            os.makedirs(here, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(here), exist_ok=True)
+            open(here, "a").close()
+        mount(source, here, None, bind | recursive)
+    libc.umount2((root + root).encode(), 2)  # the view's copy of itself (MNT_DETACH); absent is fine
+    os.chroot(root)
+    os.chdir(spec.get("cwd") or "/")
+    os.execvp(argv[0], argv)
+
+
+def namespace_binds(paths: list[str], home: Path) -> list[list[str]]:
+    """[target, where it is kept under the node's home] for each absolute path, outermost only."""
+    absolute = sorted({p.rstrip("/") for p in paths if p.startswith("/") and p.rstrip("/")})
+    outer = [p for p in absolute if not any(p.startswith(o + "/") for o in absolute)]
+    return [[p, str(mount_path(p, home, sandboxed=True))] for p in outer]
+
+
+def namespace_command(binds: list[list[str]], home: Path, cwd: Path) -> list[str]:
+    spec = {"root": str(home / ".skyless-root"), "binds": binds, "cwd": str(cwd)}
+    (home / ".skyless-root").mkdir(parents=True, exist_ok=True)
+    return [sys.executable, os.path.abspath(__file__), "--mount-namespace", json.dumps(spec)]
+
+
+def mount_namespace_works(home: Path) -> bool:
+    """True when this machine lets a node give its task a private mount namespace."""
+    probe = home / ".skyless-probe"
+    probe.mkdir(parents=True, exist_ok=True)
+    command = namespace_command([["/skyless-probe", str(probe)]], home, home)
+    try:
+        done = subprocess.run([*command, "test", "-d", "/skyless-probe"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 def skypilot_env(config: dict[str, Any], stage: str) -> dict[str, str]:
     """The task's own envs and secrets, with SkyPilot's variables for `stage` ("setup" or "run") over
     them, as SkyPilot lets its own win. The API computes those variables (shared/jobs/node_env.py)."""
     env = {str(key): "" if value is None else str(value) for key, value in (config.get("envs") or {}).items()}
     env.update({str(key): str(value) for key, value in (config.get(f"{stage}_env") or {}).items()})
+    env["SKYLESS_ATTEMPT"] = str(config.get("attempt", 0))  # SKYPILOT_TASK_ID stays the same across attempts
     return env
 
 
@@ -336,13 +677,14 @@ class TaskRunner:
         # setsid), the task stays in that group: whoever kills the node's group kills the task too.
         # Otherwise the task gets a session of its own so signals reach all of it and nothing else.
         self.shares_agent_group = os.getpgrp() == os.getpid()
+        self.command_prefix: list[str] = []  # e.g. the private mount namespace of a local node
 
     def run(self, script: str, cwd: Path, env: dict[str, str]) -> int:
         with self.lock:
             if self.terminated:
                 return 143
             self.process = subprocess.Popen(
-                ["bash", "-c", script],
+                [*self.command_prefix, "bash", "-c", script],
                 cwd=str(cwd),
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -549,7 +891,7 @@ class Agent:
         self.watcher = metadata_watcher(self.cloud, env)
         self.home = home
         self.api = ApiClient(
-            env["SKYLESS_API_URL"], self.job_id, self.instance_id, env["SKYLESS_AGENT_TOKEN"]
+            env["SKYLESS_API_URL"], self.job_id, self.instance_id, env["SKYLESS_BOOT_TOKEN"]
         )
         self.preempted = threading.Event()
         self.finished = threading.Event()
@@ -557,19 +899,89 @@ class Agent:
         self.preempting_report: threading.Thread | None = None
         self.cancelled = threading.Event()
         self.api.on_cancel = self.on_cancel
+        self.mirrors: list[BucketMirror] = []
+        self.mounted: list[dict[str, Any]] = []  # rclone mounts of a VM
+        self.storage: list[dict[str, Any]] = []
+        self.storage_lock = threading.Lock()
 
     def on_preemption_notice(self, reason: str) -> None:
-        """Report `preempting` once and pass SIGTERM to the task so it can checkpoint."""
+        """Pass SIGTERM to the task so it can checkpoint, and report `preempting` once. With buckets to
+        write back, the node first writes back what the task has, then (once the task has stopped) what
+        it wrote last, and only then lets go."""
         if self.preempted.is_set() or self.cancelled.is_set():
             return  # includes the SIGTERM the agent sent its own process group
         self.preempted.set()
         log(f"preemption notice: {reason}")
-        if self.runner is not None:
-            self.runner.terminate()
+        if not self.api.has_agent_token:
+            return  # before its config nothing runs, and the boot token opens only the config: the cloud's
+            # own preemption event tells the control plane
         self.preempting_report = threading.Thread(
-            target=self.api.report, args=("preempting", None, reason), name="report-preempting", daemon=True
+            target=self.let_go, args=(reason,), name="report-preempting", daemon=True
         )
         self.preempting_report.start()
+
+    def let_go(self, reason: str) -> None:
+        writes_back = any(e.get("write_back") for e in self.storage)
+        if writes_back:
+            self.write_back("the preemption notice")
+        if self.runner is not None:
+            self.runner.terminate()
+            if writes_back:
+                self.runner.wait(PREEMPT_GRACE_SECONDS)
+                self.write_back("the task stopped")
+        self.api.report("preempting", None, reason)
+
+    def start_storage(self, config: dict[str, Any], env: dict[str, str], shipper: LogShipper) -> None:
+        """Bring every bucket to its path before setup: rclone mounts on a VM, copies on the local cloud."""
+        self.storage = list(config.get("storage") or [])
+        for entry in self.storage:
+            target = mount_path(entry["path"], self.home, self.cloud == "local")
+            if entry.get("rclone") and self.cloud != "local":
+                write_credential_file(entry)
+                code, output = run_script(entry["rclone"]["mount"], {**env, **entry["rclone"]["env"]}, 600)
+                if code != 0:
+                    raise ValueError(f"mounting {entry['path']} failed: {output}")
+                self.mounted.append(entry)
+                continue
+            mirror = BucketMirror(entry, target)
+            count = mirror.pull()
+            self.mirrors.append(mirror)
+            url = "{}://{}/{}".format({"gcs": "gs"}.get(entry["store"], entry["store"]), entry["bucket"],
+                                      entry.get("prefix") or "")  # fmt: skip
+            shipper.write(
+                f"skyless: {url} -> {entry['path']} ({entry['mode']}, {count} object(s))\n".encode()
+            )
+        if any(e.get("write_back") for e in self.storage):
+            threading.Thread(target=self.sync_storage, name="storage-sync", daemon=True).start()
+
+    def sync_storage(self) -> None:
+        while not self.finished.wait(STORAGE_SYNC_SECONDS) and not self.preempted.is_set():
+            with contextlib.suppress(OSError, ValueError, AgentHttpError):
+                if min(expires_in(e) for e in self.storage) < CREDENTIAL_REFRESH_SECONDS:
+                    fresh = {e["path"]: e for e in self.api.storage_credentials()}
+                    for entry in self.storage:
+                        entry["credentials"] = fresh.get(entry["path"], entry)["credentials"]
+                        if entry.get("rclone"):
+                            write_credential_file(entry)
+            self.write_back()
+
+    def write_back(self, why: str = "") -> list[str]:
+        """Write every write-back bucket back now; answer the errors (none: all landed)."""
+        errors = []
+        with self.storage_lock:
+            for mirror in self.mirrors:
+                try:
+                    count = mirror.push()
+                except (OSError, AgentHttpError) as error:
+                    errors.append(f"writing back {mirror.entry['path']} failed: {error}")
+                    continue
+                if why and count:
+                    log(f"wrote back {count} change(s) of {mirror.entry['path']} on {why}")
+            for entry in self.mounted:
+                code, output = run_script(entry["rclone"]["flush"], dict(os.environ), PREEMPT_GRACE_SECONDS)
+                if code != 0:
+                    errors.append(f"writing back {entry['path']} failed: {output}")
+        return errors
 
     def on_cancel(self) -> None:
         """The job ended elsewhere (cancelled, failed on another node): stop the task, report nothing more."""
@@ -613,7 +1025,7 @@ class Agent:
             return self.finish("failed", 143, None, shipper)
         workdir = self.home / "sky_workdir"
         env = dict(os.environ)
-        for name in ("SKYLESS_AGENT_TOKEN",):
+        for name in ("SKYLESS_BOOT_TOKEN", "SKYLESS_AGENT_TOKEN"):
             env.pop(name, None)
         setup_env = {**env, **skypilot_env(config, "setup")}
         run_env = {**env, **skypilot_env(config, "run")}
@@ -625,11 +1037,21 @@ class Agent:
                 else:
                     fetch_workdir(config.get("workdir_url"), workdir)
                 sandboxed = self.cloud == "local"
-                for note in fetch_file_mounts(config.get("file_mounts") or [], self.home, sandboxed):
-                    shipper.write(note.encode())
-            except (OSError, ValueError, tarfile.TarError, AgentHttpError) as error:
+                mounts = config.get("file_mounts") or []
+                paths = [m["path"] for m in mounts] + [e["path"] for e in config.get("storage") or []]
+                binds = namespace_binds(paths, self.home) if sandboxed else []
+                if binds:
+                    self.runner.command_prefix = namespace_command(binds, self.home, workdir)
+                notes = fetch_file_mounts(mounts, self.home, sandboxed)
+                if not binds:
+                    for note in notes:
+                        shipper.write(note.encode())
+                self.start_storage(config, env, shipper)
+            except (OSError, ValueError, tarfile.TarError, AgentHttpError, ElementTree.ParseError) as error:
                 shipper.write((f"skyless: could not fetch the workdir or file mounts: {error}\n").encode())
                 return self.finish("failed", 1, f"fetching workdir/file mounts failed: {error}", shipper)
+            if self.preempted.is_set() or self.cancelled.is_set():
+                return self.finish("failed", 143, None, shipper)
             if config.get("setup"):
                 code = self.runner.run(config["setup"], workdir, setup_env)
                 if code != 0:
@@ -642,12 +1064,18 @@ class Agent:
             self.finished.set()
 
     def finish(self, phase: str, code: int, message: str | None, shipper: LogShipper) -> int:
+        if not self.preempted.is_set():
+            errors = self.write_back("the end of the task")  # before the node lets go
+            for error in errors:
+                shipper.write(f"skyless: {error}\n".encode())
+            if errors and phase == "succeeded":
+                phase, code, message = "failed", 1, "; ".join(errors)
         shipper.close()
         if self.preempted.is_set():
             # The task ended because its node is going away: that is a preemption, not the task's result.
             log(f"task stopped after the preemption notice (exit {code})")
             if self.preempting_report is not None:
-                self.preempting_report.join(30)
+                self.preempting_report.join(PREEMPT_GRACE_SECONDS + 60)
             return code
         if self.cancelled.is_set():
             log(f"task stopped because the job is over (exit {code})")
@@ -656,276 +1084,18 @@ class Agent:
         return code
 
 
-class ClusterApi:
-    """The agent side of the cluster agent protocol: poll for work, report each job's phases."""
-
-    def __init__(self, api_url: str, key: str, instance_id: str, token: str) -> None:
-        self.base = "{}/cluster-agent/{}".format(api_url.rstrip("/"), urllib.parse.quote(key))
-        self.instance_id = instance_id
-        self.headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
-
-    def _post(self, path: str, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        data = json.dumps({"instance_id": self.instance_id, **payload}).encode("utf-8")
-        status, body = with_retries(
-            lambda: http_request(self.base + path, method="POST", body=data, headers=self.headers),
-            attempts=3,
-        )
-        try:
-            answer = json.loads(body.decode("utf-8") or "{}")
-        except ValueError:
-            answer = {}
-        return status, answer if isinstance(answer, dict) else {}
-
-    def poll(self, have: list[int], running: list[int], sessions: int) -> dict[str, Any] | None:
-        """The API's answer; None when it could not be reached (ask again later). AgentHttpError when
-        it refuses this node (the cluster is gone, or this is not one of its nodes): the agent exits."""
-        try:
-            status, answer = self._post("/poll", {"have": have, "running": running, "sessions": sessions})
-        except OSError as error:
-            log(f"poll failed: {error}")
-            return None
-        if status in (401, 403, 404):
-            raise AgentHttpError(status, json.dumps(answer))
-        return answer if status == 200 else None
-
-    def report(self, job: int, phase: str, exit_code: int | None = None, message: str | None = None) -> bool:
-        """POST a job's phase on this node; True when the API says the job goes on (False: stop it)."""
-        payload: dict[str, Any] = {"phase": phase}
-        if exit_code is not None:
-            payload["exit_code"] = exit_code
-        if message:
-            payload["message"] = message[:2000]
-        try:
-            status, answer = self._post(f"/jobs/{int(job)}/status", payload)
-        except OSError as error:
-            log(f"could not report job {job} {phase}: {error}")
-            return True
-        if status >= 300:
-            log(f"job {job} {phase} answered HTTP {status}")
-            return status != 404
-        return not answer.get("cancel")
-
-
-def count_ssh_connections(paths: tuple[str, ...] = ("/proc/net/tcp", "/proc/net/tcp6")) -> int:
-    """Established TCP connections to local port 22 (sshd's sessions), from the kernel's tables."""
-    count = 0
-    for path in paths:
-        try:
-            lines = Path(path).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 3 and fields[3] == "01" and fields[1].rsplit(":", 1)[-1] == "0016":
-                count += 1
-    return count
-
-
-def count_session_files(folder: Path) -> int:
-    """Shells registered under `folder` (one file per shell, named by its pid) that are still alive."""
-    count = 0
-    for entry in folder.glob("*") if folder.is_dir() else []:
-        try:
-            os.kill(int(entry.name), 0)
-        except ValueError:
-            continue
-        except PermissionError:
-            count += 1
-        except ProcessLookupError:
-            with contextlib.suppress(OSError):
-                entry.unlink()
-        else:
-            count += 1
-    return count
-
-
-def install_ssh_keys(home: Path, keys: list[str]) -> None:
-    """Add the public keys the control plane names to ~/.ssh/authorized_keys (once each)."""
-    folder = home / ".ssh"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / "authorized_keys"
-    present = set(path.read_text().splitlines()) if path.exists() else set()
-    missing = [key.strip() for key in keys if key.strip() and key.strip() not in present]
-    if missing:
-        with open(str(path), "a") as out:
-            out.write("".join(key + "\n" for key in missing))
-    if path.exists():
-        os.chmod(str(path), 0o600)
-
-
-class ClusterAgent:
-    """A node of a named cluster: it stays up between jobs, polls the API for work, runs each job it is
-    given (side by side when the control plane starts several), reports each job's phases, and tells
-    the API how many shells are open on the node (so autostop leaves a node in use alone)."""
-
-    def __init__(self, env: dict[str, str], home: Path) -> None:
-        self.home = home
-        self.cloud = env.get("SKYLESS_CLOUD", "local")
-        self.api = ClusterApi(
-            env["SKYLESS_API_URL"],
-            env.get("SKYLESS_CLUSTER_KEY") or env["SKYLESS_JOB_ID"],
-            env.get("SKYLESS_INSTANCE_ID", ""),
-            env["SKYLESS_AGENT_TOKEN"],
-        )
-        self.state_dir = home / ".skyless"
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.started_file = self.state_dir / "started-jobs.json"
-        self.started: set[int] = set(self._load_started())
-        self.runners: dict[int, TaskRunner] = {}
-        self.stopped: set[int] = set()  # jobs the API said to stop: no report after
-        self.lock = threading.Lock()
-        self.wake = threading.Event()
-        self.exiting = threading.Event()
-        self.ssh_keys: list[str] = []
-        base = dict(os.environ)
-        base.pop("SKYLESS_AGENT_TOKEN", None)
-        self.base_env = base
-
-    def _load_started(self) -> list[int]:
-        try:
-            return [int(n) for n in json.loads(self.started_file.read_text())]
-        except (OSError, ValueError, TypeError):
-            return []
-
-    def _save_started(self) -> None:
-        temporary = self.started_file.with_suffix(".tmp")
-        temporary.write_text(json.dumps(sorted(self.started)[-500:]))
-        temporary.replace(self.started_file)
-
-    def sessions(self) -> int:
-        count = count_session_files(self.state_dir / "sessions")
-        if self.cloud != "local":
-            count += count_ssh_connections()
-        return count
-
-    def run(self) -> int:
-        poll_seconds = 2.0
-        while not self.exiting.is_set():
-            with self.lock:
-                running = sorted(self.runners)
-                have = sorted(self.started)[-200:]
-            try:
-                answer = self.api.poll(have, running, self.sessions())
-            except AgentHttpError as error:
-                log(f"the API refused this node: {error}")
-                self.stop_all()
-                return 3
-            if answer is not None:
-                poll_seconds = float(answer.get("poll_seconds") or poll_seconds)
-                if answer.get("exit"):
-                    log(f"the cluster is {answer.get('state')}: stopping")
-                    self.stop_all()
-                    return 0
-                self.apply(answer)
-            self.wake.wait(poll_seconds)
-            self.wake.clear()
-        self.stop_all()
-        return 0
-
-    def apply(self, answer: dict[str, Any]) -> None:
-        keys = [str(k) for k in answer.get("ssh_keys") or []]
-        if keys and keys != self.ssh_keys and self.cloud != "local":
-            install_ssh_keys(self.home, keys)
-            self.ssh_keys = keys
-        for number in answer.get("cancel") or []:
-            self.stop_job(int(number))
-        for config in answer.get("start") or []:
-            number = int(config["job"])
-            with self.lock:
-                if number in self.started:
-                    continue
-                self.started.add(number)
-                self._save_started()
-            threading.Thread(target=self.run_job, args=(config,), name=f"job-{number}", daemon=True).start()
-
-    def stop_job(self, number: int) -> None:
-        with self.lock:
-            runner = self.runners.get(number)
-            self.stopped.add(number)
-        if runner is not None:
-            log(f"stopping job {number}")
-            runner.terminate()
-
-    def stop_all(self) -> None:
-        """End every job's processes (a stopping node must leave nothing behind)."""
-        self.exiting.set()
-        with self.lock:
-            runners = list(self.runners.items())
-            self.stopped.update(number for number, _ in runners)
-        for _, runner in runners:
-            runner.terminate()
-        for _, runner in runners:
-            runner.wait(3)
-            runner.kill()
-
-    def run_job(self, config: dict[str, Any]) -> None:
-        number = int(config["job"])
-        jobs_dir = self.state_dir / "jobs"
-        jobs_dir.mkdir(exist_ok=True)
-        shipper = LogShipper(config.get("log_upload"), local_copy=jobs_dir / f"{number}.log")
-        runner = TaskRunner(shipper)
-        runner.shares_agent_group = False  # each job in a session of its own: a cancel stops that job only
-        with self.lock:
-            self.runners[number] = runner
-        try:
-            self._run_job(number, config, runner, shipper)
-        except Exception as error:  # a bug must not take the node's other jobs down with it
-            log(f"job {number} crashed the agent's runner: {error!r}")
-            self._finish(number, "failed", 1, f"agent error: {error!r}", shipper)
-        finally:
-            with self.lock:
-                self.runners.pop(number, None)
-            self.wake.set()
-
-    def _run_job(self, number: int, config: dict[str, Any], runner: TaskRunner, shipper: LogShipper) -> None:
-        workdir = self.home / "sky_workdir"
-        setup = config.get("setup")
-        if not self.api.report(number, "setting_up" if setup else "running"):
-            self.stop_job(number)
-            return self._finish(number, "failed", 143, None, shipper)
-        try:
-            if config.get("workdir_git"):
-                clone_workdir(config["workdir_git"], workdir)
-            else:
-                fetch_workdir(config.get("workdir_url"), workdir)
-            for note in fetch_file_mounts(config.get("file_mounts") or [], self.home, self.cloud == "local"):
-                shipper.write(note.encode())
-        except (OSError, ValueError, tarfile.TarError, AgentHttpError) as error:
-            shipper.write((f"skyless: could not fetch the workdir or file mounts: {error}\n").encode())
-            phase = "setup_failed" if setup else "failed"
-            return self._finish(number, phase, 1, f"fetching workdir/file mounts failed: {error}", shipper)
-        if setup:
-            code = runner.run(setup, workdir, {**self.base_env, **skypilot_env(config, "setup")})
-            if code != 0:
-                return self._finish(number, "setup_failed", code, f"setup exited with {code}", shipper)
-            if number not in self.stopped and not self.api.report(number, "running"):
-                self.stop_job(number)
-        run = config.get("run")
-        code = runner.run(run, workdir, {**self.base_env, **skypilot_env(config, "run")}) if run else 0
-        return self._finish(number, "succeeded" if code == 0 else "failed", code, None, shipper)
-
-    def _finish(self, number: int, phase: str, code: int, message: str | None, shipper: LogShipper) -> None:
-        shipper.close()
-        with self.lock:
-            stopped = number in self.stopped
-        if stopped:
-            log(f"job {number} stopped (exit {code})")
-            return
-        self.api.report(number, phase, code, message)
-
-
 def main() -> int:
+    if len(sys.argv) > 3 and sys.argv[1] == "--mount-namespace":
+        enter_mount_namespace(json.loads(sys.argv[2]), sys.argv[3:])  # execs the task; returns only on error
     home = Path(os.environ.get("SKYLESS_NODE_HOME") or os.getcwd())
     missing = [
         name
-        for name in ("SKYLESS_API_URL", "SKYLESS_JOB_ID", "SKYLESS_AGENT_TOKEN")
+        for name in ("SKYLESS_API_URL", "SKYLESS_JOB_ID", "SKYLESS_BOOT_TOKEN")
         if not os.environ.get(name)
     ]
     if missing:
         log("missing environment: {}".format(", ".join(missing)))
         return 2
-    if os.environ.get("SKYLESS_AGENT_MODE") == "cluster":
-        return run_cluster_agent(home)
     agent = Agent(dict(os.environ), home)
 
     def on_sigterm(signum: int, frame: Any) -> None:
@@ -939,25 +1109,14 @@ def main() -> int:
         return 3
     if agent.preempting_report is not None:
         agent.preempting_report.join(30)
-    if agent.preempted.is_set():
-        if agent.runner is not None:
-            agent.runner.wait(PREEMPT_GRACE_SECONDS)
-            agent.runner.kill()
-        if agent.watcher is not None:
-            agent.watcher.acknowledge()  # the task has let go: the cloud may take the node now
+    if agent.preempted.is_set() and agent.runner is not None:
+        agent.runner.wait(PREEMPT_GRACE_SECONDS)
+        agent.runner.kill()
+    for entry in agent.mounted:
+        run_script(entry["rclone"]["unmount"], dict(os.environ), 60)
+    if agent.preempted.is_set() and agent.watcher is not None:
+        agent.watcher.acknowledge()  # the task and its buckets have let go: the cloud may take the node now
     return 0 if code == 0 else 1
-
-
-def run_cluster_agent(home: Path) -> int:
-    """A named cluster's node: SIGTERM (the node is stopping) ends every job's processes, then the agent."""
-    agent = ClusterAgent(dict(os.environ), home)
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        agent.exiting.set()
-        agent.wake.set()
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-    return agent.run()
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import gzip
 import shlex
+from functools import cache
 from pathlib import Path
 
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
@@ -12,26 +14,63 @@ AGENT_SOURCE = Path(__file__).with_name("agent.py")
 # How a VM learns its own instance id and private IP, per cloud (the agent needs both in its env).
 _IDENTITY = {
     "aws": (
-        'TOKEN=$(curl -sX PUT http://169.254.169.254/latest/api/token '
+        "TOKEN=$(curl -sX PUT http://169.254.169.254/latest/api/token "
         '-H "X-aws-ec2-metadata-token-ttl-seconds: 300")\n'
         'MD() { curl -s -H "X-aws-ec2-metadata-token: $TOKEN" '
         '"http://169.254.169.254/latest/meta-data/$1"; }\n'
-        'INSTANCE_ID=$(MD instance-id)\nNODE_IP=$(MD local-ipv4)\n'
+        "INSTANCE_ID=$(MD instance-id)\nNODE_IP=$(MD local-ipv4)\n"
     ),
     "gcp": (
         'MD() { curl -s -H "Metadata-Flavor: Google" '
         '"http://metadata.google.internal/computeMetadata/v1/instance/$1"; }\n'
-        'INSTANCE_ID=$(MD name)\nNODE_IP=$(MD network-interfaces/0/ip)\n'
+        "INSTANCE_ID=$(MD name)\nNODE_IP=$(MD network-interfaces/0/ip)\n"
     ),
     "azure": (
         'MD() { curl -s -H "Metadata: true" '
         '"http://169.254.169.254/metadata/instance/$1?api-version=2021-02-01&format=text"; }\n'
-        'INSTANCE_ID=$(MD compute/name)\n'
-        'NODE_IP=$(MD network/interface/0/ipv4/ipAddress/0/privateIpAddress)\n'
+        "INSTANCE_ID=$(MD compute/name)\n"
+        "NODE_IP=$(MD network/interface/0/ipv4/ipAddress/0/privateIpAddress)\n"
     ),
 }
 PER_BOOT = 'B=/var/lib/cloud/scripts/per-boot; [ -d $B ] && cp "$0" $B/skyless-agent.sh\n'
 _FALLBACK_IDENTITY = 'INSTANCE_ID=$(hostname)\nNODE_IP=$(hostname -I | cut -d" " -f1)\n'
+
+
+def strip_for_shipping(tree: ast.AST) -> ast.AST:
+    """The agent's syntax tree without docstrings and annotations: what runs is unchanged, and it
+    leaves room under EC2's 16 KB user-data limit (comments go too, since the tree has none)."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
+                del body[0]
+                body.extend([] if body else [ast.Pass()])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            node.returns = None
+            arguments = node.args
+            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                arg.annotation = None
+            for rest in (arguments.vararg, arguments.kwarg):
+                if rest is not None:
+                    rest.annotation = None
+    for node in ast.walk(tree):
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                setattr(node, name, [_plain_assignment(v) for v in value])
+    return ast.fix_missing_locations(tree)
+
+
+def _plain_assignment(node: object) -> object:
+    if isinstance(node, ast.AnnAssign) and node.value is not None and node.simple:
+        return ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno)
+    return node
+
+
+@cache
+def shipped_agent_source() -> str:
+    """agent.py as it travels in user-data (see strip_for_shipping)."""
+    return ast.unparse(strip_for_shipping(ast.parse(AGENT_SOURCE.read_text())))
 
 
 def render_user_data(
@@ -39,33 +78,47 @@ def render_user_data(
     api_url: str,
     job_id: str,
     cluster_id: str,
-    agent_token: str,
+    boot_token: str,
     cloud: str,
     run_as: str | None = None,
     extra_env: dict[str, str] | None = None,
 ) -> str:
     """A bash user-data script: unpack the agent, learn this VM's id and IP, start the agent detached.
 
+    The only credential in it is the boot token (shared.jobs.tokens): it expires with the boot window and
+    buys one config fetch per node, so the script opens nothing once the agent has started.
     The agent file travels gzipped and base64-encoded, which keeps the script under EC2's 16 KB limit.
     The agent runs in its own session (setsid) from the user's home, so ~/sky_workdir is where SkyPilot
     puts it and stopping the agent's process group stops the task with it.
 
-    `extra_env` (SKYLESS_AGENT_MODE=cluster, SKYLESS_CLUSTER_KEY) makes a named cluster's agent. Its node
-    may be stopped and started, and cloud-init runs user-data once per instance: the script copies itself
-    to cloud-init's per-boot folder, so the agent comes back at every boot.
+    `extra_env` (SKYLESS_AGENT_MODE=cluster, SKYLESS_CLUSTER_KEY) makes a named cluster's agent: agent.py
+    and cluster_agent.py together exceed what user-data holds, so the script downloads both from the API
+    (`GET /node-agent/<file>`, public code). Its node may be stopped and started, and cloud-init runs
+    user-data once per instance: the script copies itself to cloud-init's per-boot folder, so the agent
+    comes back at every boot.
     """
-    packed = base64.b64encode(gzip.compress(AGENT_SOURCE.read_bytes(), mtime=0)).decode()
+    cluster = (extra_env or {}).get("SKYLESS_AGENT_MODE") == "cluster"
+    if cluster:
+        base = shlex.quote(api_url.rstrip("/") + "/node-agent/")
+        unpack = "".join(
+            f"curl -fsS --retry 20 --retry-delay 3 {base}{name} -o /opt/skyless/{name}\n"
+            for name in ("agent.py", "cluster_agent.py")
+        )
+    else:
+        packed = base64.b64encode(gzip.compress(shipped_agent_source().encode(), 9, mtime=0)).decode()
+        unpack = f"echo {packed} | base64 -d | gunzip > /opt/skyless/agent.py\n"
     home = f"/home/{run_as}" if run_as else "/root"
     env = {
         "SKYLESS_API_URL": api_url,
         "SKYLESS_JOB_ID": job_id,
         "SKYLESS_CLUSTER_ID": cluster_id,
-        "SKYLESS_AGENT_TOKEN": agent_token,
+        "SKYLESS_BOOT_TOKEN": boot_token,
         "SKYLESS_CLOUD": cloud,
         **(extra_env or {}),
     }
     exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
-    launch = "setsid python3 /opt/skyless/agent.py >> /var/log/skyless-agent.log 2>&1 < /dev/null &"
+    program = "cluster_agent.py" if cluster else "agent.py"
+    launch = f"setsid python3 /opt/skyless/{program} >> /var/log/skyless-agent.log 2>&1 < /dev/null &"
     if run_as:
         launch = (
             f"chown {shlex.quote(run_as)} /var/log/skyless-agent.log\n"
@@ -75,12 +128,12 @@ def render_user_data(
         "#!/bin/bash\n"
         "set -eu\n"
         "mkdir -p /opt/skyless\n"
-        f"echo {packed} | base64 -d | gunzip > /opt/skyless/agent.py\n"
+        + unpack
         + _IDENTITY.get(cloud, _FALLBACK_IDENTITY)
         + exports
-        + "export SKYLESS_INSTANCE_ID=\"$INSTANCE_ID\" SKYLESS_NODE_IP=\"$NODE_IP\"\n"
+        + 'export SKYLESS_INSTANCE_ID="$INSTANCE_ID" SKYLESS_NODE_IP="$NODE_IP"\n'
         + "touch /var/log/skyless-agent.log\n"
-        + (PER_BOOT if env.get("SKYLESS_AGENT_MODE") == "cluster" else "")
+        + (PER_BOOT if cluster else "")
         + f"cd {home}\n"
         + launch
         + "\n"

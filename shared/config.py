@@ -35,6 +35,8 @@ class Settings:
     autostop_minute_seconds: float = 60.0  # the length of an autostop "minute" (tests shorten the clock)
     # the role EventBridge Scheduler assumes to send schedule firings (the SAM template's SchedulerRole)
     scheduler_role_arn: str = "arn:aws:iam::123456789012:role/skyless-scheduler"
+    # webhooks may reach this machine (SKYLESS_ALLOW_LOOPBACK_WEBHOOKS=1): set by the local runtime only
+    allow_loopback_webhooks: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -56,6 +58,7 @@ class Settings:
             scheduler_role_arn=env.get("SKYLESS_SCHEDULER_ROLE_ARN") or cls.scheduler_role_arn,
             cluster_poll_seconds=float(env.get("SKYLESS_CLUSTER_POLL_SECONDS") or 2.0),
             autostop_minute_seconds=float(env.get("SKYLESS_AUTOSTOP_MINUTE_SECONDS") or 60.0),
+            allow_loopback_webhooks=env.get("SKYLESS_ALLOW_LOOPBACK_WEBHOOKS", "") == "1",
         )
 
     def with_(self, **changes: object) -> Settings:
@@ -92,6 +95,7 @@ class Settings:
             "SKYLESS_SCHEDULER_ROLE_ARN": self.scheduler_role_arn,
             "SKYLESS_CLUSTER_POLL_SECONDS": str(self.cluster_poll_seconds),
             "SKYLESS_AUTOSTOP_MINUTE_SECONDS": str(self.autostop_minute_seconds),
+            "SKYLESS_ALLOW_LOOPBACK_WEBHOOKS": "1" if self.allow_loopback_webhooks else "0",
         }
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL"] = self.endpoint_url

@@ -51,6 +51,10 @@ class NoOfferingError(UserError):
     """A valid request that no offering in the catalog (after pins and blocklist) can satisfy."""
 
 
+class AuthError(UserError):
+    """No credentials, or credentials that match nothing. Answered with 401, saying nothing more."""
+
+
 class NotFoundError(UserError):
     """A job, schedule or resource that does not exist (or is not the caller's)."""
 

@@ -75,6 +75,7 @@ def stack(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         home=tmp_path / "skyless-home",
         providers="*=local",
         api_url="http://127.0.0.1:9",  # nothing listens: tests that need the API start their own
+        allow_loopback_webhooks=True,  # as in the local runtime: the tests' webhooks are local servers
     )
     settings.home.mkdir(parents=True, exist_ok=True)
     create_stack(settings)

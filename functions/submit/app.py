@@ -12,7 +12,15 @@ from typing import Any
 
 from chalice import Chalice, Response
 
-from functions.submit import cluster_views, gateway_events, job_views, notification_views, schedule_views
+from functions.submit import (
+    cluster_views,
+    cost_views,
+    gateway_events,
+    job_views,
+    notification_views,
+    schedule_views,
+)
+from functions.submit.dashboard import register_dashboard
 from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.openapi import build_openapi
 from functions.submit.route_table import (
@@ -25,10 +33,12 @@ from functions.submit.route_table import (
     query_params,
     register_route,
 )
-from shared.api.auth import authenticate_agent, authenticate_user
+from shared.api.auth import BootCaller, authenticate_agent, authenticate_boot, authenticate_user
 from shared.api.cluster_models import (
     AutostopRequest,
     ClusterCancelResponse,
+    ClusterClaimRequest,
+    ClusterClaimResponse,
     ClusterDetail,
     ClusterExecRequest,
     ClusterJob,
@@ -45,6 +55,7 @@ from shared.api.cluster_models import (
     SshAccess,
     SshRequest,
 )
+from shared.api.cost_models import CostReportResponse
 from shared.api.models import (
     AgentConfigResponse,
     AgentStatusRequest,
@@ -53,6 +64,8 @@ from shared.api.models import (
     JobList,
     LogsResponse,
     PlanRequest,
+    StorageCredentialsRequest,
+    StorageCredentialsResponse,
     SubmitJobRequest,
     SubmitJobResponse,
     UploadRequest,
@@ -64,7 +77,7 @@ from shared.api.notification_models import (
     NotificationTestResponse,
 )
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
-from shared.clusters.agents import authenticate_cluster_agent
+from shared.clusters.agents import ClusterBootCaller, authenticate_cluster_agent, authenticate_cluster_boot
 from shared.config import Settings
 from shared.store.cluster_records import NamedClusterModel
 from shared.store.users import User
@@ -86,8 +99,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> Any:
     if auth == "user":
         return authenticate_user(headers, Settings.from_env())
+    if auth == "boot":
+        return authenticate_boot(headers, path_args["job_id"], Settings.from_env())
     if auth == "agent":
         authenticate_agent(headers, path_args["job_id"], Settings.from_env())
+    if auth == "cluster_boot":
+        return authenticate_cluster_boot(headers, path_args["key"], Settings.from_env())
     if auth == "cluster_agent":  # the caller is the cluster, as read to check the token
         return authenticate_cluster_agent(headers, path_args["key"], Settings.from_env())
     return None
@@ -103,9 +120,17 @@ def submit_job(caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
     return job_views.submit(Settings.from_env(), caller, body)
 
 
-@_route("/jobs", "GET", "The caller's jobs, newest first", response=JobList)
+JOB_QUERY = (
+    QueryParam("state", "string", "Only jobs in these states, comma-separated (running,failed)"),
+    QueryParam("since", "string", "Only jobs submitted since: a duration (2d, 12h) or an ISO 8601 time"),
+    QueryParam("name", "string", "Only jobs whose name contains this (case-insensitive)"),
+    QueryParam("limit", "integer", "At most this many jobs (1-1000, default 200)"),
+)
+
+
+@_route("/jobs", "GET", "The caller's jobs, newest first", response=JobList, query=JOB_QUERY, errors=(400,))
 def list_jobs(caller: User) -> JobList:
-    return job_views.list_for(Settings.from_env(), caller)
+    return job_views.list_for(Settings.from_env(), caller, query_params(app))
 
 
 @_route("/jobs/{job_id}", "GET", "One job: its plan, cluster and timeline", response=JobDetail, errors=(404,))
@@ -146,17 +171,40 @@ def create_upload(caller: User, body: UploadRequest) -> UploadResponse:
 AGENT_QUERY = (QueryParam("instance_id", "string", "The asking node's instance id"),)
 
 
-@_route("/agent/{job_id}/config", "GET", "A node's task config (425 until every node is known)",
-        auth="agent", response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 425))  # fmt: skip
-def agent_config(job_id: str, caller: None) -> dict[str, Any]:
+@_route("/agent/{job_id}/config", "GET",
+        "A node's config and agent token, once per node, for its boot token (425 until every node is known)",
+        auth="boot", response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 425))  # fmt: skip
+def agent_config(job_id: str, caller: BootCaller) -> dict[str, Any]:
     instance_id = query_params(app).get("instance_id", "")
-    return job_views.agent_config(Settings.from_env(), job_id, instance_id)
+    return job_views.agent_config(Settings.from_env(), job_id, instance_id, caller)
 
 
 @_route("/agent/{job_id}/status", "POST", "A node reports its phase or a heartbeat", auth="agent",
         body=AgentStatusRequest, response=AgentStatusResponse, errors=(404, 409))  # fmt: skip
 def agent_status(job_id: str, caller: None, body: AgentStatusRequest) -> AgentStatusResponse:
     return job_views.agent_status(Settings.from_env(), job_id, body)
+
+
+COST_QUERY = (
+    QueryParam("days", "integer", "Jobs submitted in the last N days (default 7)"),
+    QueryParam("by", "string", "Group by cloud (default), user, job or day"),
+    QueryParam("all_users", "string", "true: every user's jobs (an admin key only)"),
+)
+
+
+@_route("/costs", "GET", "What jobs cost per attempt, against on-demand, and the savings",
+        response=CostReportResponse, query=COST_QUERY, errors=(400, 403))  # fmt: skip
+def cost_report(caller: User) -> CostReportResponse:
+    return cost_views.report(Settings.from_env(), caller, query_params(app))
+
+
+@_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",
+        body=StorageCredentialsRequest, response=StorageCredentialsResponse, errors=(404,))  # fmt: skip
+def agent_storage(job_id: str, caller: None, body: StorageCredentialsRequest) -> StorageCredentialsResponse:
+    from shared.jobs.job_storage import fresh_node_storage
+
+    storage = fresh_node_storage(Settings.from_env(), job_id, body.instance_id)
+    return StorageCredentialsResponse(storage=storage)
 
 
 @functools.cache
@@ -301,6 +349,22 @@ def ssh_cluster(name: str, caller: User, body: SshRequest) -> SshAccess:
     return cluster_views.ssh(Settings.from_env(), caller, name, body, identity.get("sourceIp"))
 
 
+@_route("/node-agent/{name}", "GET", "The node agent's source (a cluster node's user-data fetches it)",
+        auth="none", errors=(404,))  # fmt: skip
+def node_agent_source(name: str) -> Response:
+    return Response(body=cluster_views.agent_source(name), status_code=200,
+                    headers={"Content-Type": "text/x-python; charset=utf-8"})  # fmt: skip
+
+
+@_route("/cluster-agent/{key}/claim", "POST", "A cluster node trades its boot token for the agent token",
+        auth="cluster_boot", body=ClusterClaimRequest, response=ClusterClaimResponse,
+        errors=(400, 404, 425))  # fmt: skip
+def cluster_agent_claim(
+    key: str, caller: ClusterBootCaller, body: ClusterClaimRequest
+) -> ClusterClaimResponse:
+    return cluster_views.agent_claim(Settings.from_env(), caller, body)
+
+
 @_route("/cluster-agent/{key}/poll", "POST", "A cluster node asks for work and reports presence and shells",
         auth="cluster_agent", body=ClusterPollRequest, response=ClusterPollResponse,
         errors=(404,))  # fmt: skip
@@ -314,3 +378,8 @@ def cluster_agent_poll(key: str, caller: NamedClusterModel, body: ClusterPollReq
 def cluster_agent_job_status(key: str, job: str, caller: NamedClusterModel, body: ClusterJobStatusRequest
                              ) -> ClusterJobStatusResponse:  # fmt: skip
     return cluster_views.agent_job_status(Settings.from_env(), key, job, body)
+
+
+# --------------------------------------------------------------- the dashboard (functions/submit/dashboard/)
+
+register_dashboard(app)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import node_agent
+from functions.submit.route_table import NotReadyError
 from shared.api.cluster_models import (
     AutostopRequest,
     ClusterCancelResponse,
+    ClusterClaimRequest,
+    ClusterClaimResponse,
     ClusterDetail,
     ClusterExecRequest,
     ClusterJob,
@@ -23,7 +29,7 @@ from shared.api.cluster_models import (
 )
 from shared.clusters import agents, operations, shells, views
 from shared.config import Settings
-from shared.errors import UserError
+from shared.errors import NotFoundError, UserError
 from shared.jobs.file_mounts import upload_prefix
 from shared.store.cluster_records import NamedClusterModel
 from shared.store.users import User
@@ -145,6 +151,24 @@ def ssh(settings: Settings, caller: User, name: str, body: SshRequest, source_ip
         settings, owner=caller.user_id, name=name, public_key=body.public_key, caller_cidr=cidr
     )
     return SshAccess.model_validate(access)
+
+
+AGENT_FILES = {"agent.py", "cluster_agent.py"}
+
+
+def agent_source(name: str) -> str:
+    """node_agent/agent.py or cluster_agent.py as they are: code, no secret."""
+    if name not in AGENT_FILES:
+        raise NotFoundError(f"no agent file {name[:40]}", field="name")
+    return (Path(node_agent.__file__).parent / name).read_text()
+
+
+def agent_claim(settings: Settings, caller: agents.ClusterBootCaller, body: ClusterClaimRequest
+                ) -> ClusterClaimResponse:  # fmt: skip
+    token = agents.claim_cluster_node(settings, caller, body.instance_id)
+    if token is None:
+        raise NotReadyError("the cluster's nodes are not recorded yet", hint="retry in a second")
+    return ClusterClaimResponse(agent_token=token)
 
 
 def agent_poll(

@@ -60,14 +60,25 @@ def for_payload(event: dict[str, Any], response: dict[str, Any]) -> dict[str, An
     if event.get("version") != "2.0":
         return response
     headers = dict(response.get("headers") or {})
+    cookies: list[str] = []
     for name, values in (response.get("multiValueHeaders") or {}).items():
+        if (
+            name.lower() == "set-cookie"
+        ):  # cookies cannot share one comma-joined header: payload 2.0 lists them
+            cookies.extend(str(v) for v in values)
+            continue
         headers[name] = ",".join(str(v) for v in values)
-    return {
+    for name in [n for n in headers if n.lower() == "set-cookie"]:
+        cookies.append(str(headers.pop(name)))
+    answer = {
         "statusCode": response["statusCode"],
         "headers": headers,
         "body": response.get("body"),
         "isBase64Encoded": bool(response.get("isBase64Encoded")),
     }
+    if cookies:
+        answer["cookies"] = cookies
+    return answer
 
 
 def not_found(path: str) -> dict[str, Any]:

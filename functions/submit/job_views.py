@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from functions.submit.route_table import NotReadyError
+from shared.api.auth import BootCaller
 from shared.api.models import (
     AgentConfigResponse,
     AgentStatusRequest,
@@ -26,9 +28,10 @@ from shared.api.models import (
 from shared.aws.object_store import S3ObjectStore
 from shared.config import Settings
 from shared.errors import NotFoundError, TaskFileError, UserError
-from shared.jobs.agent_reports import agent_config as node_config
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
+from shared.jobs.job_filters import job_filter
+from shared.jobs.node_claims import first_config
 from shared.jobs.submission import new_job_id, submit_job
 from shared.jobs.views import get_job, list_jobs, read_logs
 from shared.notifications.settings import check_email, check_webhook, store_job_override
@@ -77,7 +80,11 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         # This job's own channels (the webhook kept as a Secrets Manager secret), stored before the job
         # exists so that its first timeline event already sees them.
         if body.notify.slack_webhook:
-            check_webhook(body.notify.slack_webhook, field="notify.slack_webhook")
+            check_webhook(
+                body.notify.slack_webhook,
+                field="notify.slack_webhook",
+                allow_loopback=settings.allow_loopback_webhooks,
+            )
         if body.notify.email:
             check_email(body.notify.email, field="notify.email")
         store_job_override(settings, job_id, slack_webhook=body.notify.slack_webhook, email=body.notify.email)
@@ -96,8 +103,11 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 
 
-def list_for(settings: Settings, caller: User) -> JobList:
-    jobs = list_jobs(settings, owner=caller.user_id)
+def list_for(settings: Settings, caller: User, params: Mapping[str, str] | None = None) -> JobList:
+    params = params or {}
+    where = job_filter(state=params.get("state"), since=params.get("since"), name=params.get("name"),
+                       limit=params.get("limit"))  # fmt: skip
+    jobs = list_jobs(settings, owner=caller.user_id, where=where)
     return JobList(jobs=[JobSummary.model_validate(job.as_dict()) for job in jobs])
 
 
@@ -119,13 +129,12 @@ def logs(settings: Settings, caller: User, job_id: str, *, rank: int, after: str
                         finished=page.finished)  # fmt: skip
 
 
-def agent_config(settings: Settings, job_id: str, instance_id: str) -> dict[str, Any]:
+def agent_config(settings: Settings, job_id: str, instance_id: str, caller: BootCaller) -> dict[str, Any]:
     if not instance_id or len(instance_id) > 256:
         raise UserError("the asking node's instance id is required", field="instance_id")
-    config = node_config(settings, job_id, instance_id)
-    if config is None:
+    answer = first_config(settings, job_id, instance_id, caller.attempt, caller.node_key)
+    if answer is None:
         raise NotReadyError("not every node of the cluster is known yet", hint="retry in a second")
-    answer = config.as_dict()
     AgentConfigResponse.model_validate(answer)  # the contract holds, extra fields allowed
     return answer
 

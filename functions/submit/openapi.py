@@ -13,6 +13,7 @@ REF = "#/components/schemas/{model}"
 REASONS = {
     400: "The request or the task is invalid (message, file, line and field say where)",
     401: "Missing or unknown credentials",
+    403: "The key may not do that (e.g. a report across users without an admin key)",
     404: "No such job or cluster (or not the caller's)",
     409: "The request conflicts with the job's or the cluster's state",
     413: "The body is too large",
@@ -20,6 +21,7 @@ REASONS = {
     422: "The body has the wrong shape (field names the first offending field)",
     425: "Not ready yet: retry shortly",
 }
+SUCCESS = {200: "OK", 201: "Created", 302: "Found: go to Location", 303: "See Other: go to Location"}
 
 
 def build_openapi(
@@ -43,6 +45,17 @@ def build_openapi(
             "securitySchemes": {
                 "apiKey": {"type": "http", "scheme": "bearer", "description": "A user's API key"},
                 "jobToken": {"type": "http", "scheme": "bearer", "description": "A job's agent token"},
+                "session": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "skyless_session",
+                    "description": "The dashboard's signed session, from signing in with an API key",
+                },
+                "bootToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A node's boot token (user-data), with the agent's own X-Skyless-Node-Key",
+                },
                 "clusterToken": {
                     "type": "http",
                     "scheme": "bearer",
@@ -80,30 +93,37 @@ def _operation(route: RouteSpec, schemas: dict[str, Any]) -> dict[str, Any]:
             "required": True,
             "content": {"application/json": {"schema": _add_schema(route.body, schemas)}},
         }
-    if route.auth == "user":
-        operation["security"] = [{"apiKey": []}]
-    elif route.auth == "agent":
-        operation["security"] = [{"jobToken": []}]
-    elif route.auth == "cluster_agent":
-        operation["security"] = [{"clusterToken": []}]
-    else:
-        operation["security"] = []
+    if route.form:
+        fields = {name: {"type": "string"} for name in route.form}
+        form_schema = {"type": "object", "properties": fields}
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/x-www-form-urlencoded": {"schema": form_schema}},
+        }
+    schemes = {"user": "apiKey", "agent": "jobToken", "boot": "bootToken", "session": "session",
+               "cluster_boot": "bootToken", "cluster_agent": "clusterToken"}  # fmt: skip
+    operation["security"] = [{schemes[route.auth]: []}] if route.auth in schemes else []
     codes = set(route.errors)
-    if route.auth != "none":
+    if route.auth in ("user", "agent", "cluster_boot", "cluster_agent"):
         codes.add(401)
     if route.body is not None:
         codes.update({400, 413, 415, 422})
     error_ref = {"$ref": REF.format(model="ErrorBody")}
+    error_content = {"application/json": {"schema": error_ref}}
+    if route.media != "application/json":
+        error_content = {route.media: {"schema": {"type": "string"}}}
     for code in sorted(codes):
-        operation["responses"][str(code)] = {
-            "description": REASONS[code],
-            "content": {"application/json": {"schema": error_ref}},
-        }
+        operation["responses"][str(code)] = {"description": REASONS[code], "content": error_content}
     return operation
 
 
 def _success(route: RouteSpec, schemas: dict[str, Any]) -> dict[str, Any]:
-    answer: dict[str, Any] = {"description": "OK" if route.status == 200 else "Created"}
+    answer: dict[str, Any] = {"description": SUCCESS.get(route.status, "OK")}
+    if route.status in (302, 303):
+        return answer
+    if route.media != "application/json":
+        answer["content"] = {route.media: {"schema": {"type": "string"}}}
+        return answer
     schema = _add_schema(route.response, schemas) if route.response is not None else {"type": "object"}
     answer["content"] = {"application/json": {"schema": schema}}
     return answer

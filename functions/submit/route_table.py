@@ -14,11 +14,13 @@ from chalice import Chalice, Response
 from chalice.app import Request
 from pydantic import BaseModel, ValidationError
 
-from shared.api.auth import AuthError
-from shared.errors import ConflictError, NotFoundError, UserError
+from shared.errors import AuthError, ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
-Auth = Literal["user", "agent", "cluster_agent", "none"]
+MAX_JSON_DEPTH = 32  # the deepest real body (a task as JSON) is about 6 levels
+MAX_PATH_PARAM_CHARS = 256
+# session: the dashboard's signed cookie; cluster_boot/cluster_agent: a named cluster's node (shared/clusters)
+Auth = Literal["user", "agent", "boot", "session", "cluster_boot", "cluster_agent", "none"]
 
 
 class NotReadyError(UserError):
@@ -33,8 +35,13 @@ class BodyValidationError(UserError):
     """A JSON body of the wrong shape; `field` names the first offending field."""
 
 
+class ForbiddenError(UserError):
+    """Authenticated, but this key may not do that."""
+
+
 STATUS_OF: tuple[tuple[type[UserError], int], ...] = (
     (AuthError, 401),
+    (ForbiddenError, 403),
     (NotFoundError, 404),
     (ConflictError, 409),
     (PayloadTooLargeError, 413),
@@ -62,6 +69,8 @@ class RouteSpec:
     response: type[BaseModel] | None = None
     query: tuple[QueryParam, ...] = ()
     errors: tuple[int, ...] = field(default=())
+    media: str = "application/json"  # what the route answers (the dashboard's pages: text/html)
+    form: tuple[str, ...] = ()  # the fields of an application/x-www-form-urlencoded body
 
 
 ROUTES: list[RouteSpec] = []
@@ -88,6 +97,12 @@ def parse_body(raw: bytes | None, model: type[BaseModel]) -> BaseModel:
         raise UserError(
             f"the request body is not valid JSON: {exc.msg}", line=exc.lineno, hint=f"at column {exc.colno}"
         ) from exc
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as exc:  # an integer of more digits than int() takes
+        raise UserError("the request body holds a number too long to read", hint=str(exc)[:120]) from None
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise _too_deep()
     if not isinstance(data, dict):
         raise BodyValidationError(f"the request body must be a JSON object, not {type(data).__name__}")
     try:
@@ -97,6 +112,36 @@ def parse_body(raw: bytes | None, model: type[BaseModel]) -> BaseModel:
         raise BodyValidationError(first["msg"], field=_field_path(first["loc"])) from exc
     except RecursionError as exc:
         raise BodyValidationError("the request body is nested too deeply") from exc
+
+
+def _too_deep() -> UserError:
+    return UserError(
+        "the request body is nested too deeply", hint=f"at most {MAX_JSON_DEPTH} levels of arrays and objects"
+    )
+
+
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (iterative: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                return deepest
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def check_path_params(path_args: dict[str, str]) -> None:
+    """Every path parameter is a non-empty, printable, bounded string (`POST /schedules//pause` is a 400)."""
+    for name, value in path_args.items():
+        if not value or not value.strip():
+            raise UserError("must not be empty", field=name, hint="the URL has an empty path segment")
+        if len(value) > MAX_PATH_PARAM_CHARS:
+            raise UserError(f"must be at most {MAX_PATH_PARAM_CHARS} characters", field=name)
+        if not value.isprintable():
+            raise UserError("must not contain control characters", field=name)
 
 
 UNION_MEMBER_TAG = re.compile(r"^(constrained-)?(str|int|float|bool|none|dict\[.*|list\[.*|function-.*)$")
@@ -113,7 +158,7 @@ def _field_path(loc: tuple[int | str, ...]) -> str | None:
     return ".".join(parts) or None
 
 
-def _as_bytes(raw: str | bytes | None) -> bytes:
+def body_bytes(raw: str | bytes | None) -> bytes:
     return raw.encode() if isinstance(raw, str) else raw or b""
 
 
@@ -156,12 +201,13 @@ def register_route(
         def handle(**path_args: str) -> Response:
             request = current_request(app)
             try:
+                check_path_params(path_args)
                 caller = authenticate(spec.auth, dict(request.headers), path_args)
                 kwargs: dict[str, Any] = dict(path_args)
                 if spec.auth != "none":
                     kwargs["caller"] = caller
                 if spec.body is not None:
-                    kwargs["body"] = parse_body(_as_bytes(request.raw_body), spec.body)
+                    kwargs["body"] = parse_body(body_bytes(request.raw_body), spec.body)
                 answer = view(**kwargs)
             except UserError as exc:
                 return error_response(exc)

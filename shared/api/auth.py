@@ -5,15 +5,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from shared.config import Settings
-from shared.errors import UserError
+from shared.errors import AuthError
 from shared.store.models import models_for
 from shared.store.users import User, find_user
-
-
-class AuthError(UserError):
-    """No credentials, or credentials that match nothing. Answered with 401, saying nothing more."""
 
 
 def hash_secret(secret: str) -> str:
@@ -60,3 +57,35 @@ def authenticate_agent(headers: Mapping[str, str], job_id: str, settings: Settin
         job = None
     if job is None or not secret_matches(token, job.token_hash):
         raise AuthError("credentials not recognised for this job", field="Authorization")
+
+
+NODE_KEY_HEADER = "x-skyless-node-key"
+
+
+@dataclass(frozen=True)
+class BootCaller:
+    """A node agent holding its job's boot token (user-data) and the key it made for itself at start."""
+
+    job_id: str
+    attempt: int
+    node_key: str
+
+
+def authenticate_boot(headers: Mapping[str, str], job_id: str, settings: Settings) -> BootCaller:
+    """The caller holds the boot token of `job_id`'s current attempt, inside its boot window. Whether the
+    node's one config fetch is still unclaimed is shared.jobs.node_claims's to decide."""
+    from shared.jobs.tokens import check_boot_token
+
+    token = bearer_token(headers)
+    node_key = {name.lower(): value for name, value in headers.items()}.get(NODE_KEY_HEADER, "").strip()
+    jobs = models_for(settings).jobs
+    try:
+        job = jobs.get(job_id) if 0 < len(job_id) <= 256 else None
+    except jobs.DoesNotExist:
+        job = None
+    if job is None or not check_boot_token(settings, job_id, int(job.attempt), token):
+        raise AuthError("credentials not recognised for this job", field="Authorization")
+    if not 16 <= len(node_key) <= 256:
+        raise AuthError("the node's own key is missing", field="X-Skyless-Node-Key",
+                        hint="the agent sends a random key of its own with its boot token")  # fmt: skip
+    return BootCaller(job_id, int(job.attempt), node_key)

@@ -173,6 +173,14 @@ class SshAccess(BaseModel):
     message: str | None = None
 
 
+class ClusterClaimRequest(RequestBody):
+    instance_id: str = Field(min_length=1, max_length=256)
+
+
+class ClusterClaimResponse(BaseModel):
+    agent_token: str = Field(description="The cluster's agent token: the agent polls and reports with it.")
+
+
 class ClusterPollRequest(RequestBody):
     instance_id: str = Field(min_length=1, max_length=256)
     have: list[int] = Field(default_factory=list, max_length=500, description="Jobs this node has started.")

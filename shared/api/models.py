@@ -63,7 +63,7 @@ class UploadRequest(RequestBody):
 class AgentStatusRequest(RequestBody):
     instance_id: str = Field(min_length=1, max_length=256)
     phase: AgentPhase
-    exit_code: int | None = None
+    exit_code: int | None = Field(None, ge=-(2**31), le=2**32 - 1)  # any OS's exit status fits
     message: str | None = Field(None, max_length=4096)
 
 
@@ -102,10 +102,14 @@ class JobSummary(BaseModel):
     attempt: int = 0
     created_at: str | None = None
     updated_at: str | None = None
+    cost: float = Field(0.0, description="USD so far: finished attempts, plus the live cluster up to now.")
+    source: Literal["cli", "upload", "schedule"] | None = Field(
+        None, description="How it was submitted: cli (POST /jobs: the CLI or the SDK), upload, schedule."
+    )
+    source_ref: str | None = Field(None, description="The upload's object key, or the schedule's name.")
 
 
 class JobDetail(JobSummary):
-    cost: float = Field(0.0, description="USD so far: finished attempts, plus the live cluster up to now.")
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)
@@ -173,3 +177,16 @@ class AgentConfigResponse(BaseModel):
     file_mounts: list[FileMount]
     log_upload: LogUpload
     heartbeat_seconds: int
+    attempt: int = 0
+    storage: list[dict[str, Any]] = Field(
+        default_factory=list, description="Bucket mounts with credentials scoped to each (shared/storage)."
+    )
+    agent_token: str = Field(description="What the agent reports status with (Authorization: Bearer).")
+
+
+class StorageCredentialsRequest(RequestBody):
+    instance_id: str = Field(min_length=1, max_length=256)
+
+
+class StorageCredentialsResponse(BaseModel):
+    storage: list[dict[str, Any]]

@@ -8,13 +8,19 @@ whole truth about GCP rather than a mix of two price dates.
 
 On disk a catalog is CSV with one column per `Offering` field (shared.catalog.files), with a
 compact snapshot cached beside each imported file.
+
+Sources that keep one file per cloud (`<cloud>.csv`: the built-in and the imported catalog) are read a
+cloud at a time, on the first lookup that needs that cloud: a plan pinned to AWS never reads the 90k
+rows an import may hold for Azure and GCP. `offerings` (everything) still loads every cloud.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
+import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -106,22 +112,60 @@ class _Index:
         return [o.vcpus for o in self.cpu_only]
 
 
+CloudRows = Callable[[], Sequence[Offering]]
+
+
 class Catalog:
     """Offerings with the lookups the optimizer needs. Immutable once built; build it once.
 
     Each lookup table is built on the first lookup that needs it, not at load: a caller that only
-    walks `offerings` (the optimizer keeps its own index) pays nothing for them.
+    walks `offerings` (the optimizer keeps its own index) pays nothing for them. A catalog made with
+    `per_cloud` (cloud -> a function answering its rows) reads a cloud's rows on the first lookup of
+    that cloud (`by_cloud`, `offerings_of`); `offerings` and the other lookups read them all.
     """
 
     def __init__(
         self,
-        offerings: Iterable[Offering],
+        offerings: Iterable[Offering] = (),
         sources: Sequence[str] = (),
         origins: Mapping[str, str] | None = None,
+        *,
+        per_cloud: Mapping[str, CloudRows] | None = None,
     ) -> None:
-        self.offerings: tuple[Offering, ...] = tuple(offerings)
         self.sources: tuple[str, ...] = tuple(sources)  # names of the sources that contributed rows
         self.origins: dict[str, str] = dict(origins or {})  # cloud -> the source its rows came from
+        self._per_cloud = dict(sorted(per_cloud.items())) if per_cloud is not None else None
+        self._loaded: dict[str, tuple[Offering, ...]] = {}
+        self._lock = threading.Lock()
+        self._all: tuple[Offering, ...] | None = None if per_cloud is not None else tuple(offerings)
+
+    @property
+    def offerings(self) -> tuple[Offering, ...]:
+        """Everything, cloud by cloud."""
+        if self._all is None:
+            self._all = tuple(o for cloud in self.known_clouds() for o in self.offerings_of(cloud))
+        return self._all
+
+    def known_clouds(self) -> tuple[str, ...]:
+        """The clouds this catalog has rows for, sorted, without reading any rows."""
+        if self._per_cloud is not None:
+            return tuple(self._per_cloud)
+        return self.clouds()
+
+    def offerings_of(self, cloud: str) -> tuple[Offering, ...]:
+        """One cloud's offerings, read on first use when the catalog is per cloud."""
+        if self._per_cloud is None:
+            return self.by_cloud(cloud)
+        rows = self._loaded.get(cloud)
+        if rows is None:
+            load = self._per_cloud.get(cloud)
+            if load is None:
+                return _EMPTY
+            with self._lock, _gc_paused():
+                rows = self._loaded.get(cloud)
+                if rows is None:
+                    rows = self._loaded[cloud] = tuple(o for o in load() if o.cloud == cloud)
+        return rows
 
     @cached_property
     def _ix(self) -> _Index:
@@ -155,6 +199,8 @@ class Catalog:
 
     def by_cloud(self, cloud: str) -> tuple[Offering, ...]:
         """Every offering of one cloud."""
+        if self._per_cloud is not None:
+            return self.offerings_of(cloud)
         return self._ix.by_cloud.get(cloud, _EMPTY)
 
     def by_accelerator(self, accelerator: str) -> tuple[Offering, ...]:
@@ -218,6 +264,25 @@ class CsvFolderSource:
             offerings.extend(read_offerings(path))
         return offerings
 
+    def per_cloud(self) -> dict[str, CloudRows]:
+        """Each cloud's rows, to be read when first asked for: a `<cloud>.csv` that `skyless catalog import`
+        wrote (named in the folder's manifest) holds that cloud alone and is read lazily; any other CSV is
+        read now and split by cloud."""
+        if not self.folder.is_dir():
+            return {}
+        try:
+            imported = read_import_manifest(self.folder)
+        except CatalogError:
+            imported = {}
+        rows: dict[str, CloudRows] = {}
+        for path in sorted(self.folder.glob("*.csv")):
+            if path.stem in imported:
+                rows[path.stem] = functools.partial(read_offerings, path)
+            else:
+                for cloud, group in _group(read_offerings(path), attrgetter("cloud")).items():
+                    rows[cloud] = functools.partial(tuple, group)
+        return rows
+
 
 class BuiltinSource:
     """The catalog shipped in the package (shared/catalog/data), written from public list prices."""
@@ -233,6 +298,10 @@ class BuiltinSource:
         for path in sorted(self.folder.glob("*.csv")):
             offerings.extend(read_offerings_csv(path))
         return offerings
+
+    def per_cloud(self) -> dict[str, CloudRows]:
+        """One file per cloud (`<cloud>.csv`, written by this project), each read when first asked for."""
+        return {p.stem: functools.partial(read_offerings_csv, p) for p in sorted(self.folder.glob("*.csv"))}
 
 
 def skyless_home() -> Path:
@@ -292,18 +361,25 @@ def default_sources() -> list[CatalogSource]:
 
 
 def build_catalog(sources: Sequence[CatalogSource]) -> Catalog:
-    """Layer sources: each cloud's rows come from the last source that has that cloud."""
-    by_cloud: dict[str, tuple[Offering, ...]] = {}
+    """Layer sources: each cloud's rows come from the last source that has that cloud.
+
+    A source that can name its clouds without reading them (`per_cloud()`: cloud -> a function answering
+    its rows) is read a cloud at a time, when that cloud is first looked up; any other source is read now."""
+    per_cloud: dict[str, CloudRows] = {}
     origin: dict[str, str] = {}
     with _gc_paused():
         for source in sources:
+            split = getattr(source, "per_cloud", None)
+            if split is not None:
+                for cloud, rows in split().items():
+                    per_cloud[cloud] = rows
+                    origin[cloud] = source.name
+                continue
             for cloud, offerings in _group(source.load(), attrgetter("cloud")).items():
-                by_cloud[cloud] = offerings
+                per_cloud[cloud] = functools.partial(tuple, offerings)
                 origin[cloud] = source.name
-        used = [source.name for source in sources if source.name in origin.values()]
-        return Catalog(
-            (o for cloud in sorted(by_cloud) for o in by_cloud[cloud]), sources=used, origins=origin
-        )
+    used = [source.name for source in sources if source.name in origin.values()]
+    return Catalog(sources=used, origins=origin, per_cloud=per_cloud)
 
 
 @contextmanager

@@ -4,7 +4,8 @@ Configuration (environment, read once per process):
   SKYLESS_AWS_REGIONS          regions to list and terminate in (comma-separated; default: the account's
                                enabled regions, from DescribeRegions)
   SKYLESS_AWS_INSTANCE_PROFILE the instance profile nodes get (name or ARN; the SAM template's
-                               NodeInstanceProfile reaches only the skyless bucket). Unset: none.
+                               NodeInstanceProfile grants nothing). When set, only instances carrying it
+                               are skyless's: tags anyone could add do not make an instance ours to end.
   SKYLESS_AWS_EC2_ENDPOINT     an EC2 endpoint other than AWS_ENDPOINT_URL ("aws" = the real one, for a
                                local control plane that drives real EC2)
   SKYLESS_AWS_RUN_AS           the login user of the image the agent runs as (default "ubuntu")
@@ -41,7 +42,7 @@ from shared.clouds.aws_network import (
     tag_list,
     zone_subnet,
 )
-from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node, ranked
+from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, LaunchSpec, Node, ranked
 from shared.clouds.errors import InvalidLaunchError, NoCapacityError, QuotaError
 from shared.config import Settings
 
@@ -225,7 +226,7 @@ class AwsCloud:
                 api_url=api_url,
                 job_id=spec.job_id,
                 cluster_id=spec.cluster_id,
-                agent_token=spec.agent_env.get("SKYLESS_AGENT_TOKEN", ""),
+                boot_token=spec.agent_env.get("SKYLESS_BOOT_TOKEN", ""),
                 cloud="aws",
                 run_as=self.config.run_as,
                 extra_env=cluster_agent_env(spec.agent_env),
@@ -271,9 +272,8 @@ class AwsCloud:
         alive = [i for i in instances if i["State"]["Name"] in LIVE_STATES]
         if not alive:
             raise NoCapacityError(f"the instances of launch {client_token(spec)} were already reclaimed")
-        for rank, instance in enumerate(sorted(alive, key=lambda i: i["InstanceId"])):
-            ec2.create_tags(Resources=[instance["InstanceId"]], Tags=[{"Key": RANK_TAG, "Value": str(rank)}])
-            instance["Tags"] = [*instance.get("Tags", []), {"Key": RANK_TAG, "Value": str(rank)}]
+        # Ranks are the order of instance ids (`ranked`): no tag written after launch, since the role may
+        # tag only what its RunInstances call creates.
         return self._nodes(alive, spec.region)
 
     def _instances(self, ec2: Any, tags: dict[str, str], states: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -282,8 +282,16 @@ class AwsCloud:
         found: list[dict[str, Any]] = []
         for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
             for reservation in page["Reservations"]:
-                found += reservation["Instances"]
+                found += [i for i in reservation["Instances"] if self._launched_by_skyless(i)]
         return found
+
+    def _launched_by_skyless(self, instance: dict[str, Any]) -> bool:
+        """Launched with the nodes' instance profile, which only skyless's provision role may pass."""
+        profile = self.config.instance_profile
+        if not profile:
+            return True
+        arn = (instance.get("IamInstanceProfile") or {}).get("Arn", "")
+        return arn == profile if profile.startswith("arn:") else arn.endswith(f"/{profile}")
 
     def _find(self, tags: dict[str, str]) -> list[Node]:
         def find_in(region: str, ec2: Any) -> list[Node]:

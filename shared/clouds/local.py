@@ -35,6 +35,7 @@ from shared.clouds.errors import (
 NODE_FILE = "node.json"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 AGENT_COMMAND = [sys.executable, "-m", "node_agent.agent"]
+CLUSTER_AGENT_COMMAND = [sys.executable, "-m", "node_agent.cluster_agent"]  # a named cluster's nodes
 SHELL_PASSTHROUGH = ("PATH", "TERM", "LANG", "LC_ALL", "USER", "LOGNAME", "SHELL", "COLORTERM")
 PREEMPTION_NOTICE_SECONDS = 2.0  # between a spot node's notice and its end (AWS gives two minutes)
 FAULTS = {
@@ -232,9 +233,12 @@ class LocalCloud:
             "SKYLESS_CLOUD": "local",
             "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p),
         }
+        command = self.agent_command
+        if agent_env.get("SKYLESS_AGENT_MODE") == "cluster" and command == AGENT_COMMAND:
+            command = CLUSTER_AGENT_COMMAND
         with open(sandbox / "agent.log", "ab") as log:
             process = subprocess.Popen(
-                self.agent_command,
+                command,
                 cwd=sandbox,
                 env=env,
                 stdin=subprocess.DEVNULL,

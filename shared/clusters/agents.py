@@ -17,16 +17,23 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.api.auth import AuthError, bearer_token
+from pynamodb.exceptions import UpdateError
+
+from shared.api.auth import NODE_KEY_HEADER, bearer_token
 from shared.clusters.autostop import mark_idle_if_idle
 from shared.clusters.facts import active_of, nodes_by_rank, nodes_of, plain
 from shared.clusters.job_queue import end_job, log_prefix, schedule_jobs
 from shared.clusters.states import JOB_STARTED, ClusterJobState, ClusterState, is_job_terminal
-from shared.clusters.tokens import token_matches
+from shared.clusters.tokens import (
+    check_cluster_boot_token,
+    cluster_agent_token,
+    token_matches,
+)
 from shared.config import Settings
-from shared.errors import NotFoundError, UserError
+from shared.errors import AuthError, NotFoundError, UserError
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
 from shared.jobs.node_env import TIMESTAMP_FORMAT, NodePlace, node_env
+from shared.jobs.tokens import token_hash
 from shared.store.cluster_records import ClusterJobModel, ClusterStore, NamedClusterModel
 from shared.task.spec import GitWorkdir, Pipeline
 from shared.wiring import Wiring, wiring_for
@@ -42,6 +49,7 @@ CANCELLING = {
 }
 EXIT_STATES = {ClusterState.STOPPING, ClusterState.STOPPED, ClusterState.TERMINATING, ClusterState.TERMINATED}
 ATTEMPTS_ON_RACE = 8
+CLAIM_FIELD = "boot_claim"
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,47 @@ def authenticate_cluster_agent(headers: Mapping[str, str], key: str, settings: S
     if cluster is None or not token_matches(token, cluster.token_hash):
         raise AuthError("credentials not recognised for this cluster", field="Authorization")
     return cluster
+
+
+@dataclass(frozen=True)
+class ClusterBootCaller:
+    """A node of the cluster holding its boot token, and the key its agent made for itself at start."""
+
+    cluster: NamedClusterModel
+    node_key: str
+
+
+def authenticate_cluster_boot(headers: Mapping[str, str], key: str, settings: Settings) -> ClusterBootCaller:
+    token = bearer_token(headers)
+    node_key = {name.lower(): value for name, value in headers.items()}.get(NODE_KEY_HEADER, "").strip()
+    cluster = ClusterStore(settings).get(key)
+    if cluster is None or not check_cluster_boot_token(settings, key, token):
+        raise AuthError("credentials not recognised for this cluster", field="Authorization")
+    if not 16 <= len(node_key) <= 256:
+        raise AuthError("the node's own key is missing", field="X-Skyless-Node-Key",
+                        hint="the agent sends a random key of its own with its boot token")  # fmt: skip
+    return ClusterBootCaller(cluster, node_key)
+
+
+def claim_cluster_node(settings: Settings, caller: ClusterBootCaller, instance_id: str) -> str | None:
+    """The cluster's agent token for the node's first claim (or the same agent asking again); None while
+    the node is not recorded yet (answer 425). AuthError when another agent claimed this node already."""
+    store = ClusterStore(settings)
+    cluster = store.get(caller.cluster.key) or caller.cluster
+    if instance_id not in nodes_of(cluster):
+        if cluster.state == ClusterState.INIT:
+            return None
+        raise NotFoundError(f"{instance_id} is not a node of cluster {cluster.key}", field="instance_id")
+    claim = token_hash(caller.node_key)
+    node = store.clusters.nodes[instance_id]
+    condition = node.exists() & (node[CLAIM_FIELD].does_not_exist() | (node[CLAIM_FIELD] == claim))
+    try:
+        cluster.update(actions=[node[CLAIM_FIELD].set(claim)], condition=condition)
+    except UpdateError as error:
+        if "ConditionalCheckFailed" in (error.cause_response_code or ""):
+            raise AuthError("this node's boot credential has been used", field="Authorization") from None
+        raise
+    return cluster_agent_token(settings, cluster.key)
 
 
 def poll_cluster(

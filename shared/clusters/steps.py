@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shared.clouds.base import Node, ranked
-from shared.clusters.tokens import cluster_agent_token
+from shared.clusters.tokens import cluster_boot_token
 from shared.store.cluster_records import ClusterStore, NamedClusterModel
 from shared.wiring import Wiring
 
@@ -63,7 +63,7 @@ def agent_env(wiring: Wiring, key: str) -> dict[str, str]:
     """What a cluster's node agents start with, beside their identity (user-data / process env)."""
     return {
         "SKYLESS_API_URL": wiring.settings.api_url or "",
-        "SKYLESS_AGENT_TOKEN": cluster_agent_token(wiring.settings, key),
+        "SKYLESS_BOOT_TOKEN": cluster_boot_token(wiring.settings, key),
         "SKYLESS_AGENT_MODE": "cluster",
         "SKYLESS_CLUSTER_KEY": key,
     }

@@ -1,5 +1,11 @@
-"""A cluster's agent token: one per cluster (its nodes keep it across stop and start, as a VM keeps its
-user-data), derived from the control-plane secret so that the store keeps only its hash."""
+"""A named cluster's node credentials, derived from the control-plane secret (the store keeps only hashes):
+
+- the **boot token** travels in user-data (or the local node's environment) and expires with the boot window,
+  as a job's (shared/jobs/tokens.py): it buys one claim per node (`POST /cluster-agent/{key}/claim`, bound to
+  the key the agent made at start), whose answer is
+- the **agent token**, one per cluster: the agent polls and reports with it, and keeps it in its home
+  (`~/.skyless/cluster-token`, 0600), because a stopped node boots again long after its boot token expired.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ import hashlib
 import hmac
 
 from shared.config import Settings
-from shared.jobs.tokens import control_plane_secret, token_hash
+from shared.jobs.tokens import boot_token, check_boot_token, control_plane_secret, token_hash
 
 
 def cluster_agent_token(settings: Settings, key: str) -> str:
@@ -20,3 +26,11 @@ def cluster_token_hash(settings: Settings, key: str) -> str:
 
 def token_matches(token: str, stored_hash: str | None) -> bool:
     return bool(stored_hash) and hmac.compare_digest(token_hash(token), str(stored_hash))
+
+
+def cluster_boot_token(settings: Settings, key: str) -> str:
+    return boot_token(settings, f"cluster:{key}", 0)
+
+
+def check_cluster_boot_token(settings: Settings, key: str, token: str) -> bool:
+    return check_boot_token(settings, f"cluster:{key}", 0, token)

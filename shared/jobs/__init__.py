@@ -3,17 +3,24 @@
 Steps: `submission` (a task file becomes a PENDING job), `planning` (optimize), `provisioning` (launch on
 the next candidate, failover), `agent_reports` (what nodes say: config, phases, heartbeats), `recovery`
 (preemptions and lost nodes), `instance_events` (cloud preemption events), `cancellation`, and the sweeps
-`reconcile` (lost events, silent nodes, stuck jobs) and `reaper` (VMs no job owns). Each step answers
-an `outcomes.Outcome`. `views` reads jobs for
-the API; `run_status` writes runs/<job>/status.json. The rest (`blocks`, `costs`, `messages`, `nodes`,
-`task_records`, `tokens`, `file_mounts`) are the steps' parts.
+`reconcile` (lost events, silent nodes, stuck jobs) and `reaper` (VMs no job owns). Each step answers an
+`outcomes.Outcome`. `job_storage` is the jobs side of bucket mounts;
+`node_claims` lets each node fetch its config once with its boot token. Reads for the API: `views` (one job,
+a user's jobs, logs), `job_filters`, `blocks` (places a job may not use again) and `cost_report`;
+`run_status` writes runs/<job>/status.json. The rest (`costs`, `messages`, `nodes`, `task_records`,
+`tokens`, `file_mounts`, `node_env`) are the steps' parts.
 """
 
 __all__ = [
     "agent_reports",
+    "blocks",
     "cancellation",
+    "cost_report",
     "file_mounts",
     "instance_events",
+    "job_filters",
+    "job_storage",
+    "node_claims",
     "outcomes",
     "planning",
     "provisioning",

@@ -15,6 +15,7 @@ from shared.config import Settings
 from shared.errors import NotFoundError
 from shared.jobs.costs import cost_with
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
+from shared.jobs.job_storage import storage_for_node
 from shared.jobs.messages import send_launch, send_teardown
 from shared.jobs.node_env import NodePlace, job_display_name, managed_task_ids, node_env
 from shared.jobs.nodes import by_rank, nodes_of
@@ -63,6 +64,8 @@ class AgentConfig:
     setup_env: dict[str, str] = field(default_factory=dict)  # SkyPilot's variables for `setup` (node_env)
     run_env: dict[str, str] = field(default_factory=dict)  # ... and for `run`
     workdir_git: dict[str, str | None] | None = None  # {url, ref}: a git workdir the node clones
+    attempt: int = 0  # the job's attempt (SKYLESS_ATTEMPT); task_id stays the same across attempts
+    storage: list[dict[str, Any]] = field(default_factory=list)  # bucket mounts (shared.jobs.job_storage)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -109,7 +112,6 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         job_name=job_display_name(job.name, job.job_id, job.owner),
         task_names=[t.name for t in pipeline.tasks],
         job_id=job.job_id,
-        attempt=int(job.attempt),
     )
     group = pipeline.name if pipeline.execution == "parallel" else None
     stages = node_env(
@@ -134,6 +136,8 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         zone=cluster.zone,
         setup_env=stages.setup,
         run_env=stages.run,
+        attempt=int(job.attempt),
+        storage=storage_for_node(wiring, job, task, cluster),
     )
 
 

@@ -5,8 +5,8 @@
 - `https://` / `http://`: the node downloads the URL to the remote path.
 - `s3://<the skyless bucket>/<key>`: the node downloads the object through a presigned GET (not under
   `runs/`, nor another user's `uploads/`).
-- anything else (other buckets, gs://, r2://, storage objects with name/store/mode): refused at submit,
-  naming the field, rather than silently left out.
+- other buckets (`s3://`, `gs://`, `r2://`) and storage objects (name/source/store/mode): shared.storage.
+- any other scheme: refused at submit, naming the field, rather than silently left out.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from shared.errors import UserError
+from shared.storage.specs import is_bucket_url
 
 UPLOAD_PREFIX = "uploads"
 WEB_SCHEMES = ("https://", "http://")
@@ -49,12 +50,7 @@ def mount_sources(task: Any, *, bucket: str | None, filename: str | None = None)
     for path, source in (task.file_mounts or {}).items():
         field = f"file_mounts.{path}"
         if not isinstance(source, str):
-            raise UserError(
-                "storage objects (name/source/store/mode) are not mounted by skyless yet",
-                file=filename,
-                field=field,
-                hint="use a local path, an https:// URL or an s3:// object in the skyless bucket",
-            )
+            continue  # a storage object: shared.storage
         if is_local_source(source):
             found.append(MountSource(path, "upload", source))
         elif source.startswith(WEB_SCHEMES):
@@ -63,13 +59,15 @@ def mount_sources(task: Any, *, bucket: str | None, filename: str | None = None)
             found.append(MountSource(path, "bucket", source))
         elif source.startswith(f"s3://{bucket}/"):
             found.append(MountSource(path, "bucket", source[len(f"s3://{bucket}/") :]))
+        elif is_bucket_url(source):
+            continue  # a bucket of its own: shared.storage
         else:
             scheme = source.split("://", 1)[0]
             raise UserError(
-                f"{scheme}:// sources are not fetched by skyless yet",
+                f"{scheme}:// sources are not fetched by skyless",
                 file=filename,
                 field=field,
-                hint=f"use a local path, an https:// URL or s3://{bucket or '<the skyless bucket>'}/<key>",
+                hint="use a local path, an https:// URL, or an s3://, gs:// or r2:// bucket",
             )
     return found
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from shared.events.sqs_batch import MalformedMessage
 from shared.wiring import Wiring
+
+Message = TypeVar("Message", bound=BaseModel)
 
 
 class OptimizeMessage(BaseModel):
@@ -23,6 +26,16 @@ class ProvisionMessage(BaseModel):
     attempt: int
     action: Literal["launch", "teardown"] = "launch"
     cluster_id: str | None = None
+
+
+def parse_message(model: type[Message], body: dict[str, Any]) -> Message:
+    """The body as `model`; a body of another shape is MalformedMessage (it can never succeed)."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise MalformedMessage(f"not a {model.__name__}: {where}: {first['msg']}") from None
 
 
 def send_optimize(wiring: Wiring, job_id: str, attempt: int) -> None:

@@ -104,21 +104,17 @@ def managed_task_ids(
     job_name: str,
     task_names: list[str | None],
     job_id: str,
-    attempt: int | None = None,
 ) -> list[str]:
     """SKYPILOT_TASK_ID of each task of a job, in SkyPilot's managed-job format
     `sky-managed-<submit time>_<job name>[_<task name>]_<job id>-<task index>` (the task name appears
     when the job has several tasks; an unnamed one is `<job name>-<index>`, as SkyPilot fills it in).
-
-    `attempt` given: `-<attempt>` is appended, so each attempt has its own id (what skyless did so far);
-    None: SkyPilot's value, the same on every recovery of the job.
+    The same on every attempt, as SkyPilot's managed jobs: a recovered task finds its checkpoints again.
     """
     stamp = datetime.fromtimestamp(submitted_at, UTC).strftime(TIMESTAMP_FORMAT)
     ids = []
     for index, task_name in enumerate(task_names):
         name = job_name if len(task_names) == 1 else f"{job_name}_{task_name or f'{job_name}-{index}'}"
-        task_id = f"sky-managed-{stamp}_{name}_{job_id}-{index}"
-        ids.append(task_id if attempt is None else f"{task_id}-{attempt}")
+        ids.append(f"sky-managed-{stamp}_{name}_{job_id}-{index}")
     return ids
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from shared.errors import NoOfferingError, UserError
 from shared.jobs.blocks import blocks_of, sticky
-from shared.jobs.messages import OptimizeMessage, send_launch
+from shared.jobs.messages import OptimizeMessage, parse_message, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
 from shared.optimizer.plan import Candidate, Plan
@@ -22,7 +22,7 @@ PLANNABLE = (JobState.PENDING, JobState.RECOVERING)
 
 def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     wiring = wiring or current_wiring()
-    message = OptimizeMessage.model_validate(body)
+    message = parse_message(OptimizeMessage, body)
     job = wiring.store.get(message.job_id)
     if job is None:
         return Outcome.UNKNOWN_JOB

@@ -26,11 +26,12 @@ from shared.jobs.blocks import (
     sticky,
     zone_block,
 )
-from shared.jobs.messages import ProvisionMessage, cluster_id_for, send_launch
+from shared.jobs.job_storage import prepare_storage, release_storage
+from shared.jobs.messages import ProvisionMessage, cluster_id_for, parse_message, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, plan_of
 from shared.jobs.task_records import load_pipeline_of
-from shared.jobs.tokens import agent_token, token_hash
+from shared.jobs.tokens import agent_token, boot_token, token_hash
 from shared.optimizer.plan import Block, Candidate
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
@@ -50,7 +51,7 @@ def transient_delay(retries: int) -> int:
 
 def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     wiring = wiring or current_wiring()
-    message = ProvisionMessage.model_validate(body)
+    message = parse_message(ProvisionMessage, body)
     if message.action == "teardown":
         cluster_id = message.cluster_id or cluster_id_for(message.job_id, message.attempt)
         return teardown_cluster(wiring, message.job_id, cluster_id)
@@ -125,6 +126,7 @@ def task_launch_fields(wiring: Wiring, job: JobModel) -> dict[str, Any]:
 
 def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
     provider = wiring.providers.provider_for(candidate.cloud)
+    prepare_storage(wiring, job, candidate.cloud)
     cluster_id = cluster_id_for(job.job_id, int(job.attempt))
     spec = LaunchSpec(
         job_id=job.job_id,
@@ -141,7 +143,8 @@ def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
         accelerator_count=math.ceil(candidate.accelerator_count) if candidate.accelerator else 0,
         agent_env={
             "SKYLESS_API_URL": wiring.settings.api_url or "",
-            "SKYLESS_AGENT_TOKEN": agent_token(wiring.settings, job.job_id, int(job.attempt)),
+            # user-data's only credential: one config fetch per node, within the boot window
+            "SKYLESS_BOOT_TOKEN": boot_token(wiring.settings, job.job_id, int(job.attempt)),
         },
         **task_launch_fields(wiring, job),
     )
@@ -237,6 +240,8 @@ def _wait_or_give_up(wiring: Wiring, job: JobModel, blocks: list[Block], tried: 
 
 def _fail(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
     moved = wiring.store.move(job, JobState.FAILED, reason, changes={"reason": reason})
+    if moved:
+        release_storage(wiring, job)
     return Outcome.DONE if moved else Outcome.ALREADY_DONE
 
 
@@ -250,6 +255,9 @@ def teardown_cluster(wiring: Wiring, job_id: str, cluster_id: str) -> Outcome:
         providers = wiring.providers.usable_providers()
     for provider in providers:
         provider.terminate(cluster_id)
+    job = wiring.store.get(job_id)
+    if job is not None and is_terminal(job.state):
+        release_storage(wiring, job)  # after the nodes are gone: their last write-back has landed
     if cluster is not None and wiring.store.mark_cluster_terminated(cluster):
         wiring.store.note(job_id, "teardown", f"cluster {cluster_id} terminated")
         return Outcome.DONE

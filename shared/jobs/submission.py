@@ -12,6 +12,7 @@ from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.messages import send_optimize
 from shared.jobs.task_records import store_pipeline
 from shared.states import JobState
+from shared.storage.lifecycle import check_job_storage
 from shared.wiring import wiring_for
 
 OBJECTIVES = ("cost", "time")
@@ -41,11 +42,15 @@ def submit_job(
     workdir_key: str | None = None,
     file_mount_keys: dict[str, str] | None = None,
     job_id: str | None = None,
+    source: str = "cli",
+    source_ref: str | None = None,
 ) -> SubmittedJob:
     """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
 
     `job_id` lets a caller with its own idempotency key (an S3 upload's bucket/key/ETag) submit
     twice safely: the second submit finds the job and sends nothing.
+    `source` says how it came: "cli" (the API, which the CLI and the SDK call), "upload" or "schedule";
+    `source_ref` names the upload's key or the schedule.
     """
     from shared.task.loader import load_pipeline
 
@@ -56,6 +61,7 @@ def submit_job(
     )
     keys = file_mount_keys or {}
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
+    check_job_storage(settings, pipeline, owner=owner, filename=filename, text=task_text)
     wiring = wiring_for(settings)
     job = wiring.store.jobs(
         job_id=job_id or new_job_id(),
@@ -69,6 +75,8 @@ def submit_job(
         workdir_key=workdir_key,
         file_mounts=encode_keys(keys),
         token_hash="-",  # set per attempt when provisioning starts
+        source=source,
+        source_ref=source_ref,
     )
     store_pipeline(wiring, job, pipeline)
     if wiring.store.create(job, f"submitted {filename}"):

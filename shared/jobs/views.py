@@ -41,6 +41,8 @@ class JobView:
     updated_at: str | None
     reason: str | None = None
     cost: float = 0.0  # $ so far: finished attempts, plus the live cluster up to now
+    source: str | None = None  # "cli" | "upload" | "schedule" (None: submitted before it was recorded)
+    source_ref: str | None = None
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[dict[str, Any]] = field(default_factory=list)
@@ -80,6 +82,8 @@ def job_view(job: JobModel, cluster: ClusterModel | None, events: list[EventMode
         updated_at=iso(job.updated_at),
         reason=job.reason,
         cost=_cost_so_far(job, cluster),
+        source=job.source,
+        source_ref=job.source_ref,
         plan=plan.model_dump(mode="json") if plan else None,
         cluster=_cluster_dict(cluster) if cluster else None,
         timeline=[_event_dict(e) for e in events or []],
@@ -130,10 +134,38 @@ def get_job(settings: Settings, job_id: str, *, owner: str | None) -> JobView:
     return job_view(job, store.cluster(job.cluster_id), store.timeline(job_id))
 
 
-def list_jobs(settings: Settings, *, owner: str) -> list[JobView]:
-    """The owner's jobs, newest first (no timelines)."""
+@dataclass(frozen=True)
+class JobFilter:
+    """Which of a user's jobs to list: any of `states`, created at or after `since` (epoch seconds),
+    whose name contains `name` (case-insensitive); at most `limit`, newest first."""
+
+    states: frozenset[str] = frozenset()
+    since: float | None = None
+    name: str | None = None
+    limit: int = 200
+
+    def admits(self, job: JobModel) -> bool:
+        if self.states and job.state not in self.states:
+            return False
+        return not self.name or self.name.lower() in (job.name or "").lower()
+
+
+MAX_JOBS_EXAMINED = 5000  # a filter that matches little stops here rather than reading every job
+
+
+def list_jobs(settings: Settings, *, owner: str, where: JobFilter | None = None) -> list[JobView]:
+    """The owner's jobs, newest first (no timelines); a live job's cost counts its cluster up to now."""
+    where = where or JobFilter()
     store = wiring_for(settings).store
-    return [job_view(job, None, None) for job in store.jobs_of(owner)]
+    jobs: list[JobModel] = []
+    for examined, job in enumerate(store.iter_jobs_of(owner, since=where.since), start=1):
+        if where.admits(job):
+            jobs.append(job)
+        if len(jobs) >= where.limit or examined >= MAX_JOBS_EXAMINED:
+            break
+    live = [j.cluster_id for j in jobs if j.cluster_id and not is_terminal(j.state)]
+    clusters = store.clusters_by_id(live)
+    return [job_view(job, clusters.get(job.cluster_id or ""), None) for job in jobs]
 
 
 def read_logs(settings: Settings, job_id: str, *, owner: str | None, rank: int = 0, after: str | None = None
@@ -150,7 +182,34 @@ def read_logs(settings: Settings, job_id: str, *, owner: str | None, rank: int =
         raise UserError("not a cursor of this job's log", field="after")
     keys = wiring.objects.list_keys(prefix, after=after)
     chunk_keys = keys[:MAX_LOG_CHUNKS_PER_READ]
-    text = "".join(wiring.objects.get_text(key) or "" for key in chunk_keys)
+    text = ""
+    previous = attempt_of_log_key(after) if after else 0
+    for key in chunk_keys:
+        attempt = attempt_of_log_key(key)
+        if attempt is not None and attempt != previous:
+            text += ("" if text.endswith("\n") or not text else "\n") + attempt_banner(
+                wiring, job_id, attempt
+            )
+            previous = attempt
+        text += wiring.objects.get_text(key) or ""
     cursor = chunk_keys[-1] if chunk_keys else after
     finished = is_terminal(job.state) and len(keys) <= MAX_LOG_CHUNKS_PER_READ
     return LogPage(job_id, rank, text, cursor, finished)
+
+
+def attempt_of_log_key(key: str) -> int | None:
+    """The attempt of a log chunk key `runs/<job>/logs/<rank>/<attempt:03d>-<n>.log`."""
+    head, dash, _ = key.rsplit("/", 1)[-1].partition("-")
+    return int(head) if dash and head.isdigit() else None
+
+
+def attempt_banner(wiring: Any, job_id: str, attempt: int) -> str:
+    """The line that opens each attempt's part of a log after the first: where that attempt ran."""
+    from shared.jobs.messages import cluster_id_for
+
+    cluster = wiring.store.cluster(cluster_id_for(job_id, attempt))
+    where = ""
+    if cluster is not None:
+        place = "/".join(p for p in (cluster.cloud, cluster.region, cluster.zone) if p)
+        where = f": {place} {cluster.instance_type}" + (" (spot)" if cluster.use_spot else "")
+    return f"----- attempt {attempt}{where} -----\n"

@@ -85,7 +85,9 @@ def deliver(settings: Settings, channel: str, target: str, notification: Notific
     """One channel's send; any exception is a failed delivery (a notification never fails a job)."""
     try:
         if channel == "slack":
-            return post_to_slack(target, slack_payload(notification))
+            return post_to_slack(
+                target, slack_payload(notification), allow_loopback=settings.allow_loopback_webhooks
+            )
         return send_email(settings, target, notification)
     except Exception as error:
         shown = mask_webhook(target) if channel == "slack" else target

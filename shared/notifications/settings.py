@@ -15,6 +15,7 @@ from typing import Final
 from shared.config import Settings
 from shared.errors import UserError
 from shared.notifications.events import DEFAULT_TOPICS, TOPICS
+from shared.notifications.outbound_http import check_public_url
 from shared.notifications.records import notifications_model, read_item
 from shared.notifications.webhook_secrets import (
     delete_webhook,
@@ -56,15 +57,15 @@ class Channels:
     topics: frozenset[str]
 
 
-def check_webhook(url: str, field: str = "slack_webhook") -> str:
+WEBHOOK_HINT = "give the Slack incoming webhook URL (https://hooks.slack.com/...)"
+
+
+def check_webhook(url: str, field: str = "slack_webhook", *, allow_loopback: bool = False) -> str:
+    """The URL if skyless may post to it: https to a host whose addresses are all public."""
     url = url.strip()
     if len(url) > MAX_URL_CHARS or not re.match(r"^https?://[^/\s]+(/\S*)?$", url):
-        raise UserError(
-            "not a webhook URL",
-            field=field,
-            hint="give the Slack incoming webhook URL (https://hooks.slack.com/...)",
-        )
-    return url
+        raise UserError("not a webhook URL", field=field, hint=WEBHOOK_HINT)
+    return check_public_url(url, field=field, allow_loopback=allow_loopback, hint=WEBHOOK_HINT)
 
 
 def check_email(address: str, field: str = "email") -> str:
@@ -104,7 +105,8 @@ def update_user_settings(
     if not isinstance(slack_webhook, _Unset):
         secret = user_secret_name(settings, owner)
         if slack_webhook:
-            item.slack_secret = store_webhook(settings, secret, check_webhook(slack_webhook))
+            url = check_webhook(slack_webhook, allow_loopback=settings.allow_loopback_webhooks)
+            item.slack_secret = store_webhook(settings, secret, url)
         else:
             delete_webhook(settings, secret)
             item.slack_secret = None
@@ -126,9 +128,8 @@ def store_job_override(
     model = notifications_model(settings)
     item = model(pk=f"job#{job_id}", updated_at=time.time())
     if slack_webhook:
-        item.slack_secret = store_webhook(
-            settings, job_secret_name(settings, job_id), check_webhook(slack_webhook)
-        )
+        url = check_webhook(slack_webhook, allow_loopback=settings.allow_loopback_webhooks)
+        item.slack_secret = store_webhook(settings, job_secret_name(settings, job_id), url)
     if email:
         item.email = check_email(email)
     item.save()

@@ -1,7 +1,9 @@
 """Slack incoming webhooks: a Block Kit message, POSTed with retries.
 
 429 is retried after its Retry-After (capped), 5xx and network errors with exponential backoff; any
-other 4xx is final (a revoked or mistyped webhook). Errors name the status, never the URL.
+other 4xx, a redirect (never followed) and a refused destination are final. The post goes only to a
+checked public address of the webhook's host (outbound_http.py). Errors name the status, never
+the URL, and never repeat what the remote answered.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import httpx
 
 from shared.notifications.deliveries import Delivery
 from shared.notifications.events import Notification
+from shared.notifications.outbound_http import PinnedClient, RefusedDestination
 from shared.notifications.webhook_secrets import mask_webhook
 
 MAX_ATTEMPTS = 4
@@ -24,7 +27,7 @@ BACKOFF_SECONDS = 1.0  # 1, 2, 4 ... between tries after a 5xx or a network erro
 MAX_RETRY_AFTER_SECONDS = 30.0
 TIMEOUT_SECONDS = 10.0
 
-_posting: set[str] = set()  # webhook URLs being posted to now; httpx's request log must not show them
+_posting: set[str] = set()  # webhook paths being posted to now; httpx's request log must not show them
 _posting_lock = threading.Lock()
 
 
@@ -36,8 +39,8 @@ class _WebhookRedaction(logging.Filter):
             secrets = list(_posting)
         if secrets:
             text = record.getMessage()
-            for url in secrets:
-                text = text.replace(url, mask_webhook(url))
+            for path in secrets:  # the request line names the pinned IP, so the secret path is what to hide
+                text = text.replace(path, "/…" + path[-4:])
             record.msg, record.args = text, ()
         return True
 
@@ -77,40 +80,68 @@ def post_to_slack(
     max_attempts: int = MAX_ATTEMPTS,
     backoff_seconds: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    allow_loopback: bool = False,
+    client: PinnedClient | None = None,
 ) -> Delivery:
-    """POST the payload; answers how it went after at most `max_attempts` tries. Never raises for HTTP."""
+    """POST the payload; answers how it went after at most `max_attempts` tries. Never raises for HTTP.
+
+    `allow_loopback` (the local runtime's setting) lets the post go to this machine; `client` replaces the
+    pinned client (tests give one with their own resolver or CA)."""
     base = backoff_seconds if backoff_seconds is not None else _backoff_from_env()
+    secret_path = _secret_part(url)
     with _posting_lock:
-        _posting.add(url)
+        _posting.add(secret_path)
     try:
-        return _post(url, payload, max_attempts, base, sleep)
+        if client is not None:
+            return _post(client, url, payload, max_attempts, base, sleep)
+        with PinnedClient(allow_loopback=allow_loopback, timeout=TIMEOUT_SECONDS) as pinned:
+            return _post(pinned, url, payload, max_attempts, base, sleep)
     finally:
         with _posting_lock:
-            _posting.discard(url)
+            _posting.discard(secret_path)
+
+
+def _secret_part(url: str) -> str:
+    """A webhook's path (and query) is its secret; the host is not."""
+    try:
+        path = httpx.URL(url).raw_path.decode("ascii", "replace")
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return url
+    return path if len(path) > 8 else url
 
 
 def _post(
-    url: str, payload: dict[str, Any], max_attempts: int, base: float, sleep: Callable[[float], None]
+    client: PinnedClient,
+    url: str,
+    payload: dict[str, Any],
+    max_attempts: int,
+    base: float,
+    sleep: Callable[[float], None],
 ) -> Delivery:
     error = "not tried"
     attempts = 0
-    with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
-        for attempts in range(1, max_attempts + 1):
-            wait = base * 2 ** (attempts - 1)
-            try:
-                answer = client.post(url, json=payload)
-            except httpx.HTTPError as exc:
-                error = f"network error ({type(exc).__name__})"
-            else:
-                if answer.status_code < 300:
-                    return Delivery("slack", True, attempts, mask_webhook(url))
-                error = f"HTTP {answer.status_code}: {answer.text[:200]}"
-                if answer.status_code == 429:
-                    wait = _retry_after(answer, wait)
-                elif answer.status_code < 500:
-                    break
-            if attempts < max_attempts:
-                sleep(wait)
+    for attempts in range(1, max_attempts + 1):
+        wait = base * 2 ** (attempts - 1)
+        try:
+            answer = client.post_json(url, payload)
+        except RefusedDestination as exc:
+            return Delivery("slack", False, attempts, mask_webhook(url), f"refused: {exc}")
+        except OSError:  # the host did not resolve (httpx's own errors are not OSErrors)
+            error = "network error (the webhook's host did not resolve)"
+        except httpx.HTTPError as exc:
+            error = f"network error ({type(exc).__name__})"
+        else:
+            if answer.status_code < 300:
+                return Delivery("slack", True, attempts, mask_webhook(url))
+            error = f"HTTP {answer.status_code}"  # never the body: the caller must not read a remote's answer
+            if 300 <= answer.status_code < 400:
+                error += " (a redirect; webhooks are not redirected)"
+            if answer.status_code == 429:
+                wait = _retry_after(answer, wait)
+            elif answer.status_code < 500:
+                break
+        if attempts < max_attempts:
+            sleep(wait)
     return Delivery("slack", False, attempts, mask_webhook(url), error)
 
 

@@ -3,7 +3,9 @@
 A plan is a merge of a few sorted runs cut short once enough candidates are found, never a scan
 of the catalog. Grouping happens once per catalog (module-level cache keyed by the catalog
 object, so warm invocations reuse it); each run is sorted the first time a plan needs it, and
-per-cloud / per-region slices of a run are memoised the same way.
+per-cloud / per-region slices of a run are memoised the same way. A plan that can only use some clouds
+(pinned, or `clouds` given) gets an index of those clouds alone, and a catalog read per cloud reads only
+them; once an index of every cloud exists, it serves every plan.
 
 Hardware keys:
 - `("gpu", accelerator, count)` — offerings with that accelerator count per VM;
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Protocol
 
 from shared.catalog.offering import Offering
@@ -32,7 +34,8 @@ Run = tuple[Entry, ...]
 
 
 class HasOfferings(Protocol):
-    offerings: tuple[Offering, ...]
+    @property
+    def offerings(self) -> tuple[Offering, ...]: ...
 
 
 class OfferingIndex:
@@ -109,20 +112,44 @@ class OfferingIndex:
         return run
 
 
-_INDEXES: weakref.WeakKeyDictionary[object, OfferingIndex] = weakref.WeakKeyDictionary()
+ALL_CLOUDS = None
+_INDEXES: weakref.WeakKeyDictionary[object, dict[frozenset[str] | None, OfferingIndex]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def index_for(catalog: HasOfferings) -> OfferingIndex:
-    """The index of a catalog, built on first use and reused for as long as the catalog lives."""
-    index = _INDEXES.get(catalog)
+def index_for(catalog: HasOfferings, clouds: Collection[str] | None = ALL_CLOUDS) -> OfferingIndex:
+    """The index of a catalog (of only `clouds`, when given), built on first use and reused for as long
+    as the catalog lives. An index of every cloud, once built, answers for any `clouds`."""
+    indexes = _INDEXES.setdefault(catalog, {})
+    if ALL_CLOUDS in indexes:
+        return indexes[ALL_CLOUDS]
+    offerings_of = getattr(catalog, "offerings_of", None)
+    wanted = frozenset(clouds) if clouds is not None and offerings_of is not None else ALL_CLOUDS
+    index = indexes.get(wanted)
     if index is None:
-        index = OfferingIndex(catalog.offerings)
-        _INDEXES[catalog] = index
+        if wanted is ALL_CLOUDS or offerings_of is None:
+            index = OfferingIndex(catalog.offerings)
+        else:
+            index = OfferingIndex(o for cloud in sorted(wanted) for o in offerings_of(cloud))
+        indexes[wanted] = index
         # The catalog and its index live as long as the process: move them out of the collector's
         # full sweeps, which would otherwise walk every row now and then (tens of ms on 90k rows).
         # gc.freeze() is O(1); it only spares what exists now from cycle collection.
         gc.freeze()
     return index
+
+
+def clouds_asked(
+    requests: Iterable[ResourceRequest], enabled_clouds: Collection[str] | None
+) -> set[str] | None:
+    """The clouds a plan can use: every request pinned to a cloud, else the enabled ones (None = all)."""
+    pinned = set()
+    for request in requests:
+        if request.cloud is None:
+            return set(enabled_clouds) if enabled_clouds is not None else None
+        pinned.add(request.cloud)
+    return pinned & set(enabled_clouds) if enabled_clouds is not None else pinned
 
 
 def hardware_keys(request: ResourceRequest, index: OfferingIndex) -> list[HardwareKey]:

@@ -40,6 +40,7 @@ from shared.optimizer.index import (
     HardwareKey,
     HasOfferings,
     OfferingIndex,
+    clouds_asked,
     fits,
     hardware_keys,
     index_for,
@@ -134,16 +135,16 @@ def plan_task(
 ) -> list[Candidate]:
     """The failover list for one task, best first. Raises NoOfferingError when nothing fits."""
     check_objective(minimize, hours)
-    index = index_for(catalog)
     requests = requests_of(choice)
+    index = index_for(catalog, clouds_asked(requests, enabled_clouds))
     candidates: list[Candidate] = []
     ranked = ranked_offerings(requests, choice.ordered, index, enabled_clouds, blocklist, minimize)
     for entry, spot, factor in ranked:
         candidates.append(candidate_from(entry, spot, num_nodes, hours * factor))
         if max_candidates is not None and len(candidates) >= max_candidates:
             break
-    if not candidates:
-        raise explain_no_offering(requests, index, enabled_clouds, blocklist)
+    if not candidates:  # explained from every cloud: "sold on gcp, not on the aws you pinned"
+        raise explain_no_offering(requests, index_for(catalog), enabled_clouds, blocklist)
     return candidates
 
 

@@ -29,6 +29,7 @@ from pynamodb.expressions.update import Action
 from shared.aws.sessions import aws_client
 from shared.config import Settings
 from shared.errors import ConflictError, NotFoundError, UserError
+from shared.events.sqs_batch import MalformedMessage
 from shared.schedules.cron import check_cron, check_timezone, due_times, scheduler_expression
 from shared.store.schedules import ScheduleModel, schedules_model
 
@@ -201,14 +202,20 @@ def fire_due_schedules(settings: Settings, now: datetime) -> list[Firing]:
 
 def firing_in(body: dict[str, Any]) -> Firing | None:
     raw = body.get("schedule_firing")
-    if not isinstance(raw, dict):
+    if raw is None:
         return None
-    return Firing(
-        owner=str(raw["owner"]),
-        name=str(raw["name"]),
-        schedule_id=str(raw["schedule_id"]),
-        scheduled_time=_iso(str(raw["scheduled_time"])),
-    )
+    try:
+        firing = Firing(
+            owner=str(raw["owner"]),
+            name=str(raw["name"]),
+            schedule_id=str(raw["schedule_id"]),
+            scheduled_time=_iso(str(raw["scheduled_time"])),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MalformedMessage(f"schedule_firing is not a firing ({exc!r:.80})") from None
+    if not (firing.owner and firing.name and firing.schedule_id):
+        raise MalformedMessage("schedule_firing names no owner, name or schedule id")
+    return firing
 
 
 def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
@@ -248,6 +255,8 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
         minimize=row.minimize,
         clouds=json.loads(row.clouds) if row.clouds else None,
         job_id=firing.job_id,
+        source="schedule",
+        source_ref=row.name,
     )
     model = schedules_model(settings)
     try:  # counted once even when two deliveries of this firing get here together

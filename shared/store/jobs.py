@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
@@ -132,6 +132,17 @@ class JobStore:
         index = self.jobs.by_owner  # type: ignore[attr-defined]
         return list(index.query(owner, scan_index_forward=False, limit=limit))
 
+    def iter_jobs_of(self, owner: str, *, since: float | None = None) -> Iterator[JobModel]:
+        """The owner's jobs newest first, created at or after `since` (epoch seconds), page by page."""
+        index = self.jobs.by_owner  # type: ignore[attr-defined]
+        condition = self.jobs.created_at >= since if since is not None else None
+        return iter(index.query(owner, range_key_condition=condition, scan_index_forward=False))
+
+    def iter_all_jobs(self, *, since: float | None = None) -> Iterator[JobModel]:
+        """Every user's jobs created at or after `since` (a scan: for an admin's reports)."""
+        condition = self.jobs.created_at >= since if since is not None else None
+        return iter(self.jobs.scan(condition))
+
     def live_jobs(self) -> list[JobModel]:
         return list(self.jobs.scan(self.jobs.state.is_in(*[s.value for s in LIVE])))
 
@@ -213,6 +224,11 @@ class JobStore:
                 return False
             raise
         return True
+
+    def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:
+        """The cluster records among `cluster_ids` that exist (one BatchGetItem per 100 ids)."""
+        wanted = list(dict.fromkeys(cluster_ids))
+        return {c.cluster_id: c for c in self.clusters.batch_get(wanted)} if wanted else {}
 
     def live_clusters(self) -> list[ClusterModel]:
         return list(self.clusters.scan(self.clusters.state == "UP"))  # node refs have no state

@@ -61,6 +61,8 @@ class JobModel(Model):
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
     cost = NumberAttribute(default=0)
+    source = UnicodeAttribute(null=True)  # how it was submitted: "cli" (the API) | "upload" | "schedule"
+    source_ref = UnicodeAttribute(null=True)  # the upload's key, or the schedule's name
 
 
 class ClusterModel(Model):

@@ -3,7 +3,12 @@
 Admin path (a deployed stack): with AWS credentials for its account and `SKYLESS_PREFIX` set,
 
     python -m shared.store.users create alice      # prints alice's new API key, once
+    python -m shared.store.users create lead --admin   # a key that may read every user's cost report
     python -m shared.store.users revoke <api key>
+
+An admin key may read cost reports across users (`GET /costs?all_users=true`); it sees and touches
+no other user's jobs. The admin flag belongs to the key, so a user can hold an ordinary key and an
+admin one.
 
 The local runtime calls `create_user("local")` when it first starts.
 """
@@ -18,7 +23,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import DeleteError, PutError
 from pynamodb.models import Model
 
@@ -35,6 +40,7 @@ class UserKeyModel(Model):
     user_id = UnicodeAttribute()
     name = UnicodeAttribute()
     created_at = NumberAttribute()
+    admin = BooleanAttribute(null=True)
 
 
 API_KEY_PREFIX = "sky_"
@@ -53,6 +59,7 @@ def hash_api_key(api_key: str) -> str:
 class User:
     user_id: str
     name: str
+    admin: bool = False
 
 
 @cache
@@ -76,7 +83,9 @@ def ensure_users_table(settings: Settings) -> None:
         model.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
 
 
-def create_user(name: str, settings: Settings | None = None, *, user_id: str | None = None) -> str:
+def create_user(
+    name: str, settings: Settings | None = None, *, user_id: str | None = None, admin: bool = False
+) -> str:
     """Record a user (or a new key for `user_id`) and answer the API key in clear; only its hash is kept."""
     settings = settings or Settings.from_env()
     name = name.strip()
@@ -90,6 +99,7 @@ def create_user(name: str, settings: Settings | None = None, *, user_id: str | N
             user_id=user_id or f"u-{secrets.token_hex(8)}",
             name=name,
             created_at=int(time.time()),
+            admin=admin or None,
         )
         try:
             record.save(condition=model.key_hash.does_not_exist())
@@ -101,11 +111,21 @@ def create_user(name: str, settings: Settings | None = None, *, user_id: str | N
 
 def find_user(api_key: str, settings: Settings) -> User | None:
     """The user holding `api_key`, or None."""
+    return find_user_by_key_hash(hash_api_key(api_key), settings)
+
+
+def find_user_by_key_hash(key_hash: str, settings: Settings) -> User | None:
+    """The user holding the key whose hash this is (a revoked key: None)."""
     try:
-        record = users_model(settings).get(hash_api_key(api_key))
+        record = users_model(settings).get(key_hash)
     except users_model(settings).DoesNotExist:
         return None
-    return User(user_id=record.user_id, name=record.name)
+    return User(user_id=record.user_id, name=record.name, admin=bool(record.admin))
+
+
+def user_names(settings: Settings) -> dict[str, str]:
+    """user id -> name, for reports across users (a scan of the users table: one row per key)."""
+    return {record.user_id: record.name for record in users_model(settings).scan()}
 
 
 def revoke_key(api_key: str, settings: Settings) -> bool:
@@ -123,13 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     verbs = parser.add_subparsers(dest="verb", required=True)
     create = verbs.add_parser("create", help="create a user and print a new API key")
     create.add_argument("name")
+    create.add_argument("--admin", action="store_true", help="the key may read every user's cost report")
     revoke = verbs.add_parser("revoke", help="revoke an API key")
     revoke.add_argument("api_key")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     ensure_users_table(settings)
     if args.verb == "create":
-        print(create_user(args.name, settings))
+        print(create_user(args.name, settings, admin=args.admin))
         return 0
     if revoke_key(args.api_key, settings):
         print("revoked")

@@ -49,11 +49,13 @@ def load_documents(text: str) -> list[Document]:
         problem = f"invalid YAML: character {chr(error.character)!r} is not allowed"
         raise YamlSyntaxError(problem, line) from None
     documents: list[Document] = []
+    start: int | None = None
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
+            start = node.start_mark.line + 1
             value = loader.construct_document(node)
             lines: dict[Path, int] = {(): node.start_mark.line + 1}
             _record_lines(loader, node, (), lines)
@@ -66,6 +68,8 @@ def load_documents(text: str) -> list[Document]:
         raise YamlSyntaxError(f"invalid YAML: {problem}{context}", where) from None
     except yaml.YAMLError as error:
         raise YamlSyntaxError(f"invalid YAML: {error}", None) from None
+    except ValueError:  # int() refuses a number of more than 4300 digits
+        raise YamlSyntaxError("invalid YAML: a number too long to read (over 4300 digits)", start) from None
     finally:
         loader.dispose()
     return documents

@@ -29,6 +29,8 @@ from shared.task.strict_model import SpecModel
 from shared.task.values import DURATION, ENV_NAME, STORAGE_MODES, STORES, parse_cpus, parse_memory
 
 Number = StrictInt | StrictFloat
+MAX_DATA_GB = 1e12  # a zettabyte: past any real data set, and a float still holds it
+MAX_NUM_NODES = 10_000  # skyless's own bound (SkyPilot has none): beyond it no cloud launches one cluster
 
 
 class GitWorkdir(SpecModel):
@@ -143,7 +145,7 @@ class Task(SpecModel):
     name: str | None = None
     workdir: str | GitWorkdir | None = None
     event_callback: str | None = None
-    num_nodes: Annotated[StrictInt, Field(ge=1)] = 1
+    num_nodes: Annotated[StrictInt, Field(ge=1, le=MAX_NUM_NODES)] = 1
     job: JobOptions | None = None
     resources: Resources = Field(default_factory=Resources)
     file_mounts: dict[str, str | StorageObject] | None = None
@@ -197,6 +199,8 @@ class Task(SpecModel):
                 )
             if any(size < 0 for size in value.values()):
                 raise ValueError("the size in GB cannot be negative")
+            if any(size > MAX_DATA_GB for size in value.values()):
+                raise ValueError(f"the size in GB must be at most {MAX_DATA_GB:.0e}")
         return value
 
     @property
@@ -214,6 +218,12 @@ class Task(SpecModel):
             notes.append("service: read, not run by skyless (SkyServe services)")
         if self.pool is not None:
             notes.append("pool: read, not run by skyless (worker pools)")
+        for path, source in (self.file_mounts or {}).items():
+            if isinstance(source, StorageObject) and (source.mode or "MOUNT") == "MOUNT":
+                notes.append(
+                    f"file_mounts.{path}: MOUNT on the local cloud is a copy written back every 5 s and when "
+                    "the node lets go (as MOUNT_CACHED); other nodes' writes show at the next attempt"
+                )
         return notes
 
     def resource_choice(self) -> ResourceChoice:
@@ -259,10 +269,18 @@ def _requests_for(fields: ResourceFields) -> list[ResourceRequest]:
             memory_at_least=memory_at_least,
             instance_type=fields.instance_type,
             use_spot=bool(fields.use_spot),
-            max_hourly_cost=fields.max_hourly_cost,
+            max_hourly_cost=_as_float(fields.max_hourly_cost),
         )
         for name, count in accelerators
     ]
+
+
+def _as_float(value: float | None) -> float | None:
+    """An int too large for a float is, for any price, infinite."""
+    try:
+        return None if value is None else float(value)
+    except OverflowError:
+        return float("inf")
 
 
 class Pipeline(SpecModel):

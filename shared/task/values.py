@@ -124,7 +124,10 @@ def _accelerator_count(count: Any, name: Any) -> float:
         return 1.0
     if isinstance(count, bool) or not isinstance(count, int | float) or not count > 0:
         raise ValueError(f"accelerator {name!r}: expected a positive count or null, found {count!r}")
-    return float(count)
+    try:
+        return float(count)
+    except OverflowError:
+        raise ValueError(f"accelerator {name!r}: the count is too large") from None
 
 
 def parse_cpus(value: Any) -> tuple[float | None, bool]:

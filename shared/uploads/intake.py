@@ -32,6 +32,7 @@ from botocore.exceptions import ClientError
 from shared.aws.sessions import aws_client
 from shared.config import Settings
 from shared.errors import TaskFileError, UserError
+from shared.events.sqs_batch import MalformedMessage
 from shared.jobs.run_status import write_run_status
 
 log = logging.getLogger("skyless.uploads")
@@ -91,14 +92,21 @@ def uploads_in(event: dict[str, Any]) -> list[Upload] | None:
     if not isinstance(records, list):
         return None
     uploads = []
-    for record in records:
-        if record.get("eventSource") != "aws:s3" or not str(record.get("eventName", "")).startswith(
-            "ObjectCreated"
-        ):
-            continue
-        s3 = record["s3"]
-        key = unquote_plus(s3["object"]["key"])
-        uploads.append(Upload(s3["bucket"]["name"], key, str(s3["object"].get("eTag", "")).strip('"')))
+    for index, record in enumerate(records):
+        try:
+            if record.get("eventSource") != "aws:s3" or not str(record.get("eventName", "")).startswith(
+                "ObjectCreated"
+            ):
+                continue
+            s3 = record["s3"]
+            key = unquote_plus(s3["object"]["key"])
+            bucket = s3["bucket"]["name"]
+            etag = str(s3["object"].get("eTag", "")).strip('"')
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise MalformedMessage(f"Records[{index}] is not an S3 event record ({exc!r:.80})") from None
+        if not isinstance(bucket, str) or not bucket or not key:
+            raise MalformedMessage(f"Records[{index}] names no bucket or key")
+        uploads.append(Upload(bucket, key, etag))
     return uploads
 
 
@@ -139,7 +147,7 @@ def submit_uploads(settings: Settings, event: dict[str, Any]) -> UploadOutcome:
     """Every task file the event names: submitted once per bucket/key/ETag, or given an error report."""
     uploads = uploads_in(event)
     if uploads is None:
-        raise ValueError("not an S3 event notification")
+        raise MalformedMessage("neither an S3 event notification nor a schedule firing")
     outcome = UploadOutcome()
     for upload in uploads:
         if not is_task_key(upload.key):
@@ -177,8 +185,9 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         env = env_of(upload.key, metadata)
         check_task_runs(text, filename=upload.key, env=env)
         job = submit_job(
-            settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id
-        )
+            settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id,
+            source="upload", source_ref=upload.key,
+        )  # fmt: skip
     except UserError as error:
         if not _already_rejected(settings, upload):  # a re-delivery records and notifies nothing new
             reject(settings, upload, owner or "", error)

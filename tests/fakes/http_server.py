@@ -1,9 +1,11 @@
-"""A threaded werkzeug server on 127.0.0.1 and a free port, started and stopped by the fixtures."""
+"""A threaded werkzeug server on 127.0.0.1 and a free port, started and stopped by the fixtures
+(https when given an `ssl_context`)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import ssl
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -20,11 +22,14 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 class FakeServer:
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, ssl_context: ssl.SSLContext | None = None) -> None:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self._handler = handler
-        self._server: BaseWSGIServer = make_server("127.0.0.1", 0, self._wsgi, threaded=True)
-        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        self._server: BaseWSGIServer = make_server(
+            "127.0.0.1", 0, self._wsgi, threaded=True, ssl_context=ssl_context
+        )
+        self.port = self._server.server_port
+        self.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
     def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:

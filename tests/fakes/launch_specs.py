@@ -8,7 +8,7 @@ from typing import Any
 from shared.clouds.base import LaunchSpec
 
 JOB = "job-0123456789ab"
-AGENT_ENV = {"SKYLESS_API_URL": "https://api.example", "SKYLESS_AGENT_TOKEN": "tok-123"}
+AGENT_ENV = {"SKYLESS_API_URL": "https://api.example", "SKYLESS_BOOT_TOKEN": "tok-123"}
 
 
 def launch_spec(

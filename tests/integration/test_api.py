@@ -18,7 +18,7 @@ from functions.submit.app import app
 from shared.config import Settings
 from shared.jobs.agent_reports import PHASES
 from shared.jobs.planning import plan_job
-from shared.jobs.tokens import agent_token, token_hash
+from shared.jobs.tokens import agent_token, boot_token, token_hash
 from shared.states import JobState
 from shared.store.users import create_user
 from shared.wiring import wiring_for
@@ -119,10 +119,11 @@ def test_another_users_job_is_404_to_show_cancel_and_read(alice: Api, bob: Api) 
     assert alice.get(f"/jobs/{job_id}").json_body["state"] == "PENDING"
 
 
-def test_an_unknown_or_absurd_job_id_is_404(alice: Api) -> None:
+def test_an_unknown_job_id_is_404_and_an_absurd_one_400(alice: Api) -> None:
     assert alice.get("/jobs/job-nope").status_code == 404
-    assert alice.get("/jobs/" + "x" * 5000).status_code == 404
     assert alice.get("/jobs/job-nope").json_body["field"] == "job_id"
+    absurd = alice.get("/jobs/" + "x" * 5000)  # refused before any lookup (path parameters are bounded)
+    assert absurd.status_code == 400 and absurd.json_body["field"] == "job_id"
 
 
 def test_show_has_the_plan_and_the_place_once_planned(stack: Settings, alice: Api) -> None:
@@ -255,11 +256,16 @@ def _agent(client: Client, token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
 
+def _booting(stack: Settings, job_id: str, node_key: str = "the-agents-own-node-key") -> dict[str, str]:
+    """What a node agent sends for its config: the boot token from user-data and a key of its own."""
+    return {"Authorization": f"Bearer {boot_token(stack, job_id, 0)}", "X-Skyless-Node-Key": node_key}
+
+
 def test_agent_gets_its_config_with_the_job_token(stack: Settings, client: Client, alice: Api) -> None:
     job_id = alice.submit()
     token = _launched(stack, job_id, ["i-a", "i-b"])
 
-    answer = client.http.get(f"/agent/{job_id}/config?instance_id=i-b", headers=_agent(client, token))
+    answer = client.http.get(f"/agent/{job_id}/config?instance_id=i-b", headers=_booting(stack, job_id))
 
     assert answer.status_code == 200, answer.json_body
     config = answer.json_body
@@ -267,6 +273,7 @@ def test_agent_gets_its_config_with_the_job_token(stack: Settings, client: Clien
     assert config["node_ips"] == ["10.0.0.1", "10.0.0.2"]
     assert config["run"].startswith("echo hello")
     assert config["log_upload"]["key_prefix"].startswith(f"runs/{job_id}/logs/1/")
+    assert config["agent_token"] == token
 
 
 def test_agent_routes_refuse_another_jobs_token_and_a_users_key(
@@ -287,13 +294,11 @@ def test_agent_config_is_404_for_a_stranger_instance_and_400_without_one(
     stack: Settings, client: Client, alice: Api
 ) -> None:
     job_id = alice.submit()
-    token = _launched(stack, job_id, ["i-a"])
+    _launched(stack, job_id, ["i-a"])
+    boot = _booting(stack, job_id)
 
-    assert (
-        client.http.get(f"/agent/{job_id}/config?instance_id=i-q", headers=_agent(client, token)).status_code
-        == 404
-    )
-    missing = client.http.get(f"/agent/{job_id}/config", headers=_agent(client, token))
+    assert client.http.get(f"/agent/{job_id}/config?instance_id=i-q", headers=boot).status_code == 404
+    missing = client.http.get(f"/agent/{job_id}/config", headers=boot)
     assert missing.status_code == 400
     assert missing.json_body["field"] == "instance_id"
 
@@ -333,7 +338,7 @@ def test_agent_config_is_425_until_the_cluster_is_recorded(
         job, JobState.PROVISIONING, "provisioning", changes={"token_hash": token_hash(token)}
     )
 
-    early = client.http.get(f"/agent/{job_id}/config?instance_id=i-a", headers=_agent(client, token))
+    early = client.http.get(f"/agent/{job_id}/config?instance_id=i-a", headers=_booting(stack, job_id))
 
     assert early.status_code == 425
     assert early.json_body["error"] == "NotReadyError"

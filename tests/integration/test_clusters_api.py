@@ -142,3 +142,39 @@ def test_launch_says_what_of_the_task_skyless_does_not_act_on(alice: Caller) -> 
     notes = alice.post("/clusters/dev/launch", {"task": task}).json_body["notes"]
     assert any("wait_for: none is not honoured" in n for n in notes)
     assert any("hook is not run" in n for n in notes)
+
+
+def test_a_node_trades_its_boot_token_for_the_agent_token_once(
+    client: Client, alice: Caller, stack: Settings, queues: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from functions.provision.handler import handler as provision_handler
+    from shared.clusters.tokens import cluster_boot_token
+
+    monkeypatch.setenv(
+        "SKYLESS_LOCAL_AGENT_COMMAND", json.dumps([sys.executable, "-c", "import time; time.sleep(60)"])
+    )
+    key = alice.post("/clusters/dev/launch", {"task": TASK}).json_body["cluster"]["cluster_id"]
+    boot = cluster_boot_token(stack, key)
+
+    def claim(token: str, node_key: str, instance_id: str) -> Any:
+        headers = {"Authorization": f"Bearer {token}", "X-Skyless-Node-Key": node_key,
+                   "Content-Type": "application/json"}  # fmt: skip
+        return client.http.post(f"/cluster-agent/{key}/claim", headers=headers,
+                                body=json.dumps({"instance_id": instance_id}))  # fmt: skip
+
+    mine, theirs = "a" * 32, "b" * 32
+    assert claim(boot, mine, "i-1").status_code == 425  # INIT: the nodes are not recorded yet
+    assert claim("boot.0.9999999999.forged", mine, "i-1").status_code == 401
+    assert claim(boot, "short", "i-1").status_code == 401
+    assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+    node = alice.get("/clusters/dev").json_body["nodes"][0]["instance_id"]
+    first = claim(boot, mine, node)
+    assert first.status_code == 200 and first.json_body["agent_token"] == cluster_agent_token(stack, key)
+    assert claim(boot, mine, node).status_code == 200  # the same agent again (its answer was lost)
+    assert claim(boot, theirs, node).status_code == 401  # anyone else with the boot token: refused
+    assert claim(boot, mine, "i-other").status_code == 404
+    expired = cluster_boot_token(stack, key).split(".")
+    expired[2] = "1"
+    assert claim(".".join(expired), mine, node).status_code == 401

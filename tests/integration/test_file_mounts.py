@@ -1,5 +1,6 @@
 """`file_mounts`: local files and folders are uploaded by the CLI and unpacked on every node; https:// and
-objects of the skyless bucket are downloaded by the node; other sources are refused at submit.
+objects of the skyless bucket are downloaded by the node; buckets are shared.storage's (tests/test_storage_*);
+other sources are refused at submit.
 A git workdir (`workdir: {url, ref}`) is cloned on each node at `ref`, not silently left empty."""
 
 from __future__ import annotations
@@ -58,9 +59,8 @@ def test_sources_are_sorted_by_what_fetches_them() -> None:
 @pytest.mark.parametrize(
     ("mount", "message"),
     [
-        ("  /datasets: gs://some-bucket/x\n", "gs:// sources are not fetched by skyless yet"),
-        ("  /imagenet: s3://someone-elses-bucket/imagenet\n", "s3:// sources are not fetched"),
-        ("  /ckpt:\n    name: ckpt\n    store: s3\n    mode: MOUNT\n", "storage objects"),
+        ("  /datasets: cos://some-bucket/x\n", "cos:// sources are not fetched by skyless"),
+        ("  /imagenet: oci://someone-elses-bucket/imagenet\n", "oci:// sources are not fetched"),
     ],
 )
 def test_a_source_skyless_cannot_fetch_is_refused_naming_the_mount(mount: str, message: str) -> None:
@@ -144,7 +144,7 @@ def test_launch_refuses_an_unfetchable_mount_and_a_missing_local_source_clearly(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     gcs = tmp_path / "gcs.yaml"
-    gcs.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  ~/here: .\n  /data: gs://bucket/data\nrun: ls\n")
+    gcs.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  ~/here: .\n  /data: cos://bucket/data\nrun: ls\n")
     missing = tmp_path / "missing.yaml"
     missing.write_text("resources:\n  cpus: 1+\nfile_mounts:\n  /data: ./nowhere\nrun: ls\n")
 
@@ -152,7 +152,7 @@ def test_launch_refuses_an_unfetchable_mount_and_a_missing_local_source_clearly(
     absent = _run("launch", str(missing), "-d", *cli_api)
 
     assert refused.exit_code == 2
-    assert "file_mounts./data: gs:// sources are not fetched by skyless yet" in refused.output
+    assert "file_mounts./data: cos:// sources are not fetched by skyless" in refused.output
     assert "Uploading" not in refused.output  # refused before the local folder is uploaded
     assert absent.exit_code == 2 and "file_mounts./data: ./nowhere does not exist" in absent.output
     assert "Traceback" not in refused.output + absent.output
@@ -200,7 +200,7 @@ def test_two_nodes_read_the_workdir_and_every_mount_and_launch_shows_both_logs(
         "  ~/page.txt: http://127.0.0.1:$WEB_PORT/page.txt\n"
         "  ~/obj.txt: s3://skyless-artifacts/datasets/obj.txt\n"
         "run: |\n  python3 train.py\n"
-        "  cat ~/data/part/rows.csv ~/etc/skyless-test/lr.txt ~/page.txt ~/obj.txt\n"
+        "  cat ~/data/part/rows.csv /etc/skyless-test/lr.txt ~/page.txt ~/obj.txt\n"
         "  echo node $SKYPILOT_NODE_RANK done\n"
     )
 

@@ -86,11 +86,15 @@ def test_fixture_events_parse_to_what_they_say() -> None:
     assert parse_instance_event("not json") is None
 
 
-def test_spot_watch_ignores_unknown_instances_and_fails_only_the_malformed_message(stack: Settings) -> None:
+def test_spot_watch_ignores_unknown_instances_and_drops_the_malformed_message(
+    stack: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
     batch = fixture_event("sqs_batch_of_spot_warning.json")
     bad = dict(batch["Records"][0], messageId="bad-1", body="[1, 2")
     answer = spot_watch_handler({"Records": [*batch["Records"], bad]}, None)
-    assert answer == {"batchItemFailures": [{"itemIdentifier": "bad-1"}]}
+    assert answer == {"batchItemFailures": []}  # never retried: it could never succeed
+    (line,) = [r for r in caplog.records if "malformed_message_dropped" in r.getMessage()]
+    assert json.loads(line.getMessage())["message_id"] == "bad-1" and line.exc_info is None
 
 
 def test_a_preemption_through_eventbridge_recovers_the_job_in_another_region(

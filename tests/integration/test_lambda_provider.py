@@ -182,4 +182,4 @@ def test_the_boot_script_makes_the_agent_report_the_node_name_as_its_instance_id
     result = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30, check=True)
 
     assert result.stdout.split() == ["skyless-job-0123456789ab-1-001", "job-0123456789ab"]
-    assert (tmp_path / "agent.py").read_text().startswith('"""')
+    assert "def main(" in (tmp_path / "agent.py").read_text()  # the agent, shipped without its docstrings

@@ -37,7 +37,7 @@ def spec(cluster_id: str = "job-1-0", num_nodes: int = 2, zone: str = "us-east-1
         instance_type="c6i.large",
         use_spot=True,
         num_nodes=num_nodes,
-        agent_env={"SKYLESS_AGENT_TOKEN": "secret-token"},
+        agent_env={"SKYLESS_BOOT_TOKEN": "secret-token"},
     )
 
 
@@ -73,7 +73,7 @@ def test_launch_starts_one_process_per_node_with_the_agent_environment(cloud: Lo
     envs = [node_env(cloud, "job-1-0", rank) for rank in (0, 1)]
     assert [e["SKYLESS_NODE_IP"] for e in envs] == [n.ip for n in nodes]
     assert len({n.ip for n in nodes}) == 2
-    assert all(e["SKYLESS_AGENT_TOKEN"] == "secret-token" and e["SKYLESS_JOB_ID"] == "job-1" for e in envs)
+    assert all(e["SKYLESS_BOOT_TOKEN"] == "secret-token" and e["SKYLESS_JOB_ID"] == "job-1" for e in envs)
     assert [e["SKYLESS_INSTANCE_ID"] for e in envs] == [n.instance_id for n in nodes]
     assert [e["HOME"] for e in envs] == [str(cloud.nodes_dir / "job-1-0" / str(rank)) for rank in (0, 1)]
     record = json.loads((cloud.nodes_dir / "job-1-0" / "0" / "node.json").read_text())

@@ -7,25 +7,31 @@ import gzip
 import re
 import subprocess
 
-from node_agent.user_data import AGENT_SOURCE, render_user_data
+from node_agent.user_data import AGENT_SOURCE, render_user_data, strip_for_shipping
 
 
 def _render(cloud: str = "aws", **extra: str) -> str:
     return render_user_data(api_url="https://api.example.com", job_id="j-1", cluster_id="c-1",
-                            agent_token="tok'en; rm -rf /", cloud=cloud, **extra)
+                            boot_token="tok'en; rm -rf /", cloud=cloud, **extra)
 
 
-def test_user_data_carries_the_agent_byte_for_byte_and_fits_ec2_limit():
+def test_user_data_carries_the_agent_less_only_docstrings_and_annotations_and_fits_ec2_limit():
+    import ast
+
     script = _render()
     packed = re.search(r"echo (\S+) \| base64 -d", script).group(1)
-    assert gzip.decompress(base64.b64decode(packed)) == AGENT_SOURCE.read_bytes()
+    shipped = gzip.decompress(base64.b64decode(packed)).decode()
+    original = ast.parse(AGENT_SOURCE.read_text())
+    assert ast.dump(ast.parse(shipped)) == ast.dump(strip_for_shipping(original))
+    assert '"""' not in shipped and "-> dict" not in shipped
+    ast.parse(shipped, feature_version=(3, 8))
     assert len(script.encode()) < 16 * 1024
 
 
 def test_user_data_is_valid_bash_and_quotes_the_token():
     script = _render()
     assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
-    assert "export SKYLESS_AGENT_TOKEN='tok'\"'\"'en; rm -rf /'" in script
+    assert "export SKYLESS_BOOT_TOKEN='tok'\"'\"'en; rm -rf /'" in script
     assert "export SKYLESS_CLOUD=aws" in script
 
 

@@ -39,7 +39,7 @@ def test_every_described_request_body_is_a_resolvable_schema() -> None:
         op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         for item in spec["paths"].values()
         for op in item.values()
-        if "requestBody" in op
+        if "application/json" in op.get("requestBody", {}).get("content", {})
     ]
     assert {ref.rsplit("/", 1)[1] for ref in bodies} >= {
         "SubmitJobRequest",
@@ -59,3 +59,16 @@ def test_user_routes_require_the_api_key_and_agent_routes_the_job_token() -> Non
     assert spec["paths"]["/openapi.json"]["get"]["security"] == []
     assert "401" in spec["paths"]["/jobs/{job_id}"]["get"]["responses"]
     assert "404" in spec["paths"]["/jobs/{job_id}"]["get"]["responses"]
+
+
+def test_dashboard_pages_are_described_as_html_behind_the_session_cookie() -> None:
+    spec = _spec()
+
+    page = spec["paths"]["/dashboard/jobs/{job_id}"]["get"]
+    assert page["security"] == [{"session": []}]
+    assert "text/html" in page["responses"]["200"]["content"]
+    sign_in = spec["paths"]["/dashboard/login"]["post"]
+    assert sign_in["security"] == []
+    form = sign_in["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+    assert set(form["properties"]) == {"api_key", "next", "csrf"}
+    assert spec["components"]["securitySchemes"]["session"]["in"] == "cookie"

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.ssh_config import host_block, with_host, without_host
-from node_agent.agent import count_session_files, count_ssh_connections
+from node_agent.cluster_agent import count_session_files, count_ssh_connections
 from shared.clusters.autostop import autostop_of_task
 from shared.clusters.names import check_cluster_name, is_cluster_key, new_cluster_key, provider_cluster_id
 from shared.clusters.queue_policy import Capacity, QueuedJob, fits_at_all, jobs_to_start
@@ -163,3 +163,34 @@ def test_an_agent_counts_ssh_connections_and_live_shell_files(tmp_path: Path) ->
     (sessions / "999999999").write_text("")  # a shell long gone: forgotten
     assert count_session_files(sessions) == 1
     assert not (sessions / "999999999").exists()
+
+
+def test_a_cluster_nodes_user_data_fetches_both_agent_files_and_comes_back_at_every_boot() -> None:
+    import subprocess
+
+    from node_agent.user_data import render_user_data
+
+    env = {"SKYLESS_AGENT_MODE": "cluster", "SKYLESS_CLUSTER_KEY": "cl-0123456789ab"}
+    script = render_user_data(api_url="https://api.example.com/", job_id="cl-0123456789ab",
+                              cluster_id="cl-0123456789ab-0", boot_token="boot.0.1.x", cloud="aws",
+                              run_as="ubuntu", extra_env=env)  # fmt: skip
+    assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
+    for name in ("agent.py", "cluster_agent.py"):
+        assert f"https://api.example.com/node-agent/{name} -o /opt/skyless/{name}" in script
+    assert "per-boot" in script and "export SKYLESS_AGENT_MODE=cluster" in script
+    assert "base64 -d" not in script and len(script) < 2048  # no agent inside: far below EC2's 16 KB
+
+
+def test_the_cluster_agent_is_python_3_8_and_stdlib_only_beside_agent_py() -> None:
+    import ast
+    import sys
+
+    source = (Path(__file__).resolve().parents[2] / "node_agent" / "cluster_agent.py").read_text()
+    tree = ast.parse(source, feature_version=(3, 8))
+    imported = {
+        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported - set(sys.stdlib_module_names) - {"__future__"} == {"node_agent", "agent"}

@@ -165,15 +165,6 @@ def test_task_id_names_an_unnamed_task_of_a_pipeline_as_skypilot_fills_it_in() -
     assert ids[1].endswith("_p_p-1_job-1-1")
 
 
-def test_task_id_with_an_attempt_keeps_the_format_and_adds_the_attempt() -> None:
-    stable = managed_task_ids(submitted_at=SUBMITTED, job_name="j", task_names=["j"], job_id="job-1")[0]
-    first, second = (
-        managed_task_ids(submitted_at=SUBMITTED, job_name="j", task_names=["j"], job_id="job-1", attempt=n)[0]
-        for n in (0, 1)
-    )
-    assert (first, second) == (f"{stable}-0", f"{stable}-1")
-
-
 def test_task_ids_lists_every_task_of_the_job_in_order_in_both_stages() -> None:
     ids = managed_task_ids(submitted_at=SUBMITTED, job_name="p", task_names=["train", "eval"], job_id="job-1")
     envs = node_env(place=GCP_L4, rank=0, node_ips=IPS, task_ids=ids, task_index=1)

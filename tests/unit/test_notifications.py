@@ -79,7 +79,7 @@ def test_the_email_text_names_the_logs_command_once() -> None:
 def test_429_then_200_is_retried_after_retry_after_and_delivered_once(webhook: SlackWebhook) -> None:
     webhook.fail_first(429, retry_after="2")
     waits: list[float] = []
-    delivery = post_to_slack(webhook.url, {"text": "hi"}, sleep=waits.append)
+    delivery = post_to_slack(webhook.url, {"text": "hi"}, sleep=waits.append, allow_loopback=True)
     assert delivery.ok and delivery.attempts == 2
     assert waits == [2.0]
     assert webhook.attempts == 2 and webhook.posts == [{"text": "hi"}]
@@ -88,7 +88,9 @@ def test_429_then_200_is_retried_after_retry_after_and_delivered_once(webhook: S
 def test_5xx_is_retried_with_exponential_backoff(webhook: SlackWebhook) -> None:
     webhook.fail_first(500, times=2)
     waits: list[float] = []
-    delivery = post_to_slack(webhook.url, {"text": "hi"}, backoff_seconds=0.5, sleep=waits.append)
+    delivery = post_to_slack(
+        webhook.url, {"text": "hi"}, backoff_seconds=0.5, sleep=waits.append, allow_loopback=True
+    )
     assert delivery.ok and delivery.attempts == 3
     assert waits == [0.5, 1.0]
     assert len(webhook.posts) == 1
@@ -96,19 +98,25 @@ def test_5xx_is_retried_with_exponential_backoff(webhook: SlackWebhook) -> None:
 
 def test_dead_webhook_fails_after_max_attempts_and_the_error_hides_the_url(webhook: SlackWebhook) -> None:
     webhook.fail_first(503, times=10)
-    delivery = post_to_slack(webhook.url, {"text": "hi"}, max_attempts=3, sleep=lambda _: None)
+    delivery = post_to_slack(
+        webhook.url, {"text": "hi"}, max_attempts=3, sleep=lambda _: None, allow_loopback=True
+    )
     assert not delivery.ok and delivery.attempts == 3 and webhook.attempts == 3
     assert "503" in (delivery.error or "")
     assert "XXXXsecretXXXX" not in str(delivery.as_dict())
 
 
 def test_a_revoked_webhook_404_is_not_retried(webhook: SlackWebhook) -> None:
-    delivery = post_to_slack(webhook.url + "-revoked", {"text": "hi"}, sleep=lambda _: None)
+    delivery = post_to_slack(
+        webhook.url + "-revoked", {"text": "hi"}, sleep=lambda _: None, allow_loopback=True
+    )
     assert not delivery.ok and delivery.attempts == 1
 
 
 def test_nothing_listening_is_a_failed_delivery_not_an_exception() -> None:
-    delivery = post_to_slack("http://127.0.0.1:9/hook", {"text": "hi"}, max_attempts=2, sleep=lambda _: None)
+    delivery = post_to_slack(
+        "http://127.0.0.1:9/hook", {"text": "hi"}, max_attempts=2, sleep=lambda _: None, allow_loopback=True
+    )
     assert not delivery.ok and delivery.attempts == 2 and "network error" in (delivery.error or "")
 
 
@@ -138,7 +146,7 @@ def test_httpx_request_log_shows_the_webhook_masked(
     webhook: SlackWebhook, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="httpx")
-    assert post_to_slack(webhook.url, {"text": "hi"}).ok
+    assert post_to_slack(webhook.url, {"text": "hi"}, allow_loopback=True).ok
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "HTTP Request: POST" in logged and "…XXXX" in logged
     assert "XXXXsecretXXXX" not in logged

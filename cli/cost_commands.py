@@ -1,0 +1,119 @@
+"""`skyless cost-report`: what jobs cost, per attempt, spot against on-demand, and the savings."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from cli.console import stdout_console
+from cli.job_commands import ApiKey, ApiUrl, _client
+from cli.money_format import dollars
+from shared.api.cost_models import CostReportResponse
+
+console = stdout_console()
+GROUPINGS = ("cloud", "user", "job", "day")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's verbs to the `skyless` command."""
+    app.command("cost-report")(cost_report)
+
+
+def cost_report(
+    days: Annotated[
+        int, typer.Option("--days", min=1, max=366, help="Jobs submitted in the last N days.")
+    ] = 7,
+    by: Annotated[str, typer.Option("--by", help="Group by cloud, user, job or day.")] = "cloud",
+    all_users: Annotated[
+        bool, typer.Option("--all-users", help="Every user's jobs (needs an admin key).")
+    ] = False,
+    jobs: Annotated[bool, typer.Option("--jobs/--no-jobs", help="Also list each job's attempts.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="The API's answer, as JSON.")] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """What your jobs cost: each attempt on spot or on-demand, what on-demand would have cost, the savings."""
+    if by not in GROUPINGS:
+        console.print(f"[red]error:[/red] --by: must be one of {', '.join(GROUPINGS)}, not {escape(by)}")
+        raise typer.Exit(2)
+    with _client(api_url, api_key) as client:
+        report = client.cost_report(days=days, by=by, all_users=all_users)
+    if as_json:
+        console.out(json.dumps(report.model_dump(mode="json"), indent=2), highlight=False)
+        return
+    print_report(report, with_jobs=jobs)
+
+
+def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
+    whose = "every user's jobs" if report.all_users else "your jobs"
+    title = f"Cost of {whose} submitted in the last {report.days} day(s), by {report.by}"
+    table = Table(title=title, title_justify="left")
+    for column in (
+        "BY " + report.by.upper(),
+        "JOBS",
+        "ATTEMPTS",
+        "HOURS",
+        "SPOT",
+        "ON-DEMAND",
+        "COST",
+        "IF ALL ON-DEMAND",
+        "SAVED",
+    ):
+        table.add_column(column, justify="left" if column.startswith("BY ") else "right")
+    for line in [*report.lines, report.total]:
+        table.add_row(
+            escape(line.label),
+            str(line.jobs),
+            str(line.attempts),
+            f"{line.hours:.2f}",
+            dollars(line.spot_cost),
+            dollars(line.on_demand_market_cost),
+            dollars(line.cost),
+            dollars(line.on_demand_cost),
+            f"{dollars(line.savings)} ({line.savings_percent:.0f}%)",
+            end_section=line is report.lines[-1] if report.lines else False,
+            style="bold" if line is report.total else None,
+        )
+    console.print(table)
+    if not with_jobs or not report.jobs:
+        return
+    attempts = Table(title="Each job's attempts", title_justify="left")
+    for column in (
+        "JOB",
+        "NAME",
+        "STATE",
+        "ATTEMPT",
+        "WHERE",
+        "INSTANCE",
+        "MARKET",
+        "HOURS",
+        "COST",
+        "IF ON-DEMAND",
+        "SAVED",
+    ):
+        attempts.add_column(
+            column,
+            justify="right" if column in ("ATTEMPT", "HOURS", "COST", "IF ON-DEMAND", "SAVED") else "left",
+        )
+    for job in report.jobs:
+        for n, attempt in enumerate(job.attempts):
+            where = "/".join(p for p in (attempt.cloud, attempt.region, attempt.zone) if p)
+            on_demand = dollars(attempt.on_demand_cost) if attempt.on_demand_hourly is not None else "unknown"
+            attempts.add_row(
+                job.job_id if n == 0 else "",
+                escape(job.name or "-") if n == 0 else "",
+                job.state if n == 0 else "",
+                str(attempt.attempt),
+                where,
+                attempt.instance_type,
+                attempt.market,
+                f"{attempt.hours:.3f}",
+                dollars(attempt.cost),
+                on_demand,
+                dollars(attempt.savings),
+            )
+    console.print(attempts)

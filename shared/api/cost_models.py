@@ -1,0 +1,146 @@
+"""The API body of a cost report (`GET /costs`), built from shared.jobs.cost_report.CostReport."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:  # the CLI reads these bodies without the report's code (catalog, tables)
+    from shared.jobs.cost_report import AttemptCost, CostLine, CostReport, JobCost
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+class AttemptCostView(BaseModel):
+    attempt: int
+    cluster_id: str
+    cloud: str
+    region: str
+    zone: str | None = None
+    instance_type: str
+    market: Literal["spot", "on-demand"]
+    num_nodes: int
+    hourly_price: float = Field(description="USD per hour for one node, as planned.")
+    on_demand_hourly: float | None = Field(
+        None, description="The catalog's on-demand USD/h of one node in the same place (None: unknown)."
+    )
+    started_at: str
+    ended_at: str | None = Field(None, description="None: the cluster is still up.")
+    hours: float
+    cost: float
+    on_demand_cost: float
+    savings: float
+
+    @classmethod
+    def of(cls, attempt: AttemptCost) -> AttemptCostView:
+        return cls(
+            attempt=attempt.attempt,
+            cluster_id=attempt.cluster_id,
+            cloud=attempt.cloud,
+            region=attempt.region,
+            zone=attempt.zone,
+            instance_type=attempt.instance_type,
+            market="spot" if attempt.use_spot else "on-demand",
+            num_nodes=attempt.num_nodes,
+            hourly_price=attempt.hourly_price,
+            on_demand_hourly=attempt.on_demand_hourly,
+            started_at=_iso(attempt.started_at) or "",
+            ended_at=_iso(attempt.ended_at),
+            hours=round(attempt.hours, 6),
+            cost=attempt.cost,
+            on_demand_cost=attempt.on_demand_cost,
+            savings=attempt.savings,
+        )
+
+
+class JobCostView(BaseModel):
+    job_id: str
+    name: str | None = None
+    owner: str
+    state: str
+    created_at: str
+    cost: float
+    on_demand_cost: float
+    savings: float
+    attempts: list[AttemptCostView]
+
+    @classmethod
+    def of(cls, job: JobCost) -> JobCostView:
+        return cls(
+            job_id=job.job.job_id,
+            name=job.job.name,
+            owner=job.job.owner,
+            state=job.job.state,
+            created_at=_iso(job.job.created_at) or "",
+            cost=job.cost,
+            on_demand_cost=job.on_demand_cost,
+            savings=job.savings,
+            attempts=[AttemptCostView.of(a) for a in job.attempts],
+        )
+
+
+class CostLineView(BaseModel):
+    key: str
+    label: str
+    jobs: int
+    attempts: int
+    hours: float
+    spot_cost: float = Field(description="USD of attempts on spot.")
+    on_demand_market_cost: float = Field(description="USD of attempts on on-demand.")
+    cost: float
+    on_demand_cost: float = Field(description="USD had every attempt run on-demand in the same place.")
+    savings: float
+    savings_percent: float
+
+    @classmethod
+    def of(cls, line: CostLine) -> CostLineView:
+        return cls(
+            key=line.key,
+            label=line.label,
+            jobs=line.jobs,
+            attempts=line.attempts,
+            hours=round(line.hours, 6),
+            spot_cost=line.spot_cost,
+            on_demand_market_cost=line.on_demand_market_cost,
+            cost=line.cost,
+            on_demand_cost=line.on_demand_cost,
+            savings=line.savings,
+            savings_percent=line.savings_percent,
+        )
+
+
+class DailySpend(BaseModel):
+    day: str = Field(description="UTC date, YYYY-MM-DD.")
+    cloud: str
+    cost: float
+
+
+class CostReportResponse(BaseModel):
+    since: str
+    until: str
+    days: int
+    by: Literal["cloud", "user", "job", "day"]
+    all_users: bool = Field(description="Every user's jobs (an admin key asked), else the caller's.")
+    currency: str = "USD"
+    lines: list[CostLineView]
+    total: CostLineView
+    jobs: list[JobCostView] = Field(description="Each job with a launched attempt, newest first.")
+    daily: list[DailySpend] = Field(description="Spend per UTC day and cloud.")
+
+    @classmethod
+    def of(cls, report: CostReport) -> CostReportResponse:
+        return cls(
+            since=_iso(report.since) or "",
+            until=_iso(report.until) or "",
+            days=report.days,
+            by=report.by,
+            all_users=report.all_users,
+            lines=[CostLineView.of(line) for line in report.lines],
+            total=CostLineView.of(report.total),
+            jobs=[JobCostView.of(job) for job in report.jobs if job.attempts],
+            daily=[DailySpend(day=day, cloud=cloud, cost=cost) for day, cloud, cost in report.daily],
+        )

@@ -1,0 +1,266 @@
+"""Where buckets live, and the scoped credentials a node gets for exactly its buckets.
+
+One backend per store, chosen by configuration (`SKYLESS_STORES`, like `SKYLESS_PROVIDERS`):
+- `aws`: Amazon S3. Nodes get STS session credentials (AssumeRole of `SKYLESS_STORAGE_ROLE_ARN` with an
+  inline session policy naming only that bucket and prefix; read-only mounts get no write actions).
+- `r2`: Cloudflare R2 through its S3 API; nodes get R2 temporary credentials (Cloudflare's
+  `temp-access-credentials` API, scoped to the bucket, its prefix and read or read-write).
+- `local`: the local runtime's S3 endpoint (moto), with STS credentials as on AWS. Every store (s3, gcs,
+  r2) is simulated there, as every cloud is simulated by the local cloud.
+Google Cloud Storage has no backend yet: `gs://` is refused at submit unless the store is simulated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol
+
+import httpx
+from botocore.exceptions import ClientError
+
+from shared.aws.sessions import boto3_session
+from shared.config import Settings
+
+CREDENTIAL_SECONDS = 3600
+WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
+
+
+class StoreError(Exception):
+    """A bucket operation the store refused (the name is taken, no access, no such bucket)."""
+
+
+class BucketBackend(Protocol):
+    store_label: str  # what the backend is, for messages ("aws", "r2", "local")
+
+    def exists(self, bucket: str) -> bool:
+        """True when the bucket exists and is reachable; StoreError when it exists but is not ours."""
+        ...
+
+    def create(self, bucket: str) -> None:
+        """Create it; nothing when it already exists and is ours; StoreError when the name is taken."""
+        ...
+
+    def delete(self, bucket: str) -> None:
+        """Delete every object and the bucket; nothing when it is already gone."""
+        ...
+
+    def node_access(self, bucket: str, prefix: str, *, read_only: bool, session: str) -> dict[str, Any]:
+        """What a node needs to reach `bucket/prefix` and nothing else: api, endpoint, region,
+        addressing (path | virtual) and short-lived credentials {access_key_id, secret_access_key,
+        session_token, expiration (ISO 8601)}."""
+        ...
+
+
+def session_policy(bucket: str, prefix: str, *, read_only: bool) -> dict[str, Any]:
+    """An IAM session policy allowing exactly `bucket/prefix` (the prefix itself as an object, and
+    everything under `prefix/`); the whole bucket when `prefix` is empty."""
+    objects = (
+        [f"arn:aws:s3:::{bucket}/{prefix}", f"arn:aws:s3:::{bucket}/{prefix}/*"]
+        if prefix
+        else [f"arn:aws:s3:::{bucket}/*"]
+    )
+    listing: dict[str, Any] = {
+        "Effect": "Allow",
+        "Action": ["s3:ListBucket"],
+        "Resource": f"arn:aws:s3:::{bucket}",
+    }
+    if prefix:
+        listing["Condition"] = {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}
+    actions = ["s3:GetObject", *([] if read_only else WRITE_ACTIONS)]
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            listing,
+            {"Effect": "Allow", "Action": ["s3:GetBucketLocation"], "Resource": f"arn:aws:s3:::{bucket}"},
+            {"Effect": "Allow", "Action": actions, "Resource": objects},
+        ],
+    }
+
+
+@dataclass
+class S3Backend:
+    """S3 or an S3-compatible endpoint. `node_endpoint` is what nodes call (None: AWS's regional one)."""
+
+    store_label: str
+    region: str
+    endpoint_url: str | None = None
+    node_endpoint: str | None = None
+    role_arn: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    credential_seconds: int = CREDENTIAL_SECONDS
+
+    @cached_property
+    def s3(self) -> Any:
+        keys = {}
+        if self.access_key_id:
+            keys = {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+        return boto3_session().client("s3", region_name=self.region, endpoint_url=self.endpoint_url, **keys)
+
+    def exists(self, bucket: str) -> bool:
+        try:
+            self.s3.head_bucket(Bucket=bucket)
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code"))
+            if code in ("404", "NoSuchBucket", "NotFound"):
+                return False
+            raise StoreError(f"bucket {bucket} exists but is not reachable ({code})") from None
+        return True
+
+    def create(self, bucket: str) -> None:
+        kwargs: dict[str, Any] = {"Bucket": bucket}
+        if self.region not in ("us-east-1", "auto"):
+            kwargs["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
+        try:
+            self.s3.create_bucket(**kwargs)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            if code == "BucketAlreadyOwnedByYou":
+                return
+            if code == "BucketAlreadyExists":
+                raise StoreError(f"the bucket name {bucket} is taken by another account") from None
+            raise StoreError(f"could not create bucket {bucket}: {code}") from None
+
+    def delete(self, bucket: str) -> None:
+        try:
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+                keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+                if keys:
+                    self.s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+            self.s3.delete_bucket(Bucket=bucket)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") not in ("NoSuchBucket", "404"):
+                raise
+
+    def node_access(self, bucket: str, prefix: str, *, read_only: bool, session: str) -> dict[str, Any]:
+        sts = boto3_session().client("sts", region_name=self.region, endpoint_url=self.endpoint_url)
+        answer = sts.assume_role(
+            RoleArn=self.role_arn,
+            RoleSessionName=session[:64],
+            Policy=json.dumps(session_policy(bucket, prefix, read_only=read_only), separators=(",", ":")),
+            DurationSeconds=self.credential_seconds,
+        )
+        creds = answer["Credentials"]
+        return {
+            **self._where(),
+            "credentials": {
+                "access_key_id": creds["AccessKeyId"],
+                "secret_access_key": creds["SecretAccessKey"],
+                "session_token": creds["SessionToken"],
+                "expiration": creds["Expiration"].isoformat(),
+            },
+        }
+
+    def _where(self) -> dict[str, Any]:
+        if self.node_endpoint:
+            return {"api": "s3", "endpoint": self.node_endpoint, "region": self.region, "addressing": "path"}
+        endpoint = f"https://s3.{self.region}.amazonaws.com"
+        return {"api": "s3", "endpoint": endpoint, "region": self.region, "addressing": "virtual"}
+
+
+@dataclass
+class R2Backend(S3Backend):
+    """Cloudflare R2: buckets through its S3 API, node credentials from its temporary-credentials API."""
+
+    account_id: str = ""
+    api_token: str | None = None
+    api_url: str = "https://api.cloudflare.com/client/v4"
+
+    def node_access(self, bucket: str, prefix: str, *, read_only: bool, session: str) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "bucket": bucket,
+            "parentAccessKeyId": self.access_key_id,
+            "permission": "object-read-only" if read_only else "object-read-write",
+            "ttlSeconds": self.credential_seconds,
+        }
+        if prefix:
+            body["prefixes"] = [prefix, f"{prefix}/"]
+        url = f"{self.api_url.rstrip('/')}/accounts/{self.account_id}/r2/temp-access-credentials"
+        answer = httpx.post(url, json=body, headers={"Authorization": f"Bearer {self.api_token}"}, timeout=30)
+        if answer.status_code != 200 or not answer.json().get("success"):
+            raise StoreError(f"R2 refused temporary credentials for {bucket}: HTTP {answer.status_code}")
+        result = answer.json()["result"]
+        from datetime import UTC, datetime, timedelta
+
+        expiration = datetime.now(UTC) + timedelta(seconds=self.credential_seconds)
+        return {
+            "api": "s3",
+            "endpoint": self.endpoint_url,
+            "region": "auto",
+            "addressing": "path",
+            "credentials": {
+                "access_key_id": result["accessKeyId"],
+                "secret_access_key": result["secretAccessKey"],
+                "session_token": result["sessionToken"],
+                "expiration": expiration.isoformat(),
+            },
+        }
+
+
+STORE_OF_CLOUD = {"aws": "s3", "gcp": "gcs"}  # where a bucket named without `store` goes; else s3
+
+
+class StorageBackends:
+    """Which backend serves which store (`SKYLESS_STORES`: `s3=aws,r2=r2` or `*=local`)."""
+
+    def __init__(self, settings: Settings, environ: dict[str, str] | None = None) -> None:
+        self.settings = settings
+        env = dict(os.environ if environ is None else environ)
+        self.env = env
+        default = "*=local" if settings.providers.strip() == "*=local" else "s3=aws"
+        if default == "s3=aws" and env.get("SKYLESS_R2_ACCOUNT_ID"):
+            default += ",r2=r2"
+        self.mapping = dict(
+            pair.split("=", 1) for pair in env.get("SKYLESS_STORES", default).split(",") if "=" in pair
+        )
+
+    def backend_name(self, store: str) -> str | None:
+        return self.mapping.get(store) or self.mapping.get("*")
+
+    def store_for_cloud(self, cloud: str) -> str:
+        """The store of the cloud a job runs on, or s3 when that cloud's store is not configured."""
+        store = STORE_OF_CLOUD.get(cloud.lower(), "s3")
+        return store if self.backend_name(store) else "s3"
+
+    def for_store(self, store: str) -> BucketBackend | None:
+        name = self.backend_name(store)
+        return None if name is None else self._build(name)
+
+    def _build(self, name: str) -> BucketBackend | None:
+        env, settings = self.env, self.settings
+        seconds = int(env.get("SKYLESS_STORAGE_CREDENTIAL_SECONDS") or CREDENTIAL_SECONDS)
+        if name == "local":
+            return S3Backend(
+                store_label="local",
+                region=settings.region,
+                endpoint_url=settings.endpoint_url,
+                node_endpoint=settings.endpoint_url,
+                role_arn=f"arn:aws:iam::123456789012:role/{settings.prefix}-storage",
+                credential_seconds=seconds,
+            )
+        if name == "aws":
+            return S3Backend(
+                store_label="aws",
+                region=settings.region,
+                endpoint_url=env.get("SKYLESS_S3_ENDPOINT") or None,
+                node_endpoint=env.get("SKYLESS_S3_ENDPOINT") or None,
+                role_arn=env.get("SKYLESS_STORAGE_ROLE_ARN"),
+                credential_seconds=seconds,
+            )
+        if name == "r2":
+            account = env.get("SKYLESS_R2_ACCOUNT_ID", "")
+            return R2Backend(
+                store_label="r2",
+                region="auto",
+                endpoint_url=env.get("SKYLESS_R2_ENDPOINT") or f"https://{account}.r2.cloudflarestorage.com",
+                access_key_id=env.get("SKYLESS_R2_ACCESS_KEY_ID"),
+                secret_access_key=env.get("SKYLESS_R2_SECRET_ACCESS_KEY"),
+                credential_seconds=seconds,
+                account_id=account,
+                api_token=env.get("SKYLESS_R2_API_TOKEN"),
+                api_url=env.get("SKYLESS_CLOUDFLARE_API_URL") or "https://api.cloudflare.com/client/v4",
+            )
+        return None

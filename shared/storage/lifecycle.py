@@ -1,0 +1,206 @@
+"""A job's buckets through its life: checked at submit, created before the first launch, handed to each
+node with credentials for exactly those buckets, deleted at the end only when skyless created them for
+this job and they are not `persistent`.
+
+Crash windows: `prepare_job_storage` claims a name before creating the bucket, and both steps are
+idempotent, so a provision step that dies between them finishes the work when its message comes back.
+`release_job_storage` marks a record deleted only after the bucket is gone; run again, it deletes nothing
+twice.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from shared.errors import UserError
+from shared.storage.backends import BucketBackend, StorageBackends, StoreError
+from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
+from shared.storage.specs import BucketMount, bucket_mounts
+
+
+class StorageFailure(Exception):
+    """A bucket the job needs cannot be had (taken, missing, unreachable): the job fails with this."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def check_job_storage(
+    settings: Any, pipeline: Any, *, owner: str, filename: str | None, text: str | None = None
+) -> None:
+    """Submit: every bucket mount is one skyless can serve here, and none is another user's.
+    With the task file's `text`, the error also names the line."""
+    try:
+        _check_job_storage(settings, pipeline, owner=owner, filename=filename)
+    except UserError as error:
+        if text is not None and error.line is None and error.field:
+            error.line = line_of_mount_field(text, pipeline, error.field)
+        raise
+
+
+def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: str | None) -> None:
+    _check_local_mount_paths(settings, pipeline, filename)
+    backends = StorageBackends(settings)
+    for task in pipeline.tasks:
+        if not any(not isinstance(s, str) or "://" in s for s in (task.file_mounts or {}).values()):
+            continue
+        for mount in bucket_mounts(task, skyless_bucket=settings.bucket, filename=filename):
+            if mount.store is not None and backends.backend_name(mount.store) is None:
+                scheme = {"gcs": "gs", "s3": "s3", "r2": "r2"}[mount.store]
+                raise UserError(
+                    f"{scheme}:// buckets are not reached by this deployment (no {mount.store} store)",
+                    file=filename,
+                    field=mount.field,
+                    hint="set SKYLESS_STORES on the control plane, or use s3",
+                )
+            record = find_bucket(settings, mount.bucket)
+            if record is not None and record.owner != owner:
+                raise UserError(
+                    f"bucket {mount.bucket} belongs to another skyless user", file=filename, field=mount.field
+                )
+
+
+def _check_local_mount_paths(settings: Any, pipeline: Any, filename: str | None) -> None:
+    """A local-cloud node shows absolute mount paths (`/checkpoint`) to its task through a private mount
+    namespace; where this machine allows none, such a path could not be where the task looks: refused."""
+    if "local" not in settings.providers:
+        return
+    for task in pipeline.tasks:
+        for path in task.file_mounts or {}:
+            if path.startswith("/") and not local_namespaces_work(settings.local_dir):
+                raise UserError(
+                    "absolute mount paths need a private mount namespace on the local cloud, and this "
+                    "machine allows none (user namespaces are disabled)",
+                    file=filename,
+                    field=f"file_mounts.{path}",
+                    hint=f"mount it under the node's home instead: ~{path}",
+                )
+
+
+@cache
+def local_namespaces_work(local_dir: Path) -> bool:
+    from node_agent.agent import mount_namespace_works
+
+    return mount_namespace_works(local_dir / "namespace-probe")
+
+
+def line_of_mount_field(text: str, pipeline: Any, field: str) -> int | None:
+    """The line of `file_mounts.<path>[.<key>]` in the task file (paths may hold dots)."""
+    from shared.task.positions import YamlSyntaxError, load_documents
+
+    rest = field.removeprefix("file_mounts.")
+    try:
+        documents = load_documents(text)
+    except YamlSyntaxError:
+        return None
+    for task in pipeline.tasks:
+        for path in task.file_mounts or {}:
+            if rest == path or rest.startswith(path + "."):
+                keys = ("file_mounts", path, *([rest[len(path) + 1 :]] if rest != path else []))
+                for document in documents:
+                    if ("file_mounts", path) in document.lines:
+                        return document.line_of(keys)
+    return None
+
+
+def job_bucket_mounts(settings: Any, task: Any) -> list[BucketMount]:
+    return bucket_mounts(task, skyless_bucket=settings.bucket)
+
+
+def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[str]:
+    """Before a launch: decide each named bucket's store (once, for every attempt), claim and create what
+    is missing, check that existing buckets exist. Answers notes for the timeline; StorageFailure."""
+    backends = StorageBackends(settings)
+    notes: list[str] = []
+    for mount in job_bucket_mounts(settings, task):
+        record = find_bucket(settings, mount.bucket)
+        if record is not None and record.owner != job.owner:
+            raise StorageFailure(f"{mount.field}: bucket {mount.bucket} belongs to another skyless user")
+        store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
+        backend = _backend(backends, store, mount)
+        try:
+            exists = backend.exists(mount.bucket)
+            if not mount.managed:
+                if not exists:
+                    raise StorageFailure(f"{mount.field}: bucket {_url(store, mount.bucket)} does not exist")
+                continue
+            if record is None:
+                record = claim_bucket(
+                    settings,
+                    bucket=mount.bucket,
+                    store=store,
+                    owner=job.owner,
+                    created_by=None if exists else job.job_id,
+                    persistent=mount.persistent,
+                )
+                if record is None:
+                    raise StorageFailure(
+                        f"{mount.field}: bucket {mount.bucket} belongs to another skyless user"
+                    )
+            if not exists:
+                backend.create(mount.bucket)
+                kept = "kept after the job" if record.persistent else "deleted when the job ends"
+                notes.append(f"bucket {_url(store, mount.bucket)} created for {mount.path} ({kept})")
+        except StoreError as error:
+            raise StorageFailure(f"{mount.field}: {error}") from None
+    return notes
+
+
+def node_storage(settings: Any, job: Any, task: Any, cloud: str, *, session: str) -> list[dict[str, Any]]:
+    """Each bucket mount as the node reaches it: path, mode, and credentials scoped to it alone."""
+    backends = StorageBackends(settings)
+    entries: list[dict[str, Any]] = []
+    for mount in job_bucket_mounts(settings, task):
+        record = find_bucket(settings, mount.bucket) if mount.managed else None
+        store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
+        backend = _backend(backends, store, mount)
+        try:
+            access = backend.node_access(
+                mount.bucket, mount.prefix, read_only=not mount.write_back, session=session
+            )
+        except StoreError as error:
+            raise StorageFailure(f"{mount.field}: {error}") from None
+        entries.append(
+            {
+                "path": mount.path,
+                "mode": mount.mode,
+                "store": store,
+                "bucket": mount.bucket,
+                "prefix": mount.prefix,
+                "write_back": mount.write_back,
+                **access,
+            }
+        )
+    return entries
+
+
+def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
+    """At job end: delete the buckets this job created that are not persistent. Idempotent."""
+    backends = StorageBackends(settings)
+    notes: list[str] = []
+    for task in tasks:
+        for mount in job_bucket_mounts(settings, task):
+            record = find_bucket(settings, mount.bucket) if mount.managed else None
+            if record is None or record.created_by != job.job_id or record.persistent:
+                continue
+            backend = backends.for_store(record.store)
+            if backend is None:
+                continue
+            backend.delete(mount.bucket)
+            if mark_deleted(settings, mount.bucket, job.job_id):
+                notes.append(f"bucket {_url(record.store, mount.bucket)} deleted (persistent: false)")
+    return notes
+
+
+def _backend(backends: StorageBackends, store: str, mount: BucketMount) -> BucketBackend:
+    backend = backends.for_store(store)
+    if backend is None:
+        raise StorageFailure(f"{mount.field}: no {store} store is configured")
+    return backend
+
+
+def _url(store: str, bucket: str) -> str:
+    return f"{ {'gcs': 'gs', 's3': 's3', 'r2': 'r2'}[store] }://{bucket}"

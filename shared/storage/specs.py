@@ -1,0 +1,175 @@
+"""Which buckets a task's `file_mounts` name, and how each reaches the node (pure, no I/O).
+
+SkyPilot's forms, as skyless reads them:
+- `/data: s3://bucket/prefix` (also `gs://`, `r2://`): an existing bucket, copied to the node (COPY),
+  read-only, never created or deleted by skyless.
+- `/ckpt: {name: b, store: s3, mode: MOUNT_CACHED, persistent: false}`: bucket `b`, created when missing
+  (in the job's cloud's store unless `store` says otherwise), mounted (MOUNT, MOUNT_CACHED) or copied
+  (COPY), deleted at job end only when skyless created it and `persistent` is false.
+- `/data: {source: s3://b/p, mode: MOUNT}`: an existing bucket in any mode.
+Refused with the field named: stores skyless does not reach (Azure, IBM, OCI, ...), a list of sources,
+a local folder as a bucket's source, nested bucket mounts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from shared.errors import UserError
+
+SCHEMES = {"s3": "s3", "gs": "gcs", "r2": "r2"}  # URL scheme -> store
+STORES = {"S3": "s3", "GCS": "gcs", "R2": "r2"}  # a storage object's `store` -> store
+COPY, MOUNT, MOUNT_CACHED = "COPY", "MOUNT", "MOUNT_CACHED"
+_S3_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_GCS_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class BucketMount:
+    """One bucket (or a prefix of it) at one path of the node."""
+
+    path: str  # where it lands, as the task file writes it (`/checkpoint`, `~/data`)
+    store: str | None  # s3 | gcs | r2; None: the store of the cloud the job runs on (decided once)
+    bucket: str
+    prefix: str  # "" or "a/b": the part of the bucket that is mounted
+    mode: str  # COPY | MOUNT | MOUNT_CACHED
+    persistent: bool
+    managed: bool  # a storage object's `name`: created when missing; deletable when not persistent
+    read_only: bool
+
+    @property
+    def field(self) -> str:
+        return f"file_mounts.{self.path}"
+
+    @property
+    def write_back(self) -> bool:
+        """Changes the task makes go back to the bucket (MOUNT, MOUNT_CACHED)."""
+        return self.mode != COPY and not self.read_only
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def is_bucket_url(source: object) -> bool:
+    return isinstance(source, str) and source.split("://", 1)[0] in SCHEMES and "://" in source
+
+
+def split_bucket_url(url: str) -> tuple[str, str, str]:
+    """`gs://b/a/b/` -> ("gcs", "b", "a/b")."""
+    scheme, rest = url.split("://", 1)
+    bucket, _, prefix = rest.partition("/")
+    return SCHEMES[scheme], bucket, prefix.strip("/")
+
+
+def bucket_mounts(task: Any, *, skyless_bucket: str | None, filename: str | None = None) -> list[BucketMount]:
+    """Every bucket mount of `task`; UserError (field named) for one skyless cannot serve.
+
+    `s3://<skyless_bucket>/<key>` strings are not bucket mounts: they are objects of skyless's own bucket
+    (shared.jobs.file_mounts hands those out one by one)."""
+    found: list[BucketMount] = []
+    for path, source in (task.file_mounts or {}).items():
+        field = f"file_mounts.{path}"
+        if isinstance(source, str):
+            if not is_bucket_url(source) or _in_skyless_bucket(source, skyless_bucket):
+                continue
+            store, bucket, prefix = split_bucket_url(source)
+            found.append(BucketMount(path, store, bucket, prefix, COPY, True, False, True))
+        else:
+            found.append(_storage_object(path, source, field, skyless_bucket, filename))
+    for mount in found:
+        _check_name(mount, filename)
+        _check_path(mount, filename)
+    _check_not_nested(found, filename)
+    return found
+
+
+def _in_skyless_bucket(source: str, skyless_bucket: str | None) -> bool:
+    return skyless_bucket is not None and source.startswith(f"s3://{skyless_bucket}/")
+
+
+def _storage_object(
+    path: str, spec: Any, field: str, skyless_bucket: str | None, filename: str | None
+) -> BucketMount:
+    def refuse(message: str, sub: str = "", hint: str | None = None) -> UserError:
+        return UserError(message, file=filename, field=field + (f".{sub}" if sub else ""), hint=hint)
+
+    store = None
+    if spec.store is not None:
+        store = STORES.get(spec.store)
+        if store is None:
+            raise refuse(f"store {spec.store} is not reached by skyless", "store", "use s3, gcs or r2")
+    mode = spec.mode or MOUNT
+    config = spec.config
+    read_only = bool(
+        config
+        and (
+            (config.mount and config.mount.read_only)
+            or (config.mount_cached and config.mount_cached.read_only)
+        )
+    )
+    persistent = True if spec.persistent is None else bool(spec.persistent)
+    source = spec.source
+    if isinstance(source, list):
+        raise refuse(
+            "a list of sources is not supported by skyless", "source", "mount each bucket separately"
+        )
+    if source is None:
+        prefix = (spec.bucket_sub_path or "").strip("/")
+        return BucketMount(path, store, spec.name, prefix, mode, persistent, True, read_only)
+    if not is_bucket_url(source):
+        if "://" in source:
+            scheme = source.split("://", 1)[0]
+            raise refuse(
+                f"{scheme}:// buckets are not reached by skyless", "source", "use s3://, gs:// or r2://"
+            )
+        raise refuse(
+            "a local folder as a bucket's source is not uploaded by skyless",
+            "source",
+            "mount the folder itself (file_mounts: {PATH: ./folder}), or copy it to the bucket first",
+        )
+    if _in_skyless_bucket(source, skyless_bucket):
+        raise refuse("skyless's own bucket cannot be mounted", "source", "name a bucket of your own")
+    url_store, bucket, prefix = split_bucket_url(source)
+    if store is not None and store != url_store:
+        raise refuse(f"store {spec.store} does not match the source {source}", "store")
+    if spec.name is not None and spec.name != bucket:
+        raise refuse(f"name {spec.name!r} is not the source's bucket {bucket!r}", "name")
+    return BucketMount(path, url_store, bucket, prefix, mode, True, False, read_only)
+
+
+def _check_name(mount: BucketMount, filename: str | None) -> None:
+    rule = _GCS_NAME if mount.store == "gcs" else _S3_NAME
+    if not rule.match(mount.bucket or "") or ".." in mount.bucket:
+        raise UserError(
+            f"{mount.bucket!r} is not a valid bucket name",
+            file=filename,
+            field=mount.field,
+            hint="3-63 lowercase letters, digits, dots and hyphens; first and last a letter or digit",
+        )
+
+
+def _check_path(mount: BucketMount, filename: str | None) -> None:
+    path = mount.path
+    if not (path.startswith("/") or path == "~" or path.startswith("~/")) or ".." in path.split("/"):
+        raise UserError(
+            "a bucket's mount path must be absolute or under ~/",
+            file=filename,
+            field=mount.field,
+            hint="e.g. /checkpoint or ~/checkpoint",
+        )
+    if path.rstrip("/") in ("", "~"):
+        raise UserError("a bucket cannot be mounted over / or ~", file=filename, field=mount.field)
+
+
+def _check_not_nested(mounts: list[BucketMount], filename: str | None) -> None:
+    paths = sorted(m.path.rstrip("/") for m in mounts)
+    for outer, inner in itertools.pairwise(paths):
+        if inner.startswith(outer + "/"):
+            raise UserError(
+                f"bucket mounts cannot be nested ({inner} is inside {outer})",
+                file=filename,
+                field=f"file_mounts.{inner}",
+            )

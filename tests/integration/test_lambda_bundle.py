@@ -1,0 +1,85 @@
+"""What `sam build` ships (infra/lambda_code: links to three packages, a Makefile, two requirement lists)
+agrees with pyproject.toml, and the handlers need nothing outside it. The built size, and an import of every
+handler from a real build, are benchmarks/bundle_size.py's (it needs the package index)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CODE = ROOT / "infra" / "lambda_code"
+CLI_ONLY = {"typer", "rich"}  # the CLI's, in the base install so `skyless` works against a deployed stack
+HANDLER_MODULES = (
+    "functions.submit.app",
+    "functions.submit.handler",
+    "functions.optimize.handler",
+    "functions.provision.handler",
+    "functions.spot_watch.handler",
+    "functions.reconcile.handler",
+    "functions.reaper.handler",
+    "functions.notify.handler",
+    "functions.catalog_refresh.handler",
+)
+
+
+def _requirements(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, spec = re.match(r"([A-Za-z0-9_.\-\[\]]+)(.*)", line).groups()  # type: ignore[union-attr]
+            found[name.lower()] = spec.strip()
+    return found
+
+
+def test_only_the_three_runtime_packages_and_the_build_files_are_in_the_code_folder() -> None:
+    entries = {p.name: p for p in CODE.iterdir() if p.name != "__pycache__"}
+    assert set(entries) == {
+        "functions",
+        "shared",
+        "node_agent",
+        "Makefile",
+        "requirements.txt",
+        "requirements-no-deps.txt",
+    }
+    for name in ("functions", "shared", "node_agent"):
+        assert entries[name].is_symlink() and entries[name].resolve() == ROOT / name
+
+
+def test_the_bundle_requirements_are_pyprojects_runtime_dependencies_and_nothing_else() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = _requirements_from(project["dependencies"])
+    bundle = {**_requirements(CODE / "requirements.txt"), **_requirements(CODE / "requirements-no-deps.txt")}
+    assert (
+        bundle.pop("six") == ""
+    )  # chalice's one run-time need, installed because chalice comes without deps
+    assert bundle == {name: spec for name, spec in runtime.items() if name not in CLI_ONLY}
+    assert "moto[server]" not in runtime and "moto" not in runtime
+    assert any(r.startswith("moto[server]") for r in project["optional-dependencies"]["local"])
+    assert "skyless[gcp,azure,local]" in project["optional-dependencies"]["dev"]
+
+
+def _requirements_from(lines: list[str]) -> dict[str, str]:
+    found = {}
+    for line in lines:
+        name, spec = re.match(r"([A-Za-z0-9_.\-\[\]]+)(.*)", line).groups()  # type: ignore[union-attr]
+        found[name.lower()] = spec.strip()
+    return found
+
+
+def test_no_handler_imports_the_cli_the_local_runtime_or_their_dependencies() -> None:
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {HANDLER_MODULES!r}:\n    importlib.import_module(name)\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=CODE, capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split("\n")[-2].strip('[]"\n').split('", "'))
+    # (not rich: httpx imports it, and click, when they are installed; benchmarks/bundle_size.py imports every
+    # handler from a real build that lacks them)
+    forbidden = {"cli", "local_runtime", "tests", "moto", "typer", "flask", "werkzeug", "pytest"}
+    assert not loaded & forbidden, loaded & forbidden

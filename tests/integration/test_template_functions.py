@@ -1,0 +1,707 @@
+"""The deployed stack, proven as AWS calls it: every `AWS::Serverless::Function` of infra/template.yaml is
+imported from its CodeUri folder by its `Handler` string, in a fresh process, with the environment the
+template gives it (Globals + its own, Refs resolved to a moto stack's names), and invoked with an event of
+each type its `Events` declare. Each answers as its event source expects.
+
+One job goes through the functions in the order AWS would call them, on the `aws` provider the template's
+default `Providers` names (EC2 on moto): the API submits it, optimize plans it, provision launches it, the
+node agent's calls reach the API, a spot warning reaches spot_watch, the user cancels, the events stream
+feeds notify and submit, and the schedules run reconcile, the reaper and the price refresh.
+
+Every AWS call each function makes is recorded (tests/lambda_container.py) and kept for the IAM tests in
+tests/test_template_iam.py, which compare them with each function's role.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import boto3
+import pytest
+from fakes_pricing.aws_pricing import PriceListApi, ec2_product
+from fakes_pricing.server import FakeServer
+from iam_evaluation import allowing_statement, iam_requests
+from template_resolution import (
+    StackResolver,
+    as_list,
+    deployed_functions,
+    load_template,
+    matches_pattern,
+)
+
+from shared.config import Settings
+from shared.stack import create_stack
+from shared.store.users import create_user, find_user
+
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+CONTAINER = Path(__file__).resolve().parents[1] / "lambda_container.py"
+API_ID = "a1b2c3d4e5"
+TASK = (
+    "name: proof\nresources:\n  cpus: 2\nrun: echo hello from the deployed stack\n"
+    "secrets:\n  HF_TOKEN: hf_secret_of_the_proof_job\n"
+)
+
+
+def event_fixture(name: str) -> Any:
+    return json.loads((EVENTS / name).read_text())
+
+
+# -- the deployed stack on moto --------------------------------------------------------------------------
+
+
+class DeployedStack:
+    """The moto stack the template's names resolve to, and a way to run each function on it."""
+
+    def __init__(self, settings: Settings, resolver: StackResolver, tmp: Path) -> None:
+        self.settings = settings
+        self.resolver = resolver
+        self.functions = deployed_functions(resolver)
+        self.tmp = tmp
+        self.calls: dict[str, list[dict[str, Any]]] = {name: [] for name in self.functions}
+        self.extra_env: dict[str, dict[str, str]] = {}
+
+    def client(self, service: str) -> Any:
+        return boto3.client(
+            service, endpoint_url=self.settings.endpoint_url, region_name=self.settings.region
+        )
+
+    def invoke(self, logical: str, events: list[dict[str, Any]]) -> list[Any]:
+        """Run the function's Handler on `events` in a fresh process, as a Lambda container would."""
+        function = self.functions[logical]
+        events_file = self.tmp / f"{logical}-{uuid.uuid4().hex[:6]}-events.json"
+        answers_file = events_file.with_name(events_file.name.replace("-events", "-answers"))
+        events_file.write_text(json.dumps(events))
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(self.tmp / "lambda-home"),  # what a Lambda has: nothing of ours in it
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_REGION": self.settings.region,
+            "AWS_DEFAULT_REGION": self.settings.region,
+            "AWS_LAMBDA_FUNCTION_NAME": f"{self.settings.prefix}-{logical}",
+            "AWS_ENDPOINT_URL": str(self.settings.endpoint_url),  # the one difference from AWS: moto
+            **function.environment,
+            **self.extra_env.get(logical, {}),
+        }
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(CONTAINER),
+                str(function.code_root),
+                function.handler,
+                str(events_file),
+                str(answers_file),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        assert done.returncode == 0, f"{logical} ({function.handler}) failed:\n{done.stderr[-4000:]}"
+        result = json.loads(answers_file.read_text())
+        for module, path in result["modules"].items():
+            top = module.split(".")[0]
+            assert top in ("functions", "shared", "node_agent"), f"{logical} imported {module}"
+            assert path is None or Path(path).is_relative_to(function.code_root), (module, path)
+        self.calls[logical] += result["calls"]
+        return result["answers"]
+
+    # -- events in the shapes AWS sends ----------------------------------------------------------------
+
+    def http(
+        self, method: str, path: str, *, key: str | None = None, body: Any = None, query: str = ""
+    ) -> dict[str, Any]:
+        """An HTTP API payload 2.0 event for the template's routes (`ANY /` or `ANY /{proxy+}`)."""
+        event = copy.deepcopy(
+            event_fixture("http_api_v2_root.json" if path == "/" else "http_api_v2_proxy.json")
+        )
+        event["rawPath"] = event["requestContext"]["http"]["path"] = path
+        event["requestContext"]["http"]["method"] = method
+        event["rawQueryString"] = query
+        if path != "/":
+            event["pathParameters"] = {"proxy": path.lstrip("/")}
+        if key is not None:
+            event["headers"]["authorization"] = f"Bearer {key}"
+        if body is not None:
+            text = json.dumps(body)
+            event["headers"]["content-type"] = "application/json"
+            event["headers"]["content-length"] = str(len(text))
+            event["body"] = base64.b64encode(text.encode()).decode()  # API Gateway encodes what it may
+            event["isBase64Encoded"] = True
+        return event
+
+    def sqs_batch(self, kind: str) -> dict[str, Any]:
+        """Every message waiting on one of the stack's queues, as the SQS event source hands them over."""
+        sqs = self.client("sqs")
+        url = sqs.get_queue_url(QueueName=self.settings.queue_name(kind))["QueueUrl"]
+        records = []
+        for _ in range(20):
+            answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])
+            messages = answer.get("Messages", [])
+            if not messages and records:
+                break
+            for message in messages:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                record = copy.deepcopy(event_fixture("sqs_record.json"))
+                record.update(
+                    messageId=message["MessageId"],
+                    receiptHandle=message["ReceiptHandle"],
+                    body=message["Body"],
+                    md5OfBody=message["MD5OfBody"],
+                    attributes=message.get("Attributes", {}),
+                    eventSourceARN=self.resolver.get_att(_queue_logical(self.resolver, kind), "Arn"),
+                )
+                records.append(record)
+            if not messages:
+                time.sleep(0.2)
+        return {"Records": records}
+
+    def stream_records(self) -> list[dict[str, Any]]:
+        """The events table's stream from its start, as the DynamoDB event source hands it over."""
+        streams = self.client("dynamodbstreams")
+        arn = self.resolver.get_att("EventsTable", "StreamArn")
+        records: list[dict[str, Any]] = []
+        for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+            iterator = streams.get_shard_iterator(
+                StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+            for record in streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]:
+                stream = dict(record["dynamodb"])
+                stream["ApproximateCreationDateTime"] = stream["ApproximateCreationDateTime"].timestamp()
+                records.append({**record, "dynamodb": stream, "eventSourceARN": arn})
+        return records
+
+
+def _queue_logical(resolver: StackResolver, kind: str) -> str:
+    name = resolver.parameters["Prefix"] + "-" + kind.replace("_", "-")
+    for logical, resource in resolver.template["Resources"].items():
+        if (
+            resource["Type"] == "AWS::SQS::Queue"
+            and resolver.resolve(resource["Properties"]["QueueName"]) == name
+        ):
+            return logical
+    raise KeyError(kind)
+
+
+def _create_template_only_resources(settings: Settings, resolver: StackResolver) -> None:
+    """What the template creates beyond create_stack: the agent-token key, the nodes' empty role and its
+    instance profile; and the names only a live stack knows (stream ARN, secret ARN)."""
+    prefix = settings.prefix
+    secrets = boto3.client("secretsmanager", endpoint_url=settings.endpoint_url, region_name=settings.region)
+    secret_name = resolver.resolve(resolver.template["Resources"]["AgentSecret"]["Properties"]["Name"])
+    secret = secrets.create_secret(Name=secret_name, SecretString=uuid.uuid4().hex + uuid.uuid4().hex)
+    resolver.physical["AgentSecret"] = secret["ARN"]
+    iam = boto3.client("iam", endpoint_url=settings.endpoint_url, region_name=settings.region)
+    role = iam.create_role(
+        RoleName=f"{prefix}-NodeRole",
+        AssumeRolePolicyDocument=json.dumps(
+            resolver.template["Resources"]["NodeRole"]["Properties"]["AssumeRolePolicyDocument"]
+        ),
+    )["Role"]
+    profile = iam.create_instance_profile(InstanceProfileName=f"{prefix}-NodeInstanceProfile")
+    iam.add_role_to_instance_profile(
+        InstanceProfileName=f"{prefix}-NodeInstanceProfile", RoleName=role["RoleName"]
+    )
+    resolver.physical["NodeRole"] = role["RoleName"]
+    resolver.physical["NodeInstanceProfile"] = profile["InstanceProfile"]["InstanceProfileName"]
+    resolver.physical["SchedulerRole"] = f"{prefix}-SchedulerRole"
+    resolver.physical["StorageRole"] = f"{prefix}-StorageRole"
+    resolver.physical["HttpApi"] = API_ID
+    dynamodb = boto3.client("dynamodb", endpoint_url=settings.endpoint_url, region_name=settings.region)
+    table = dynamodb.describe_table(TableName=settings.table_name("events"))["Table"]
+    resolver.attributes[("EventsTable", "StreamArn")] = table["LatestStreamArn"]
+
+
+@pytest.fixture(scope="module")
+def deployed(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeployedStack]:
+    tmp = tmp_path_factory.mktemp("deployed")
+    settings = Settings(
+        prefix=f"d{uuid.uuid4().hex[:8]}", endpoint_url=moto_endpoint, home=tmp / "home", providers="aws=aws"
+    )
+    create_stack(settings)
+    resolver = StackResolver(load_template(), parameters={"Prefix": settings.prefix})
+    _create_template_only_resources(settings, resolver)
+    yield DeployedStack(settings, resolver, tmp)
+
+
+@pytest.fixture(scope="module")
+def journey(deployed: DeployedStack) -> dict[str, Any]:
+    """One job through every function, in the order AWS would call them; each step's answers."""
+    d = deployed
+    seen: dict[str, Any] = {}
+    key = create_user("alice", d.settings)
+    api = "ApiFunction"
+
+    [openapi, root, unauthenticated, notify_on, schedule, upload, submitted] = d.invoke(
+        api,
+        [
+            d.http("GET", "/openapi.json"),
+            d.http("GET", "/"),
+            d.http("GET", "/jobs"),
+            d.http("PUT", "/notifications", key=key, body={"email": "alice@example.com"}),
+            d.http(
+                "POST",
+                "/schedules",
+                key=key,
+                body={"name": "nightly", "cron": "0 3 * * *", "task": TASK, "clouds": ["aws"]},
+            ),
+            d.http("POST", "/uploads", key=key, body={"filename": "workdir.tar.gz", "size_bytes": 10}),
+            d.http("POST", "/jobs", key=key, body={"task": TASK, "clouds": ["aws"]}),
+        ],
+    )
+    seen.update(
+        openapi=openapi,
+        root=root,
+        unauthenticated=unauthenticated,
+        notify_on=notify_on,
+        schedule=schedule,
+        upload=upload,
+        submitted=submitted,
+    )
+    assert submitted["statusCode"] == 201, submitted  # the API as Lambda calls it, not as it reads
+    job_id = json.loads(submitted["body"])["job_id"]
+    seen["job_id"] = job_id
+
+    seen["optimize"] = d.invoke("OptimizeFunction", [d.sqs_batch("optimize")])
+    seen["provision"] = d.invoke("ProvisionFunction", [d.sqs_batch("provision")])
+
+    [detail] = d.invoke(api, [d.http("GET", f"/jobs/{job_id}", key=key)])
+    seen["detail"] = detail
+    nodes = json.loads(detail["body"])["cluster"]["nodes"]
+    instance_id = nodes[0]["instance_id"]
+    seen["instance_id"] = instance_id
+    [reservation] = d.client("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
+    seen["node_profile"] = reservation["Instances"][0].get("IamInstanceProfile", {}).get("Arn")
+    user_data = d.client("ec2").describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+    seen["user_data"] = base64.b64decode(user_data["UserData"]["Value"]).decode()
+
+    boot = _exported(seen["user_data"], "SKYLESS_BOOT_TOKEN")
+    agent_query = f"instance_id={instance_id}"
+    [config, second_fetch] = d.invoke(
+        api,
+        [
+            _with_header(
+                d.http("GET", f"/agent/{job_id}/config", key=boot, query=agent_query),
+                "x-skyless-node-key",
+                "node-key-of-the-agent",
+            ),
+            _with_header(
+                d.http("GET", f"/agent/{job_id}/config", key=boot, query=agent_query),
+                "x-skyless-node-key",
+                "someone-else",
+            ),
+        ],
+    )
+    seen.update(config=config, second_fetch=second_fetch)
+    agent_token = json.loads(config["body"])["agent_token"]
+    [running, logs] = d.invoke(
+        api,
+        [
+            d.http(
+                "POST",
+                f"/agent/{job_id}/status",
+                key=agent_token,
+                body={"instance_id": instance_id, "phase": "running"},
+            ),
+            d.http("GET", f"/jobs/{job_id}/logs", key=key),
+        ],
+    )
+    seen.update(running=running, logs=logs)
+
+    warning = copy.deepcopy(event_fixture("ec2_spot_interruption_warning.json"))
+    warning["detail"]["instance-id"] = instance_id
+    warning["resources"] = [f"arn:aws:ec2:us-east-1:123456789012:instance/{instance_id}"]
+    _send(d, "spot_watch", warning)
+    seen["spot_watch"] = d.invoke("SpotWatchFunction", [d.sqs_batch("spot_watch")])
+    seen["after_warning"] = d.invoke("OptimizeFunction", [d.sqs_batch("optimize")])
+    seen["relaunch"] = d.invoke("ProvisionFunction", [d.sqs_batch("provision")])
+    # The relaunched node never reports: with no patience left, the sweep finds it lost.
+    schedule_event = event_fixture("scheduled_event.json")
+    d.extra_env["ReconcileFunction"] = {
+        "SKYLESS_SILENT_AFTER_SECONDS": "0",
+        "SKYLESS_BOOT_GRACE_SECONDS": "0",
+    }
+    seen["reconcile"] = d.invoke("ReconcileFunction", [schedule_event])
+    [second] = d.invoke(api, [d.http("POST", "/jobs", key=key, body={"task": TASK, "clouds": ["aws"]})])
+    second_id = json.loads(second["body"])["job_id"]
+    [cancelled] = d.invoke(api, [d.http("POST", f"/jobs/{second_id}/cancel", key=key)])
+    seen["cancelled"] = cancelled
+    d.sqs_batch("optimize")  # the cancelled job's plan request: optimize would drop it
+    seen["teardown"] = d.invoke("ProvisionFunction", [d.sqs_batch("provision")])
+
+    # A task file uploaded under tasks/ reaches the submit queue by the bucket's notification (S3 via SQS).
+    d.client("s3").put_object(
+        Bucket=d.settings.bucket,
+        Key="tasks/alice/nightly.yaml",
+        Body=TASK.encode(),
+        Metadata={"skyless-owner": "alice"},
+    )
+    uploads = d.sqs_batch("submit")
+    owner = find_user(key, d.settings)
+    assert owner is not None
+    firing = {
+        "schedule_firing": {
+            "owner": owner.user_id,
+            "name": "nightly",
+            "schedule_id": json.loads(schedule["body"])["schedule_id"],
+            "scheduled_time": "2026-11-23T03:00:00+00:00",
+        }
+    }
+    seen["uploads_batch"] = uploads
+    seen["submit_queue"] = d.invoke("SubmitFunction", [uploads, _sqs_of(d, "submit", firing)])
+
+    records = d.stream_records()
+    job_ended = d.functions["SubmitFunction"].events["JobEnded"]["Properties"]
+    pattern = json.loads(job_ended["FilterCriteria"]["Filters"][0]["Pattern"])
+    terminal = [r for r in records if matches_pattern(pattern, r)]
+    seen["stream_records"], seen["terminal_records"] = records, terminal
+    seen["submit_stream"] = d.invoke("SubmitFunction", [{"Records": terminal}])
+    seen["notify"] = d.invoke("NotifyFunction", [{"Records": records}])
+
+    d.extra_env["ReaperFunction"] = {"SKYLESS_REAPER_GRACE_SECONDS": "0"}
+    stray = _launch_stray(d)
+    seen["stray"] = stray
+    seen["reaper"] = d.invoke("ReaperFunction", [schedule_event, schedule_event])
+
+    products = [ec2_product("us-east-1", "m5.large", "0.0960000000")]
+    with FakeServer(PriceListApi(products)) as pricing:
+        d.extra_env["CatalogRefreshFunction"] = {
+            "SKYLESS_PRICE_CLOUDS": "aws",
+            "SKYLESS_AWS_PRICING_URL": pricing.url,
+        }
+        seen["refresh"] = d.invoke("CatalogRefreshFunction", [schedule_event])
+    return seen
+
+
+def _with_header(event: dict[str, Any], name: str, value: str) -> dict[str, Any]:
+    event["headers"][name] = value
+    return event
+
+
+def _exported(script: str, name: str) -> str:
+    for line in script.splitlines():
+        if line.startswith(f"export {name}="):
+            return line.split("=", 1)[1].strip("'\"")
+    raise AssertionError(f"user-data exports no {name}")
+
+
+def _sqs_of(d: DeployedStack, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    _send(d, kind, body)
+    return d.sqs_batch(kind)
+
+
+def _send(d: DeployedStack, kind: str, body: dict[str, Any]) -> None:
+    sqs = d.client("sqs")
+    url = sqs.get_queue_url(QueueName=d.settings.queue_name(kind))["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
+
+
+def _launch_stray(d: DeployedStack) -> dict[str, str]:
+    """An instance tagged as skyless's (a job that does not exist), launched with the nodes' profile as
+    provision launches; and one carrying the same tags without it: what anyone could make."""
+    ec2 = d.client("ec2")
+    image = ec2.describe_images(Owners=["099720109477"])["Images"][0]["ImageId"]
+    tags = [
+        {"Key": "skyless-managed", "Value": "true"},
+        {"Key": "skyless-job", "Value": "job-gone"},
+        {"Key": "skyless-cluster", "Value": "job-gone-0"},
+        {"Key": "skyless-attempt", "Value": "0"},
+    ]
+    profile = d.resolver.get_att("NodeInstanceProfile", "Arn")
+    ours = ec2.run_instances(
+        ImageId=image,
+        InstanceType="t3.micro",
+        MinCount=1,
+        MaxCount=1,
+        IamInstanceProfile={"Arn": profile},
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )
+    look_alike = ec2.run_instances(
+        ImageId=image,
+        InstanceType="t3.micro",
+        MinCount=1,
+        MaxCount=1,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )
+    return {
+        "ours": ours["Instances"][0]["InstanceId"],
+        "look_alike": look_alike["Instances"][0]["InstanceId"],
+    }
+
+
+# -- the proof ---------------------------------------------------------------------------------------------
+
+
+def test_every_function_of_the_template_is_exercised_with_each_event_type_it_declares(
+    deployed: DeployedStack,
+) -> None:
+    declared = {
+        (logical, event["Type"]) for logical, f in deployed.functions.items() for event in f.events.values()
+    }
+    assert declared == {
+        ("ApiFunction", "HttpApi"),
+        ("SubmitFunction", "SQS"),
+        ("SubmitFunction", "DynamoDB"),
+        ("OptimizeFunction", "SQS"),
+        ("ProvisionFunction", "SQS"),
+        ("SpotWatchFunction", "SQS"),
+        ("NotifyFunction", "DynamoDB"),
+        ("ReconcileFunction", "Schedule"),
+        ("ReaperFunction", "Schedule"),
+        ("CatalogRefreshFunction", "Schedule"),
+    }, "a new function or event type: give it an event in `journey` and a check below"
+
+
+def test_every_handler_is_the_module_attribute_lambda_would_call(deployed: DeployedStack) -> None:
+    for logical, function in deployed.functions.items():
+        module, _, attribute = function.handler.rpartition(".")
+        source = function.code_root / (module.replace(".", "/") + ".py")
+        assert source.is_file(), f"{logical}: {source} is not in the CodeUri folder"
+        assert f"def {attribute}(event" in source.read_text(), f"{logical}: {function.handler} is no handler"
+
+
+def test_the_api_answers_http_api_payload_2_events(journey: dict[str, Any]) -> None:
+    openapi = journey["openapi"]
+    assert openapi["statusCode"] == 200, openapi
+    assert json.loads(openapi["body"])["openapi"].startswith("3.")
+    root = journey["root"]  # the dashboard is served by the same function: `/` sends a browser there
+    assert root["statusCode"] == 302 and root["headers"]["Location"].endswith("/dashboard"), root
+    assert journey["unauthenticated"]["statusCode"] == 401
+    assert journey["notify_on"]["statusCode"] == 200, journey["notify_on"]
+    assert journey["schedule"]["statusCode"] == 201, journey["schedule"]
+    assert journey["upload"]["statusCode"] == 201, journey["upload"]
+    assert journey["submitted"]["statusCode"] == 201, journey["submitted"]
+    assert journey["detail"]["statusCode"] == 200
+    assert journey["logs"]["statusCode"] == 200, journey["logs"]
+    assert journey["cancelled"]["statusCode"] == 200, journey["cancelled"]
+    for answer in (journey["openapi"], journey["submitted"], journey["root"]):
+        assert set(answer) <= {"statusCode", "headers", "body", "isBase64Encoded", "cookies"}
+
+
+def test_the_queue_functions_report_no_failed_message(journey: dict[str, Any]) -> None:
+    for step in (
+        "optimize",
+        "provision",
+        "spot_watch",
+        "after_warning",
+        "relaunch",
+        "teardown",
+        "submit_queue",
+    ):
+        for answer in journey[step]:
+            assert answer == {"batchItemFailures": []}, (step, answer)
+    assert journey["uploads_batch"]["Records"], "the bucket's notification reached the submit queue"
+    bodies = [json.loads(record["body"]) for record in journey["uploads_batch"]["Records"]]
+    s3_events = [r for body in bodies for r in body.get("Records", []) if r.get("eventSource") == "aws:s3"]
+    keys = [unquote(r["s3"]["object"]["key"]) for r in s3_events]  # moto URL-encodes the key's slashes
+    assert keys == ["tasks/alice/nightly.yaml"], bodies
+
+
+def test_the_job_ran_on_ec2_with_the_nodes_profile_and_a_boot_credential(
+    deployed: DeployedStack, journey: dict[str, Any]
+) -> None:
+    assert journey["node_profile"] == deployed.resolver.get_att("NodeInstanceProfile", "Arn")
+    assert journey["config"]["statusCode"] == 200, journey["config"]
+    assert json.loads(journey["config"]["body"])["run"].startswith("echo hello")
+    assert journey["second_fetch"]["statusCode"] == 401, journey["second_fetch"]
+    assert json.loads(journey["running"]["body"])["state"] == "RUNNING"
+
+
+def test_user_data_holds_no_secret_only_the_boot_token(
+    deployed: DeployedStack, journey: dict[str, Any]
+) -> None:
+    script = journey["user_data"]
+    exported = {
+        line.split("=", 1)[0].removeprefix("export ")
+        for line in script.splitlines()
+        if line.startswith("export ")
+    }
+    assert exported == {
+        "SKYLESS_API_URL",
+        "SKYLESS_JOB_ID",
+        "SKYLESS_CLUSTER_ID",
+        "SKYLESS_BOOT_TOKEN",
+        "SKYLESS_CLOUD",
+        "SKYLESS_INSTANCE_ID",
+    }
+    config = json.loads(journey["config"]["body"])
+    assert config["envs"]["HF_TOKEN"] == "hf_secret_of_the_proof_job"  # over HTTPS, from the API
+    key = deployed.client("secretsmanager").get_secret_value(SecretId=deployed.resolver.ref("AgentSecret"))
+    for secret in (
+        "hf_secret_of_the_proof_job",
+        config["agent_token"],
+        key["SecretString"],
+        "X-Amz-Signature",
+        "Signature=",
+        config["log_upload"]["fields"]["policy"],
+    ):
+        assert secret not in script
+
+
+def test_the_job_ended_filter_passes_terminal_state_events_only(deployed: DeployedStack) -> None:
+    job_ended = deployed.functions["SubmitFunction"].events["JobEnded"]["Properties"]
+    pattern = json.loads(job_ended["FilterCriteria"]["Filters"][0]["Pattern"])
+    [record] = event_fixture("dynamodb_stream_state_event.json")["Records"]
+    assert matches_pattern(pattern, record)
+    running = copy.deepcopy(record)
+    running["dynamodb"]["NewImage"]["state"]["S"] = "RUNNING"
+    note = copy.deepcopy(record)
+    note["dynamodb"]["NewImage"]["kind"]["S"] = "note"
+    assert not matches_pattern(pattern, running) and not matches_pattern(pattern, note)
+
+
+def test_the_stream_functions_answer_partial_batch_responses(journey: dict[str, Any]) -> None:
+    ended = {r["dynamodb"]["NewImage"]["state"]["S"] for r in journey["terminal_records"]}
+    assert ended == {"FAILED", "CANCELLED"}, "the jobs' terminal state events pass the JobEnded filter"
+    assert len(journey["terminal_records"]) < len(journey["stream_records"])  # the filter filters
+    assert journey["submit_stream"] == [{"batchItemFailures": []}]
+    assert journey["notify"] == [{"batchItemFailures": []}]
+
+
+def test_the_scheduled_functions_run_and_the_reaper_kills_only_skylesss_instances(
+    deployed: DeployedStack, journey: dict[str, Any]
+) -> None:
+    [reconcile] = journey["reconcile"]
+    assert any(reconcile["actions"].values()), reconcile  # the silent relaunched node was acted on
+    first, second = journey["reaper"]
+    assert first["killed"] == ["job-gone-0"] and second["killed"] == [], journey["reaper"]
+    assert first["failed"] == [] and second["failed"] == []
+    states = {
+        i["InstanceId"]: i["State"]["Name"]
+        for r in deployed.client("ec2").describe_instances(InstanceIds=list(journey["stray"].values()))[
+            "Reservations"
+        ]
+        for i in r["Instances"]
+    }
+    assert states[journey["stray"]["ours"]] in ("shutting-down", "terminated")
+    assert states[journey["stray"]["look_alike"]] == "running", "a tag anyone could add is not skyless's"
+    [refresh] = journey["refresh"]
+    assert isinstance(refresh, dict) and refresh, refresh
+
+
+def test_no_function_writes_outside_its_home_or_imports_test_or_local_code(
+    deployed: DeployedStack, journey: dict[str, Any]
+) -> None:
+    home = deployed.tmp / "lambda-home"
+    assert not home.exists() or not any(home.rglob("*")), list(home.rglob("*"))
+
+
+# -- each role against what its code did --------------------------------------------------------------
+
+
+def _created_resources(deployed: DeployedStack, journey: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Instance and group ARNs -> the condition keys AWS would see on them (their tags at creation, the
+    instance profile they were launched with): from the recorded create calls and the test's own strays."""
+    arn = f"arn:aws:ec2:{deployed.settings.region}:123456789012:"
+    found: dict[str, dict[str, Any]] = {}
+    calls = [c for function_calls in deployed.calls.values() for c in function_calls]
+    for call in calls:
+        kind = {"RunInstances": "instance", "CreateSecurityGroup": "security-group"}.get(call["operation"])
+        if kind is None or call["signing_name"] != "ec2":
+            continue
+        tags = {
+            t["Key"]: t["Value"]
+            for spec in call["params"].get("TagSpecifications", [])
+            if spec["ResourceType"] == kind
+            for t in spec["Tags"]
+        }
+        context = {f"aws:ResourceTag/{k}": v for k, v in tags.items()}
+        profile = (call["params"].get("IamInstanceProfile") or {}).get("Arn")
+        if profile:
+            context["ec2:InstanceProfile"] = profile
+        for resource_id in call.get("created", []):
+            found[f"{arn}{kind}/{resource_id}"] = context
+    stray_tags = {"aws:ResourceTag/skyless-managed": "true", "aws:ResourceTag/skyless-cluster": "job-gone-0"}
+    profile = deployed.resolver.get_att("NodeInstanceProfile", "Arn")
+    found[f"{arn}instance/{journey['stray']['ours']}"] = {**stray_tags, "ec2:InstanceProfile": profile}
+    found[f"{arn}instance/{journey['stray']['look_alike']}"] = stray_tags
+    return found
+
+
+def test_each_functions_role_allows_every_aws_call_its_code_made(
+    deployed: DeployedStack, journey: dict[str, Any]
+) -> None:
+    profile_roles = {
+        deployed.resolver.get_att("NodeInstanceProfile", "Arn"): deployed.resolver.get_att("NodeRole", "Arn")
+    }
+    resources = _created_resources(deployed, journey)
+    refused = []
+    for logical, calls in deployed.calls.items():
+        assert calls, f"{logical} made no AWS call: the journey does not exercise it"
+        statements = deployed.functions[logical].statements
+        for call in calls:
+            for request in iam_requests(call, deployed.settings.region, profile_roles):
+                if allowing_statement(statements, request, resources.get(request.resource)) is None:
+                    refused.append(f"{logical}: {request.describe()}")
+    assert not refused, "IAM would refuse:\n" + "\n".join(sorted(set(refused)))
+
+
+def test_every_action_a_role_grants_is_one_its_code_was_seen_to_use(
+    deployed: DeployedStack, journey: dict[str, Any]
+) -> None:
+    """The other direction: nothing granted "just in case". An action the journey does not reach must be
+    named here with the path that needs it."""
+    reached_elsewhere = {
+        # failure and cleanup paths the journey does not take
+        ("ProvisionFunction", "ec2:AuthorizeSecurityGroupIngress"): "a task with ports",
+        ("ProvisionFunction", "ec2:DeleteSecurityGroup"): "teardown once EC2 lets the group go",
+        ("ProvisionFunction", "ec2:DescribeVpcs"): "a candidate with no zone",
+        ("ProvisionFunction", "sqs:SendMessage"): "a launch that waits (delayed retry) or re-plans",
+        ("ProvisionFunction", "sqs:GetQueueUrl"): "a launch that waits (delayed retry) or re-plans",
+        ("ProvisionFunction", "s3:GetObject"): "a task too big for its record (runs/<job>/task.json)",
+        ("SpotWatchFunction", "s3:GetObject"): "a task too big for its record (runs/<job>/task.json)",
+        ("ReconcileFunction", "s3:GetObject"): "a task too big for its record (runs/<job>/task.json)",
+        ("ReconcileFunction", "ec2:TerminateInstances"): "an instance no record knows",
+        ("ReconcileFunction", "ec2:DeleteSecurityGroup"): "a leftover group",
+        ("ReconcileFunction", "ec2:DescribeSecurityGroups"): "a leftover group",
+        ("ReaperFunction", "ec2:DeleteSecurityGroup"): "a leftover group",
+        ("ApiFunction", "scheduler:UpdateSchedule"): "pause/resume",
+        ("ApiFunction", "scheduler:DeleteSchedule"): "DELETE /schedules/{name}",
+        ("ApiFunction", "scheduler:GetSchedule"): "pause/resume",
+        ("ApiFunction", "secretsmanager:CreateSecret"): "a Slack webhook setting",
+        ("ApiFunction", "secretsmanager:PutSecretValue"): "a Slack webhook setting",
+        ("ApiFunction", "secretsmanager:DeleteSecret"): "clearing a Slack webhook",
+        ("ApiFunction", "ses:SendEmail"): "POST /notifications/test",
+        ("ApiFunction", "dynamodb:DeleteItem"): "DELETE /schedules/{name}",
+        ("NotifyFunction", "secretsmanager:GetSecretValue"): "a Slack webhook",
+        ("NotifyFunction", "sqs:SendMessage"): "the on-failure destination (Lambda sends, as this role)",
+        # named clusters (tests/integration/test_clusters_*.py)
+        ("ApiFunction", "ec2:AuthorizeSecurityGroupIngress"): "skyless ssh on a cluster on AWS",
+        ("ApiFunction", "ec2:DescribeSecurityGroups"): "skyless ssh on a cluster on AWS",
+        ("ApiFunction", "ec2:DescribeRegions"): "skyless ssh on a cluster on AWS",
+        ("ProvisionFunction", "ec2:StopInstances"): "skyless stop (or autostop) of a cluster on AWS",
+        ("ProvisionFunction", "ec2:StartInstances"): "skyless start of a cluster on AWS",
+        ("ProvisionFunction", "dynamodb:DeleteItem"): "a cluster torn down gives its name back",
+        ("ProvisionFunction", "dynamodb:Query"): "a cluster stopped or torn down ends its jobs",
+        ("ReconcileFunction", "dynamodb:Query"): "a cluster that lost a node fails its jobs",
+        # a task whose file_mounts name buckets (tests/integration/test_storage_*.py)
+        ("ApiFunction", "sts:AssumeRole"): "a node's credentials scoped to its task's buckets",
+        ("ProvisionFunction", "s3:CreateBucket"): "a task naming a bucket that does not exist yet",
+        ("ProvisionFunction", "s3:ListBucket"): "deleting a task bucket at job end (persistent: false)",
+        ("ProvisionFunction", "s3:DeleteObject"): "deleting a task bucket at job end (persistent: false)",
+        ("ProvisionFunction", "s3:DeleteBucket"): "deleting a task bucket at job end (persistent: false)",
+    }
+    used: dict[str, set[str]] = {}
+    for logical, calls in deployed.calls.items():
+        used[logical] = {r.action.lower() for c in calls for r in iam_requests(c, deployed.settings.region)}
+    unused = []
+    for logical, function in deployed.functions.items():
+        for statement in function.statements:
+            for action in as_list(statement["Action"]):
+                if action.lower() in used[logical] or (logical, action) in reached_elsewhere:
+                    continue
+                unused.append(f"{logical}: {action}")
+    assert not unused, "granted, never used:\n" + "\n".join(sorted(set(unused)))

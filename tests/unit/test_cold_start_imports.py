@@ -1,0 +1,33 @@
+"""What a cold start imports: with the template's PYDANTIC_DISABLE_PLUGINS, pydantic's plugin lookup does
+not import importlib.metadata, and models still validate; without it, pydantic's own loader runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = """
+import json, sys
+import functions.optimize.handler
+from shared.task.loader import load_pipeline
+task = load_pipeline("resources:\\n  cpus: 2+\\nrun: echo hi\\n", filename="t.yaml").tasks[0]
+loader = sys.modules["pydantic.plugin._loader"]
+print(json.dumps({"stand_in": loader.get_plugins.__module__ == "shared.pydantic_plugins", "run": task.run}))
+"""
+
+
+@pytest.mark.parametrize(("disabled", "stand_in"), [("__all__", True), (None, False)])
+def test_the_plugin_lookup_stands_in_only_when_plugins_are_off(disabled: str | None, stand_in: bool) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if disabled:
+        env["PYDANTIC_DISABLE_PLUGINS"] = disabled
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True)
+
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"stand_in": stand_in, "run": "echo hi"}
