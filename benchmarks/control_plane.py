@@ -324,6 +324,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     counter.install()
     launches = LaunchLog()
     patch_local_cloud(launches)
+    step_seconds: dict[str, list[float]] = {}
+    time_steps(step_seconds)
     handler_seconds: Counter[str] = Counter()
     handler_calls: Counter[str] = Counter()
 
@@ -335,8 +337,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "dynamodb", region_name=runtime.settings.region, endpoint_url=info.aws_endpoint_url,
         aws_access_key_id="bench", aws_secret_access_key="bench",
     )  # fmt: skip
+    hops = HopLog()
     for worker in runtime.dispatcher.workers if runtime.dispatcher else []:
-        worker._handler = timed(worker.handler(), worker.kind, handler_seconds, handler_calls)
+        worker._handler = timed(worker.handler(), worker.kind, handler_seconds, handler_calls, hops)
     api = httpx.Client(base_url=info.api_url, timeout=60, headers={"Authorization": f"Bearer {info.api_key}"})
     player = AgentPlayer(info.api_url)
     try:
@@ -378,7 +381,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         events = local_client("events", runtime.settings)
         cloud = LocalCloud(home)
         preempt_latency: list[float] = []
+        preempt_parts: list[dict[str, float]] = []
         spot_ids: list[str] = []
+        step_seconds.clear()  # from here on, the steps of preemptions (and their jobs' agents)
 
         def preempt_one() -> float:
             job_id = submit(SPOT_TASK)
@@ -395,6 +400,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             asked, new_spec, new_nodes = launches.wait_for(job_id, 2)
             player.run_until_running(new_spec, new_nodes)
             player.finish(new_spec, new_nodes)
+            parts = breakdown(hops, job_id, nodes[0].instance_id, sent, asked)
+            if parts is not None:
+                preempt_parts.append(parts)
             return asked - sent
 
         with ThreadPoolExecutor(args.concurrency) as pool:
@@ -417,6 +425,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "spot_states": dict(spot_states),
         "submit_latency": submit_latency,
         "preempt_latency": preempt_latency,
+        "preempt_parts": preempt_parts,
+        "preempt_steps": {name: list(values) for name, values in step_seconds.items()},
         "calls": lifecycle_calls,
         "units": lifecycle_units,
         "write_units": lifecycle_write_units,
@@ -426,16 +436,100 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+@dataclass
+class HopLog:
+    """Every handler invocation: (queue, start, end, the job ids or instance ids its messages name)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    hops: list[tuple[str, float, float, set[str]]] = field(default_factory=list)
+
+    def record(self, kind: str, started: float, ended: float, event: dict[str, Any]) -> None:
+        names: set[str] = set()
+        for record in event.get("Records", []):
+            body = json.loads(record.get("body") or "{}")
+            names.add(str(body.get("job_id") or (body.get("detail") or {}).get("instance-id") or ""))
+        with self.lock:
+            self.hops.append((kind, started, ended, names))
+
+    def first(self, kind: str, name: str, after: float) -> tuple[float, float] | None:
+        with self.lock:
+            found = [(s, e) for k, s, e, names in self.hops if k == kind and name in names and s >= after]
+        return min(found) if found else None
+
+
+def breakdown(
+    hops: HopLog, job_id: str, instance_id: str, sent: float, asked: float
+) -> dict[str, float] | None:
+    """Where one preemption's time went: the wait for the spot_watch invocation, then that invocation up to
+    the launch request (it re-plans and launches itself; the optimize and launch messages are fallbacks)."""
+    spot = hops.first("spot_watch", instance_id, sent)
+    if spot is None:
+        return None
+    if spot[0] <= asked <= spot[1]:
+        return {
+            "event -> spot_watch (EventBridge, SQS, poll)": spot[0] - sent,
+            "spot_watch until launch": asked - spot[0],
+        }
+    return {
+        "event -> spot_watch (EventBridge, SQS, poll)": spot[0] - sent,
+        "spot_watch, then queues": asked - spot[0],
+    }
+
+
+STEPS = (
+    ("shared.jobs.recovery", "recover_job"),
+    ("shared.jobs.planning", "make_plan"),
+    ("shared.jobs.fencing", "fence_earlier_attempts"),
+    ("shared.jobs.provisioning", "task_launch_fields"),
+    ("shared.clouds.local", "LocalCloud.launch"),
+    ("shared.jobs.provisioning", "_record_launch"),
+)
+
+
+def time_steps(seconds: dict[str, list[float]]) -> None:
+    """Time the steps of the control plane's hot path (where they are looked up, so callers see the timer)."""
+    import importlib
+
+    for module_name, qualified in STEPS:
+        module = importlib.import_module(module_name)
+        owner: Any = module
+        *path, name = qualified.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        original = getattr(owner, name)
+
+        def timer(*args: Any, __original: Any = original, __name: str = qualified, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return __original(*args, **kwargs)
+            finally:
+                seconds.setdefault(__name, []).append(time.perf_counter() - started)
+
+        setattr(owner, name, timer)
+        users = ("provisioning", "agent_reports", "instance_events", "continuation", "planning", "failover")
+        for other in (f"shared.jobs.{u}" for u in users):
+            imported = importlib.import_module(other)
+            if not path and getattr(imported, name, None) is original:
+                setattr(imported, name, timer)
+
+
 def timed(
-    handler: Callable[..., Any], name: str, seconds: Counter[str], calls: Counter[str]
+    handler: Callable[..., Any],
+    name: str,
+    seconds: Counter[str],
+    calls: Counter[str],
+    hops: HopLog | None = None,
 ) -> Callable[..., Any]:
     def wrapper(event: dict[str, Any], context: Any) -> Any:
         started = time.perf_counter()
         try:
             return handler(event, context)
         finally:
-            seconds[name] += time.perf_counter() - started
+            ended = time.perf_counter()
+            seconds[name] += ended - started
             calls[name] += 1
+            if hops is not None:
+                hops.record(name, started, ended, event)
 
     return wrapper
 
@@ -472,6 +566,15 @@ def report(result: dict[str, Any]) -> None:
             f"  preemption -> replacement launch  p50 {ms(result['preempt_latency'], 50)}   "
             f"p99 {ms(result['preempt_latency'], 99)}"
         )
+    if result.get("preempt_parts"):
+        print("  where a preemption's time goes (p50 / p99 of each part, over the preempted jobs):")
+        for part in dict.fromkeys(k for parts in result["preempt_parts"] for k in parts):
+            values = [parts[part] for parts in result["preempt_parts"] if part in parts]
+            print(f"    {part:48s} {ms(values, 50)}  {ms(values, 99)}")
+        print("  the steps inside (p50 / p99 per call, calls per preemption):")
+        for step, values in result["preempt_steps"].items():
+            per = len(values) / max(1, result["preemptions"])
+            print(f"    {step:48s} {ms(values, 50)}  {ms(values, 99)}  x{per:.1f}")
     print()
     print("AWS calls per simple job lifecycle (submit .. teardown), control plane only")
     by_service: dict[str, list[tuple[str, float]]] = {}

@@ -89,9 +89,12 @@ class SkylessClient:
         workdir_key: str | None = None,
         file_mount_keys: dict[str, str] | None = None,
         notify: dict[str, str] | None = None,
+        deadline: str | None = None,
+        hours: float | None = None,
     ) -> SubmitJobResponse:
         """`file_mount_keys`: for each file mount with a local source, remote path -> `upload_path` key.
-        `notify`: `{"slack_webhook"?, "email"?}` for this job instead of the user's notification settings."""
+        `notify`: `{"slack_webhook"?, "email"?}` for this job instead of the user's notification settings.
+        `deadline` (`2026-12-01T09:00Z` or `36h`) with `hours` (the compute it needs): finish by then."""
         body = _task_body(task, filename, env, minimize, clouds)
         if workdir_key:
             body["workdir_key"] = workdir_key
@@ -99,6 +102,10 @@ class SkylessClient:
             body["file_mount_keys"] = file_mount_keys
         if notify:
             body["notify"] = notify
+        if deadline is not None:
+            body["deadline"] = deadline
+        if hours is not None:
+            body["hours"] = hours
         return SubmitJobResponse.model_validate(self._call("POST", "/jobs", json=body))
 
     def plan(

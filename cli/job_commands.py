@@ -83,6 +83,13 @@ def launch(
     notify_email: Annotated[
         str | None, typer.Option("--notify-email", help="Notify this address about this job.")
     ] = None,
+    deadline: Annotated[
+        str | None,
+        typer.Option("--deadline", help="Finish by then for the least money: 2026-12-01T09:00Z or 36h."),
+    ] = None,
+    hours: Annotated[
+        float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
+    ] = None,
     cluster: Annotated[
         str | None, typer.Option("--cluster", "-c", help="Run it on this named cluster (made if new).")
     ] = None,
@@ -94,7 +101,10 @@ def launch(
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Submit a task file, then follow its states and logs until it ends (with -c: on a named cluster)."""
+    """Submit a task file, then follow its states and logs until it ends (with -c: on a named cluster).
+
+    With --deadline and --hours, skyless chooses spot or on-demand, and where, as the job goes (a skyless
+    feature: SkyPilot has no deadline); `skyless plan FILE --deadline ... --hours ...` estimates the cost."""
     try:
         text = file.read_text()
     except OSError as exc:
@@ -108,6 +118,13 @@ def launch(
     given = cluster_commands.no_cluster_options(**{"--fast": fast, "-i": idle_minutes, "--down": down})
     if cluster is None and given:
         errors.print(f"[red]error:[/red] {', '.join(given)} need a cluster: add -c NAME")
+        raise typer.Exit(2)
+    job_only = {"--deadline": deadline, "--hours": hours}
+    managed = cluster_commands.no_cluster_options(
+        **job_only, **{"--notify-slack": notify_slack, "--notify-email": notify_email}
+    )
+    if cluster is not None and managed:
+        errors.print(f"[red]error:[/red] {', '.join(managed)}: for managed jobs, not with -c NAME")
         raise typer.Exit(2)
     with _client(api_url, api_key) as client:
         workdirs = local_workdirs(text, str(file), overrides)
@@ -136,8 +153,15 @@ def launch(
             workdir_key=workdir_key,
             file_mount_keys=mount_keys,
             notify=notify or None,
+            deadline=deadline,
+            hours=hours,
         )
         console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
+        if deadline is not None:
+            console.print(
+                "Deadline job (skyless only; SkyPilot has none): spot while the deadline is safe, "
+                "on-demand when it must."
+            )
         if detach:
             console.print(f"Follow it with: skyless logs {job.job_id} --follow")
             return
@@ -246,6 +270,15 @@ def status(
     )
     if job.reason:
         console.print(f"  reason: {_escape(job.reason)}")
+    if job.deadline is not None:
+        d = job.deadline
+        console.print(
+            f"  deadline: {d.deadline}  work done: {d.work_done_hours:.2f} of {d.hours:g} h"
+            f"  slack: {d.slack_hours:.2f} h  market: {(d.market or '-').replace('_', '-')}"
+        )
+        if d.why:
+            console.print(f"  why: {_escape(d.why)}")
+    _print_places(job)
     timeline = Table(title="timeline", show_edge=False)
     for column in ("TIME", "EVENT", "STATE", "MESSAGE"):
         timeline.add_column(column)
@@ -412,6 +445,23 @@ def _event_line(event: TimelineEvent, job: JobDetail) -> str:
     if where and where not in message:
         text += f"  [blue]{_escape(where)}[/blue] {_escape(instance)}" + (" (spot)" if spot else "")
     return text
+
+
+def _print_places(job: JobDetail) -> None:
+    """Where this attempt failed (and why), and the spot places its plan avoids after preemptions."""
+    for place in job.tried:
+        family = f" ({place.instance_family} family)" if place.instance_family else ""
+        console.print(f"  tried: {_escape(place.place)}{family}: {_escape(place.reason)}", soft_wrap=True)
+    for cooling in job.cooling:
+        until = _clock(cooling.until)
+        console.print(
+            f"  cooling: {cooling.scope} {_escape(cooling.place)} after {cooling.preemptions} spot "
+            f"preemption(s), until {until}: spot there is tried last",
+            soft_wrap=True,
+        )
+    notes = (job.plan or {}).get("notes") or []
+    for note in notes:
+        console.print(f"  plan: {_escape(str(note))}", soft_wrap=True)
 
 
 def _print_log(text: str) -> None:

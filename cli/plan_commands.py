@@ -45,8 +45,16 @@ def plan(
         str | None, typer.Option("--clouds", help="Only these clouds, comma-separated.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    deadline: Annotated[
+        str | None, typer.Option("--deadline", help="Estimate a deadline job: 2026-12-01T09:00Z or 36h.")
+    ] = None,
+    hours: Annotated[
+        float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
+    ] = None,
 ) -> None:
-    """Plan a task file: the chosen place per task and the best of every cloud, with prices."""
+    """Plan a task file: the chosen place per task and the best of every cloud, with prices.
+
+    With --deadline and --hours: also the deadline policy's expected cost against all on-demand."""
     try:
         overrides = _pairs(env or [], "--env")
         secrets = _pairs(secret or [], "--secret")
@@ -54,6 +62,7 @@ def plan(
         from shared.optimizer import plan_pipeline
 
         result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize)
+        estimate = deadline_estimate(result, catalog, deadline, hours)
     except UserError as error:
         if error.file is None and isinstance(error, NoOfferingError):
             error.file = str(file)
@@ -68,11 +77,67 @@ def plan(
         for note in task.unsupported
     ]
     if as_json:
-        typer.echo(json.dumps(plan_to_json(result, notes), indent=2))
+        answer = plan_to_json(result, notes)
+        if estimate is not None:
+            answer["deadline"] = estimate
+        typer.echo(json.dumps(answer, indent=2))
         return
     _print_plan(result, pipeline, catalog, enabled)
+    if estimate is not None:
+        _print_estimate(estimate)
     for note in notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def deadline_estimate(
+    result: Plan, catalog: Any, deadline: str | None, hours: float | None
+) -> dict[str, Any] | None:
+    """The deadline policy's expected cost for the plan's first task (UserError for a deadline that
+    cannot be met), or None without --deadline/--hours."""
+    if deadline is None and hours is None:
+        return None
+    import time
+
+    from shared.config import Settings
+    from shared.jobs.deadlines import deadline_fields, policy_places
+    from shared.spot_policy import decide_spot_only, estimate_cost
+
+    now = time.time()
+    fields = deadline_fields(Settings.from_env(), deadline, hours, now=now)
+    places, _ = policy_places(catalog, result.tasks[0].candidates, [])
+    window = fields["deadline_at"] - now
+    kwargs = {"total_work": fields["work_seconds"], "deadline_after": window,
+              "restart_overhead": fields["restart_overhead"]}  # fmt: skip
+    ours = estimate_cost(places, **kwargs)
+    spot_only = estimate_cost(places, policy=decide_spot_only, **kwargs)
+    return {
+        "deadline_hours": round(window / 3600, 2),
+        "hours": hours,
+        "places": len(places),
+        "expected_cost": round(ours.expected_cost, 2),
+        "on_demand_cost": round(ours.on_demand_cost, 2),
+        "ratio": round(ours.ratio, 3),
+        "spot_share": round(ours.spot_share, 3),
+        "spot_only_cost": round(spot_only.expected_cost, 2),
+        "spot_only_late_runs": spot_only.missed,
+        "runs": ours.runs,
+        "assumes": f"spot runs ~{ours.mean_run_hours:g} h and outages ~{ours.mean_outage_hours:g} h "
+        "per place, independent places",
+    }
+
+
+def _print_estimate(estimate: dict[str, Any]) -> None:
+    console.print(
+        f"[bold]Deadline[/bold] in {estimate['deadline_hours']:g} h for {estimate['hours']:g} h of compute, "
+        f"over {estimate['places']} place(s): expected ${estimate['expected_cost']:.2f} with --deadline, "
+        f"{estimate['ratio']:.2f} of all on-demand (${estimate['on_demand_cost']:.2f}); "
+        f"{100 * estimate['spot_share']:.0f} % of the hours on spot; the deadline is kept."
+    )
+    console.print(
+        f"  SkyPilot's fixed spot recovery (no deadline): ${estimate['spot_only_cost']:.2f}, late in "
+        f"{estimate['spot_only_late_runs']} of {estimate['runs']} simulated futures. "
+        f"(Simulated: {escape(estimate['assumes'])}; `--deadline` is a skyless feature.)"
+    )
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:

@@ -12,6 +12,8 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
+from local_runtime import moto_transactions
+
 
 class PortInUseError(OSError):
     pass
@@ -63,6 +65,7 @@ class SerializedDynamoDBMotoServer(ThreadedMotoServer):
 
 def start_moto(port: int, host: str = "127.0.0.1") -> ThreadedMotoServer:
     """Start moto on host:port and wait until it accepts connections."""
+    moto_transactions.install()  # transactions back up the items they touch, not whole tables
     if not port_is_free(port, host):
         raise PortInUseError(f"port {port} on {host} is already in use")
     server = SerializedDynamoDBMotoServer(ip_address=host, port=port, verbose=False)

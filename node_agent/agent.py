@@ -37,9 +37,11 @@ from xml.etree import ElementTree
 
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
 NOT_READY_STATUS = 425
+STOP_STATUS = 410  # this node's attempt is over: kill the task and exit
 LOG_FLUSH_SECONDS = float(os.environ.get("SKYLESS_LOG_FLUSH_SECONDS", "2"))
 LOG_FLUSH_BYTES = 64 * 1024
 PREEMPT_GRACE_SECONDS = float(os.environ.get("SKYLESS_PREEMPT_GRACE_SECONDS", "100"))
+STOP_GRACE_SECONDS = float(os.environ.get("SKYLESS_STOP_GRACE_SECONDS", "10"))
 METADATA_POLL_SECONDS = float(os.environ.get("SKYLESS_METADATA_POLL_SECONDS", "5"))
 METADATA_WAIT = float(os.environ.get("SKYLESS_METADATA_WAIT_SECONDS", "60"))  # GCP long poll
 STORAGE_SYNC_SECONDS = float(os.environ.get("SKYLESS_STORAGE_SYNC_SECONDS", "5"))
@@ -96,6 +98,10 @@ def with_retries(
     raise AssertionError("unreachable")
 
 
+class AgentStopped(Exception):
+    """The API said this node has no part in the job any more (HTTP 410 or `"stop": true`)."""
+
+
 class ApiClient:
     """The agent side of the node agent protocol (docs/architecture.md)."""
 
@@ -107,6 +113,7 @@ class ApiClient:
         self.headers = {"Authorization": "Bearer " + boot_token, "Content-Type": "application/json"}
         self.on_cancel: Callable[[], None] | None = None  # the API says the job is over
         self.has_agent_token = False  # reports need the agent token the config answer carries
+        self.on_stop: Callable[[str], None] | None = None  # the API says this node must stop and exit
 
     def fetch_config(
         self,
@@ -132,6 +139,8 @@ class ApiClient:
                     self.headers = {**self.headers, "Authorization": "Bearer " + config["agent_token"]}
                     self.has_agent_token = True
                 return config
+            if status == STOP_STATUS:
+                raise AgentStopped(body.decode("utf-8", "replace")[:300])
             if status != NOT_READY_STATUS or time.monotonic() > deadline:
                 raise AgentHttpError(status, body.decode("utf-8", "replace"))
             if stop():
@@ -164,6 +173,10 @@ class ApiClient:
         except OSError as error:
             log(f"could not report {phase}: {error}")
             return False
+        if status == STOP_STATUS:
+            if self.on_stop is not None:
+                self.on_stop(f"the API refused this node's attempt: {body[:200]!r}")
+            return False
         if status >= 300:
             log(f"status {phase} answered HTTP {status}: {body[:200]!r}")
             return False
@@ -171,7 +184,9 @@ class ApiClient:
             answer = json.loads(body.decode("utf-8") or "{}")
         except ValueError:
             answer = {}
-        if isinstance(answer, dict) and answer.get("cancel") and self.on_cancel is not None:
+        if isinstance(answer, dict) and answer.get("stop") and self.on_stop is not None:
+            self.on_stop(f"the API says this node has no part in job {self.job_id} now")
+        elif isinstance(answer, dict) and answer.get("cancel") and self.on_cancel is not None:
             self.on_cancel()
         return True
 
@@ -898,11 +913,13 @@ class Agent:
         self.runner: TaskRunner | None = None
         self.preempting_report: threading.Thread | None = None
         self.cancelled = threading.Event()
+        self.stopping = threading.Event()
         self.api.on_cancel = self.on_cancel
         self.mirrors: list[BucketMirror] = []
         self.mounted: list[dict[str, Any]] = []  # rclone mounts of a VM
         self.storage: list[dict[str, Any]] = []
         self.storage_lock = threading.Lock()
+        self.api.on_stop = self.on_stop
 
     def on_preemption_notice(self, reason: str) -> None:
         """Pass SIGTERM to the task so it can checkpoint, and report `preempting` once. With buckets to
@@ -991,6 +1008,28 @@ class Agent:
         log("the API says this job is over; stopping the task")
         if self.runner is not None:
             self.runner.terminate()
+
+    def on_stop(self, reason: str) -> None:
+        """This node's attempt is over (the job recovered elsewhere, or this node is a stray): SIGTERM the
+        task's process group, SIGKILL what is left after STOP_GRACE_SECONDS, and exit."""
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        self.cancelled.set()
+        log(f"stopping: {reason}")
+        if self.runner is not None:
+            self.runner.terminate()
+        threading.Thread(target=self._exit_after_grace, name="stop", daemon=True).start()
+
+    def _exit_after_grace(self) -> None:
+        if self.runner is not None:
+            self.runner.wait(STOP_GRACE_SECONDS)
+            self.runner.kill()
+            flush = threading.Thread(target=self.runner.shipper.close, name="last-logs", daemon=True)
+            flush.start()
+            flush.join(5)
+        self.finished.set()
+        os._exit(0)  # whatever the main thread is doing (a download, a setup), this node is done
 
     def heartbeat(self, every: float) -> None:
         while not self.finished.wait(every) and not self.cancelled.is_set():
@@ -1104,6 +1143,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
         code = agent.run()
+    except AgentStopped as error:
+        log(f"stopping before the task started: {error}")
+        return 0
     except AgentHttpError as error:
         log(f"the API refused this node: {error}")
         return 3

@@ -33,6 +33,11 @@ class Settings:
     max_recoveries: int = 10  # preemptions/lost nodes a job survives
     cluster_poll_seconds: float = 2.0  # how often an idle cluster's agents ask for work (README: idle cost)
     autostop_minute_seconds: float = 60.0  # the length of an autostop "minute" (tests shorten the clock)
+    # deadline jobs (shared/jobs/deadlines.py): a launch's cost in progress, the control plane's reaction
+    # time the safety net keeps spare, and how soon a place that refused spot is tried again
+    restart_overhead_seconds: int = 600
+    deadline_reaction_seconds: int = 300
+    deadline_retry_seconds: int = 300
     # the role EventBridge Scheduler assumes to send schedule firings (the SAM template's SchedulerRole)
     scheduler_role_arn: str = "arn:aws:iam::123456789012:role/skyless-scheduler"
     # webhooks may reach this machine (SKYLESS_ALLOW_LOOPBACK_WEBHOOKS=1): set by the local runtime only
@@ -55,6 +60,9 @@ class Settings:
             max_wait_retries=_env_int("SKYLESS_MAX_WAIT_RETRIES", 8),
             max_transient_retries=_env_int("SKYLESS_MAX_TRANSIENT_RETRIES", 5),
             max_recoveries=_env_int("SKYLESS_MAX_RECOVERIES", 10),
+            restart_overhead_seconds=_env_int("SKYLESS_RESTART_OVERHEAD_SECONDS", 600),
+            deadline_reaction_seconds=_env_int("SKYLESS_DEADLINE_REACTION_SECONDS", 300),
+            deadline_retry_seconds=_env_int("SKYLESS_DEADLINE_RETRY_SECONDS", 300),
             scheduler_role_arn=env.get("SKYLESS_SCHEDULER_ROLE_ARN") or cls.scheduler_role_arn,
             cluster_poll_seconds=float(env.get("SKYLESS_CLUSTER_POLL_SECONDS") or 2.0),
             autostop_minute_seconds=float(env.get("SKYLESS_AUTOSTOP_MINUTE_SECONDS") or 60.0),
@@ -92,6 +100,9 @@ class Settings:
             "SKYLESS_MAX_WAIT_RETRIES": str(self.max_wait_retries),
             "SKYLESS_MAX_TRANSIENT_RETRIES": str(self.max_transient_retries),
             "SKYLESS_MAX_RECOVERIES": str(self.max_recoveries),
+            "SKYLESS_RESTART_OVERHEAD_SECONDS": str(self.restart_overhead_seconds),
+            "SKYLESS_DEADLINE_REACTION_SECONDS": str(self.deadline_reaction_seconds),
+            "SKYLESS_DEADLINE_RETRY_SECONDS": str(self.deadline_retry_seconds),
             "SKYLESS_SCHEDULER_ROLE_ARN": self.scheduler_role_arn,
             "SKYLESS_CLUSTER_POLL_SECONDS": str(self.cluster_poll_seconds),
             "SKYLESS_AUTOSTOP_MINUTE_SECONDS": str(self.autostop_minute_seconds),

@@ -27,6 +27,8 @@ _S = JobState
 MOVES: tuple[tuple[JobState, JobState, str], ...] = (
     (_S.PENDING, _S.PLANNED, "the optimizer found a plan"),
     (_S.PLANNED, _S.PROVISIONING, "launching the plan's candidates"),
+    (_S.PLANNED, _S.SETTING_UP, "every node launched (the first step of provisioning worked)"),
+    (_S.PLANNED, _S.WAITING, "no candidate had capacity; retrying later"),
     (_S.PROVISIONING, _S.SETTING_UP, "every node launched"),
     (_S.PROVISIONING, _S.WAITING, "no candidate had capacity; retrying later"),
     (_S.PROVISIONING, _S.PLANNED, "re-planned after blocks"),

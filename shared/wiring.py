@@ -27,14 +27,38 @@ class Wiring:
 
         return StoredCatalogLoader(self.objects)
 
+    @cached_property
+    def cooldowns(self) -> Any:
+        """Recent spot preemptions by zone (shared/store/cooldowns.py), for the cool-down policy."""
+        from shared.store.cooldowns import CooldownStore
+
+        return CooldownStore(self.settings)
+
     @property
     def catalog(self) -> Any:
         """Built-in + imported + the refreshed version in the bucket; re-read when LATEST moves (TTL)."""
         return self.catalog_loader.catalog()
 
 
-@cache
+_installed: dict[Settings, Wiring] = {}
+
+
+def install_wiring(wiring: Wiring) -> None:
+    """Use `wiring` for its settings from now on, wherever `wiring_for` is asked: how a harness (the chaos
+    runs: tests/chaos/) puts its fault-injecting adapters under every entry point. Not for the product."""
+    _installed[wiring.settings] = wiring
+
+
+def uninstall_wiring(settings: Settings) -> None:
+    _installed.pop(settings, None)
+
+
 def wiring_for(settings: Settings) -> Wiring:
+    return _installed.get(settings) or _built_wiring(settings)
+
+
+@cache
+def _built_wiring(settings: Settings) -> Wiring:
     return Wiring(
         settings=settings,
         store=JobStore(settings),

@@ -180,7 +180,7 @@ def agent_config(job_id: str, caller: BootCaller) -> dict[str, Any]:
 
 
 @_route("/agent/{job_id}/status", "POST", "A node reports its phase or a heartbeat", auth="agent",
-        body=AgentStatusRequest, response=AgentStatusResponse, errors=(404, 409))  # fmt: skip
+        body=AgentStatusRequest, response=AgentStatusResponse, errors=(404, 409, 410))  # fmt: skip
 def agent_status(job_id: str, caller: None, body: AgentStatusRequest) -> AgentStatusResponse:
     return job_views.agent_status(Settings.from_env(), job_id, body)
 

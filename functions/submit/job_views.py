@@ -99,6 +99,8 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         workdir_key=body.workdir_key,
         file_mount_keys=body.file_mount_keys,
         job_id=job_id,
+        deadline=body.deadline,
+        hours=body.hours,
     )
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 
@@ -148,7 +150,9 @@ def agent_status(settings: Settings, job_id: str, body: AgentStatusRequest) -> A
         exit_code=body.exit_code,
         message=body.message,
     )
-    return AgentStatusResponse(job_id=status.job_id, state=status.state, cancel=status.cancel)
+    return AgentStatusResponse(
+        job_id=status.job_id, state=status.state, cancel=status.cancel, stop=status.stop
+    )
 
 
 def upload(settings: Settings, caller: User, body: UploadRequest) -> UploadResponse:

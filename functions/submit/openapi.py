@@ -16,6 +16,7 @@ REASONS = {
     403: "The key may not do that (e.g. a report across users without an admin key)",
     404: "No such job or cluster (or not the caller's)",
     409: "The request conflicts with the job's or the cluster's state",
+    410: "A node agent of an attempt the job has moved past: `stop` is true; kill the task and exit",
     413: "The body is too large",
     415: "The body is not application/json",
     422: "The body has the wrong shape (field names the first offending field)",

@@ -14,6 +14,7 @@ from chalice import Chalice, Response
 from chalice.app import Request
 from pydantic import BaseModel, ValidationError
 
+from shared.api.auth import StaleAttemptError
 from shared.errors import AuthError, ConflictError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -44,6 +45,7 @@ STATUS_OF: tuple[tuple[type[UserError], int], ...] = (
     (ForbiddenError, 403),
     (NotFoundError, 404),
     (ConflictError, 409),
+    (StaleAttemptError, 410),
     (PayloadTooLargeError, 413),
     (BodyValidationError, 422),
     (NotReadyError, 425),

@@ -8,9 +8,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shared.config import Settings
-from shared.errors import AuthError
+from shared.errors import AuthError, UserError
 from shared.store.models import models_for
 from shared.store.users import User, find_user
+
+
+class StaleAttemptError(UserError):
+    """A node agent of an attempt its job has moved past (a recovery, a restart, a pipeline's next step).
+    Answered with 410 and `"stop": true`: the agent kills its task's process group and exits."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "stop": True}
+
+
+MAX_STALE_ATTEMPTS_CHECKED = 1000  # attempts older than this are refused as unknown credentials
 
 
 def hash_secret(secret: str) -> str:
@@ -55,8 +66,29 @@ def authenticate_agent(headers: Mapping[str, str], job_id: str, settings: Settin
         job = jobs.get(job_id) if 0 < len(job_id) <= 256 else None
     except jobs.DoesNotExist:
         job = None
-    if job is None or not secret_matches(token, job.token_hash):
+    if job is None:
         raise AuthError("credentials not recognised for this job", field="Authorization")
+    if secret_matches(token, job.token_hash):
+        return
+    stale = stale_attempt_of(settings, job_id, int(job.attempt), token)
+    if stale is not None:
+        raise StaleAttemptError(
+            f"attempt {stale} of job {job_id} is over (the job is on attempt {int(job.attempt)})",
+            field="Authorization",
+            hint="stop the task and exit",
+        )
+    raise AuthError("credentials not recognised for this job", field="Authorization")
+
+
+def stale_attempt_of(settings: Settings, job_id: str, attempt: int, token: str) -> int | None:
+    """The earlier attempt of the job whose agent token `token` is, or None. Tokens are derived
+    (HMAC of job and attempt), so an old one is recognised without storing it."""
+    from shared.jobs.tokens import agent_token
+
+    for earlier in range(attempt - 1, max(-1, attempt - 1 - MAX_STALE_ATTEMPTS_CHECKED), -1):
+        if hmac.compare_digest(agent_token(settings, job_id, earlier), token):
+            return earlier
+    return None
 
 
 NODE_KEY_HEADER = "x-skyless-node-key"

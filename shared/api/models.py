@@ -53,6 +53,15 @@ class SubmitJobRequest(PlanRequest):
         None,
         description="This job's notification channels instead of the user's (kept out of the task file).",
     )
+    deadline: str | None = Field(
+        None,
+        max_length=64,
+        description="Finish by then, for the least money: an ISO 8601 time with a zone "
+        "(2026-12-01T09:00Z) or a duration from now (36h). Needs `hours`.",
+    )
+    hours: float | None = Field(
+        None, gt=0, description="The compute the job needs on its planned hardware, hours (with `deadline`)."
+    )
 
 
 class UploadRequest(RequestBody):
@@ -74,6 +83,7 @@ class ErrorBody(BaseModel):
     line: int | None = None
     file: str | None = None
     hint: str | None = None
+    stop: bool | None = Field(None, description="410 to a node agent: stop the task and exit.")
 
 
 class SubmitJobResponse(BaseModel):
@@ -109,11 +119,40 @@ class JobSummary(BaseModel):
     source_ref: str | None = Field(None, description="The upload's object key, or the schedule's name.")
 
 
+class DeadlineStatus(BaseModel):
+    deadline: str = Field(description="UTC, ISO 8601.")
+    hours: float = Field(description="The compute the job needs.")
+    work_done_hours: float = Field(description="Counted when clusters end, plus the live one's progress.")
+    slack_hours: float = Field(description="Time to the deadline the remaining work does not need.")
+    market: str | None = Field(None, description="spot or on_demand: the policy's current choice.")
+    why: str | None = Field(None, description="The policy's reason, in words.")
+
+
+class TriedPlace(BaseModel):
+    place: str = Field(description="cloud, cloud/region or cloud/region/zone")
+    instance_family: str | None = Field(None, description="Set when only this family failed (quota).")
+    reason: str
+
+
+class CoolingPlace(BaseModel):
+    place: str
+    scope: str = Field(description="zone or region")
+    preemptions: int = Field(description="Spot preemptions there recently")
+    until: str = Field(description="When spot plans stop avoiding it (ISO 8601), if nothing else happens")
+
+
 class JobDetail(JobSummary):
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)
     reason: str | None = None
+    deadline: DeadlineStatus | None = None
+    tried: list[TriedPlace] = Field(
+        default_factory=list, description="Places this attempt tried that failed, and why (its blocklist)."
+    )
+    cooling: list[CoolingPlace] = Field(
+        default_factory=list, description="Places of the plan that spot avoids after recent preemptions."
+    )
 
 
 class JobList(BaseModel):
@@ -139,6 +178,9 @@ class AgentStatusResponse(BaseModel):
     job_id: str
     state: str
     cancel: bool = Field(False, description="The job was cancelled: the agent stops its task.")
+    stop: bool = Field(
+        False, description="This node has no part in the job now: kill the task's process group and exit."
+    )
 
 
 class FileMount(BaseModel):

@@ -73,6 +73,9 @@ class CloudProvider(Protocol):
     def describe(self, cluster_id: str) -> list[Node]: ...
     def list_owned(self) -> list[Node]: ...  # everything tagged skyless-managed=true
 
+    # Optional: `list_job(job_id) -> list[Node]`, the nodes tagged with one job (a tag filter). Fencing
+    # (shared/jobs/fencing.py) uses it when a provider has it, else filters `list_owned()`.
+
 
 @runtime_checkable
 class StoppableProvider(Protocol):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import fnmatch
+import glob
 import json
 import os
 import signal
@@ -45,6 +46,7 @@ FAULTS = {
     "transient": TransientCloudError,
     "invalid": InvalidLaunchError,
 }
+SPOT_ONLY_FAULT = "no_spot_capacity"  # like no_capacity, for spot launches only
 
 
 def _place(cloud: str, region: str, zone: str | None) -> str:
@@ -118,7 +120,7 @@ class LocalCloud:
             path = self.root / "capacity.json"
             raw = path.read_text() if path.exists() else "{}"
         rules = json.loads(raw or "{}")
-        return {kind: list(rules.get(kind, [])) for kind in FAULTS}
+        return {kind: list(rules.get(kind, [])) for kind in (*FAULTS, SPOT_ONLY_FAULT)}
 
     def set_capacity_rules(self, rules: dict[str, list[str]]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -127,9 +129,12 @@ class LocalCloud:
     def _check_capacity(self, spec: LaunchSpec) -> None:
         place = _place(spec.cloud, spec.region, spec.zone)
         for kind, patterns in self.capacity_rules().items():
+            if kind == SPOT_ONLY_FAULT and not spec.use_spot:
+                continue  # spot capacity is gone there; on-demand still has room
             for pattern in patterns:
                 if _matches(pattern, place):
-                    raise FAULTS[kind](f"local cloud: {kind.replace('_', ' ')} in {place} (rule {pattern!r})")
+                    error = FAULTS.get(kind, NoCapacityError)
+                    raise error(f"local cloud: {kind.replace('_', ' ')} in {place} (rule {pattern!r})")
 
     # -- the protocol ----------------------------------------------------------------------
 
@@ -164,6 +169,13 @@ class LocalCloud:
             return []
         paths = sorted(self.nodes_dir.glob(f"*/*/{NODE_FILE}"))
         return [self._node(r) for path in paths if (r := _load(path))]
+
+    def list_job(self, job_id: str) -> list[Node]:
+        """The nodes tagged with `job_id` (a cloud's tag filter; cluster folders are `<job id>-<attempt>`)."""
+        if not job_id or "/" in job_id or not self.nodes_dir.exists():
+            return []
+        paths = sorted(self.nodes_dir.glob(f"{glob.escape(job_id)}-*/*/{NODE_FILE}"))
+        return [self._node(r) for path in paths if (r := _load(path)) and r.get("job_id") == job_id]
 
     # -- what only a simulated cloud can do ------------------------------------------------
 

@@ -1,14 +1,14 @@
 """The job lifecycle: one module per step. Handlers, the API and tests call these.
 
-Steps: `submission` (a task file becomes a PENDING job), `planning` (optimize), `provisioning` (launch on
-the next candidate, failover), `agent_reports` (what nodes say: config, phases, heartbeats), `recovery`
-(preemptions and lost nodes), `instance_events` (cloud preemption events), `cancellation`, and the sweeps
-`reconcile` (lost events, silent nodes, stuck jobs) and `reaper` (VMs no job owns). Each step answers an
-`outcomes.Outcome`. `job_storage` is the jobs side of bucket mounts;
-`node_claims` lets each node fetch its config once with its boot token. Reads for the API: `views` (one job,
-a user's jobs, logs), `job_filters`, `blocks` (places a job may not use again) and `cost_report`;
-`run_status` writes runs/<job>/status.json. The rest (`costs`, `messages`, `nodes`, `task_records`,
-`tokens`, `file_mounts`, `node_env`) are the steps' parts.
+Steps, each answering an `outcomes.Outcome`: `submission` (a task file becomes a job), `planning`
+(optimize), `provisioning` (launch on the next candidate, failover), `agent_reports` (what nodes say:
+config, phases, heartbeats), `recovery` (preemptions and lost nodes), `instance_events` (cloud preemption
+events), `cancellation`, and the sweeps `reconcile` (lost events, silent nodes, stuck jobs) and `reaper`
+(VMs no job owns).
+Beside them: `job_storage` (the jobs side of bucket mounts), `node_claims` (each node fetches its config
+once, with its boot token), `deadlines` (a deadline job's record, and what `plan --deadline` prices).
+Reads for the API: `views`, `job_filters`, `blocks` (places a job may not use again), `cost_report`;
+`run_status` writes runs/<job>/status.json. The other modules are the steps' parts.
 """
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "blocks",
     "cancellation",
     "cost_report",
+    "deadlines",
     "file_mounts",
     "instance_events",
     "job_filters",

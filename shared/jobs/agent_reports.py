@@ -23,6 +23,7 @@ from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
 from shared.jobs.recovery import fail_job, recover_job, recovery_options
 from shared.jobs.task_records import load_pipeline_of, secrets_of
+from shared.jobs.tokens import attempt_fields
 from shared.states import HAS_NODES, JobState, is_terminal
 from shared.store.models import ClusterModel, JobModel
 from shared.task.spec import GitWorkdir
@@ -42,6 +43,7 @@ class AgentStatus:
     job_id: str
     state: str
     cancel: bool  # the job is over (cancelled, failed elsewhere): the agent stops its task
+    stop: bool = False  # the node has no part in the job now: kill the task's process group and exit
 
 
 @dataclass(frozen=True)
@@ -164,11 +166,22 @@ def report_agent_status(
             raise NotFoundError(f"no job {job_id}", field="job_id")
         cluster = wiring.store.cluster(job.cluster_id)
         if is_terminal(job.state) or cluster is None or instance_id not in nodes_of(cluster):
-            return AgentStatus(job_id, job.state, cancel=is_terminal(job.state))
+            return _unrecorded_node_status(job, cluster)
         if _apply_report(wiring, job, cluster, instance_id, phase, exit_code, message):
-            return AgentStatus(job.job_id, job.state, cancel=is_terminal(job.state))
+            return AgentStatus(
+                job.job_id, job.state, cancel=is_terminal(job.state), stop=is_terminal(job.state)
+            )
     assert job is not None  # the loop ran, and returned on None
-    return AgentStatus(job_id, job.state, cancel=is_terminal(job.state))
+    return AgentStatus(job_id, job.state, cancel=is_terminal(job.state), stop=is_terminal(job.state))
+
+
+def _unrecorded_node_status(job: JobModel, cluster: ClusterModel | None) -> AgentStatus:
+    """A report from a node that is not in the job's cluster record. While the attempt's launch is being
+    recorded it may yet be (wait); otherwise it is a stray of a launch that lost (or a job that ended):
+    it must stop, or the job would have two clusters at work."""
+    state = JobState(job.state)
+    being_recorded = cluster is None and state in (JobState.PLANNED, JobState.PROVISIONING)
+    return AgentStatus(job.job_id, job.state, cancel=is_terminal(state), stop=not being_recorded)
 
 
 def _apply_report(
@@ -187,6 +200,8 @@ def _apply_report(
     node = nodes[instance_id]
     if phase != "heartbeat" and PHASE_ORDER[phase] < PHASE_ORDER.get(str(node.get("phase")), 0):
         phase = "heartbeat"  # a late report of an earlier phase: the node is alive, nothing more
+    if phase == "setting_up":
+        phase = "heartbeat"  # no step waits on it: a sign of life, written only as a heartbeat would be
     if phase == "heartbeat" and now - float(node.get("heartbeat_at") or 0) < heartbeat_write_after(wiring):
         return True  # recorded recently enough: the write would change nothing reconcile decides on
     fields: dict[str, Any] = {"heartbeat_at": now}
@@ -271,22 +286,20 @@ def _on_all_succeeded(wiring: Wiring, job: JobModel, cluster: ClusterModel, node
             f"task {next_task} of {pipeline_length} done; next task",
             changes={
                 "task_index": next_task,
-                "attempt": int(job.attempt) + 1,
+                **attempt_fields(wiring.settings, job.job_id, int(job.attempt) + 1),
                 "cluster_id": None,
                 "candidate_index": 0,
                 "restarts": 0,
                 "cost": cost_with(job, cluster),
             },
-            also_update=node_update,
         )
         if moved:
             send_teardown(wiring, job.job_id, int(job.attempt) - 1, cluster.cluster_id)
             send_launch(wiring, job.job_id, int(job.attempt))
         return moved
     changes = {"cost": cost_with(job, cluster)}
-    moved = wiring.store.move(
-        job, JobState.SUCCEEDED, "every node exited 0", changes=changes, also_update=node_update
-    )
+    # The last node's own phase is not written: once the job has moved on, nothing reads it (one item less).
+    moved = wiring.store.move(job, JobState.SUCCEEDED, "every node exited 0", changes=changes)
     if moved:
         send_teardown(wiring, job.job_id, int(job.attempt), cluster.cluster_id)
     return moved

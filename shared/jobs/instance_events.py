@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.events.instances import InstanceEvent, parse_instance_event
+from shared.jobs.continuation import FALLBACK_DELAY_SECONDS, replan_and_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.recovery import recover_job
 from shared.states import HAS_NODES, JobState
@@ -25,7 +26,10 @@ def handle_instance_event(event: InstanceEvent, wiring: Wiring | None = None) ->
     if JobState(job.state) not in HAS_NODES:
         return Outcome.ALREADY_DONE
     cause = f"{event.description} (node rank {int(ref.rank)}, {event.instance_id})"
-    return recover_job(wiring, job, cause, preempted=True)
+    outcome = recover_job(wiring, job, cause, preempted=True, replan_delay_seconds=FALLBACK_DELAY_SECONDS)
+    if outcome == Outcome.DONE:
+        replan_and_launch(wiring, job.job_id, int(job.attempt))  # at once; the messages sent are the fallback
+    return outcome
 
 
 def watch_instance_event(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:

@@ -24,8 +24,9 @@ class ProvisionMessage(BaseModel):
 
     job_id: str
     attempt: int
-    action: Literal["launch", "teardown"] = "launch"
+    action: Literal["launch", "teardown", "deadline_check"] = "launch"
     cluster_id: str | None = None
+    not_before: float | None = None  # epoch seconds: a deadline job's message due later than SQS can delay
 
 
 def parse_message(model: type[Message], body: dict[str, Any]) -> Message:
@@ -38,8 +39,8 @@ def parse_message(model: type[Message], body: dict[str, Any]) -> Message:
         raise MalformedMessage(f"not a {model.__name__}: {where}: {first['msg']}") from None
 
 
-def send_optimize(wiring: Wiring, job_id: str, attempt: int) -> None:
-    wiring.queues.optimize.send({"job_id": job_id, "attempt": attempt})
+def send_optimize(wiring: Wiring, job_id: str, attempt: int, delay_seconds: int = 0) -> None:
+    wiring.queues.optimize.send({"job_id": job_id, "attempt": attempt}, delay_seconds=delay_seconds)
 
 
 def send_launch(wiring: Wiring, job_id: str, attempt: int, delay_seconds: int = 0) -> None:

@@ -11,13 +11,15 @@ from shared.jobs.blocks import blocks_of, sticky
 from shared.jobs.messages import OptimizeMessage, parse_message, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
-from shared.optimizer.plan import Candidate, Plan
+from shared.optimizer.cooling import order_for_cooling
+from shared.optimizer.plan import Block, Candidate, Plan
+from shared.optimizer.spread import DEFAULT_KEPT, MAX_RANKED, spread_candidates
 from shared.states import JobState
 from shared.store.models import JobModel
 from shared.wiring import Wiring, current_wiring
 
-MAX_CANDIDATES_PER_TASK = 16  # keeps the job record small; a re-plan reaches past them
 PLANNABLE = (JobState.PENDING, JobState.RECOVERING)
+KEPT_PER_TASK = DEFAULT_KEPT  # candidates a job keeps per task; a re-plan reaches past them
 
 
 def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
@@ -40,11 +42,7 @@ def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
         job,
         JobState.PLANNED,
         f"planned {candidate_text(top)}",
-        changes={
-            "plan_z": zlib.compress(plan.model_dump_json().encode()),
-            "plan": None,
-            "candidate_index": 0,
-        },
+        changes={**plan_fields(plan), "candidate_index": 0},
     )
     if not moved:
         return Outcome.ALREADY_DONE
@@ -53,9 +51,11 @@ def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     return Outcome.DONE
 
 
-def make_plan(wiring: Wiring, job: JobModel) -> Plan:
-    """The plan under the job's blocks; if the blocks leave nothing, the plan under the sticky ones only
-    (a preempted region is better than no place at all)."""
+def make_plan(
+    wiring: Wiring, job: JobModel, blocks: list[Block] | None = None, *, fallback: bool = True
+) -> Plan:
+    """The plan under `blocks` (default: the job's); if they leave nothing and `fallback`, the plan under
+    the sticky ones only (a preempted region is better than no place at all). NoOfferingError otherwise."""
     from shared.optimizer import plan_pipeline
 
     pipeline = load_pipeline_of(wiring, job)
@@ -63,22 +63,42 @@ def make_plan(wiring: Wiring, job: JobModel) -> Plan:
     served = wiring.providers.served_clouds()
     if served is not None:
         clouds = served if clouds is None else clouds & served  # never plan where nothing can launch
-    blocks = blocks_of(job)
-    options: dict[str, Any] = {"enabled_clouds": clouds, "minimize": job.minimize}
+    blocks = blocks_of(job) if blocks is None else blocks
+    options: dict[str, Any] = {
+        "enabled_clouds": clouds,
+        "minimize": job.minimize,
+        "max_candidates": MAX_RANKED,
+    }
     try:
         plan = plan_pipeline(pipeline, wiring.catalog, blocklist=blocks, **options)
     except NoOfferingError:
-        if blocks == sticky(blocks):
+        if not fallback or blocks == sticky(blocks):
             raise
         plan = plan_pipeline(pipeline, wiring.catalog, blocklist=sticky(blocks), **options)
+    return shape_failover(wiring, plan)
+
+
+def shape_failover(wiring: Wiring, plan: Plan) -> Plan:
+    """Each task's failover list as a job keeps it: spot candidates in zones or regions cooling after
+    preemptions moved last (shared/optimizer/cooling.py, with a note why), then cut to a short list that
+    spans clouds, regions and zones (shared/optimizer/spread.py)."""
+    spot = any(c.use_spot for t in plan.tasks for c in t.candidates)
+    cooling = wiring.cooldowns.cooling() if spot else []
     for task_plan in plan.tasks:
-        del task_plan.candidates[MAX_CANDIDATES_PER_TASK:]
+        ordered, notes = order_for_cooling(task_plan.candidates, cooling)
+        task_plan.candidates = spread_candidates(ordered, KEPT_PER_TASK)
+        plan.notes.extend(n for n in notes if n not in plan.notes)
     return plan
 
 
 def candidate_text(candidate: Candidate) -> str:
     market = " (spot)" if candidate.use_spot else ""
     return f"{candidate.place} {candidate.instance_type}{market} at ${candidate.hourly_price:.2f}/h"
+
+
+def plan_fields(plan: Plan) -> dict[str, Any]:
+    """The job fields that store a plan (compressed: every later write of the job is billed by its size)."""
+    return {"plan_z": zlib.compress(plan.model_dump_json().encode()), "plan": None}
 
 
 def plan_of(job: JobModel) -> Plan | None:

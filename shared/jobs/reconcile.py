@@ -35,7 +35,7 @@ def reconcile(now: float | None = None, wiring: Wiring | None = None) -> dict[st
     done: dict[str, list[str]] = defaultdict(list)
     for job in wiring.store.live_jobs():
         _check_job(wiring, job, now, done)
-    _close_cluster_records(wiring, done)
+    _close_cluster_records(wiring, done, just_ended={*done.get("recovered", []), *done.get("failed", [])})
     return dict(done)
 
 
@@ -80,7 +80,7 @@ def _check_nodes(
             done["recovered"].append(job.job_id)
             return
         last = float(node.get("heartbeat_at") or cluster.launched_at)
-        booting = node.get("phase") == "launched"
+        booting = node.get("phase") == "launched" and last <= float(cluster.launched_at)  # never heard from
         allowed = settings.boot_grace_seconds if booting else settings.silent_after_seconds
         if now - last > allowed:
             since = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -94,13 +94,20 @@ def _check_nodes(
             return
 
 
-def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]]) -> None:
+def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]], just_ended: set[str]) -> None:
+    """Terminate UP clusters that are not their live job's current one (a lost teardown), and say so in
+    the job's timeline. Clusters this sweep itself let go of have their teardown on its way."""
     for cluster in wiring.store.live_clusters():
+        if cluster.job_id in just_ended:
+            continue
         job = wiring.store.get(cluster.job_id)
         if job is not None and not is_terminal(job.state) and job.cluster_id == cluster.cluster_id:
             continue
         wiring.providers.build(cluster.provider).terminate(cluster.cluster_id)
         if wiring.store.mark_cluster_terminated(cluster):
+            why = "its job is over" if job is None or is_terminal(job.state) else "its job moved on"
+            message = f"reconcile terminated cluster {cluster.cluster_id}: {why} (a lost teardown)"
+            wiring.store.note(cluster.job_id, "teardown", message, {"cluster": cluster.cluster_id})
             done["terminated"].append(cluster.cluster_id)
 
 

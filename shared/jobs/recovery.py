@@ -3,13 +3,16 @@ strategy, tear the old cluster down, and re-plan with attempt + 1."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from shared.jobs.blocks import blocks_json, blocks_of
 from shared.jobs.costs import cost_with
+from shared.jobs.deadlines import cluster_ended
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
+from shared.jobs.tokens import attempt_fields
 from shared.optimizer.plan import Block
 from shared.states import JobState, can_move
 from shared.store.models import JobModel
@@ -38,24 +41,33 @@ def recovery_options(wiring: Wiring, job: JobModel) -> dict[str, Any]:
 
 
 def recover_job(
-    wiring: Wiring, job: JobModel, cause: str, *, preempted: bool, counts_as_restart: bool = False
+    wiring: Wiring,
+    job: JobModel,
+    cause: str,
+    *,
+    preempted: bool,
+    counts_as_restart: bool = False,
+    replan_delay_seconds: int = 0,
 ) -> Outcome:
-    """Move the job to RECOVERING (attempt + 1), tear its cluster down, ask for a new plan."""
+    """Move the job to RECOVERING (attempt + 1), tear its cluster down, ask for a new plan. A caller that
+    goes on to re-plan itself (shared/jobs/continuation.py) delays the optimize message: it is then only
+    the fallback, and does not race the caller."""
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
-    if recoveries > wiring.settings.max_recoveries:
+    # a deadline job past the limit goes on, on on-demand only (shared/jobs/deadline_launch.py)
+    if recoveries > wiring.settings.max_recoveries and not job.deadline_at:
         return _fail_and_teardown(wiring, job, f"{cause}; gave up after {recoveries - 1} recoveries")
     cluster = wiring.store.cluster(job.cluster_id)
     blocks = blocks_of(job)
     if preempted and cluster is not None:
         strategy = recovery_options(wiring, job)["strategy"]
-        if strategy != FAILOVER:
+        if strategy != FAILOVER and not job.deadline_at:  # a deadline job's policy weighs the region
             blocks.append(Block(cloud=cluster.cloud, region=cluster.region, reason=f"preempted: {cause}"))
     old_cluster = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
     next_attempt = int(job.attempt) + 1
     changes: dict[str, Any] = {
-        "attempt": next_attempt,
+        **attempt_fields(wiring.settings, job.job_id, next_attempt),
         "recoveries": recoveries,
         "restarts": int(job.restarts) + (1 if counts_as_restart else 0),
         "cluster_id": None,
@@ -64,12 +76,21 @@ def recover_job(
         "transient_retries": 0,
         "blocklist": blocks_json(blocks),
         "cost": cost_with(job, cluster),
+        **cluster_ended(job, cluster, preempted=preempted, now=time.time()),
+        **({"next_check_at": None} if job.deadline_at else {}),
     }
     detail = {"cluster": old_cluster}
-    if not wiring.store.move(job, JobState.RECOVERING, cause, changes=changes, detail=detail):
+    counted = []  # the preemption, for every job planning spot there (shared/optimizer/cooling.py)
+    if preempted and cluster is not None and cluster.use_spot:
+        place = (cluster.cloud, cluster.region, cluster.zone)
+        counted.append(wiring.cooldowns.preemption_update(*place, cluster.cluster_id))
+    moved = wiring.store.move(
+        job, JobState.RECOVERING, cause, changes=changes, detail=detail, also_update=counted
+    )
+    if not moved:
         return Outcome.ALREADY_DONE
     send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
-    send_optimize(wiring, job.job_id, next_attempt)
+    send_optimize(wiring, job.job_id, next_attempt, delay_seconds=replan_delay_seconds)
     return Outcome.DONE
 
 

@@ -1,4 +1,5 @@
-"""Submit: validate the task file, record the job PENDING, and ask for a plan."""
+"""Submit: validate the task file, plan it, record the job PLANNED and ask for its launch (a task the catalog
+cannot place is recorded PENDING for the optimize function to fail with the reason)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ import uuid
 from dataclasses import dataclass
 
 from shared.config import Settings
-from shared.errors import UserError
+from shared.errors import NoOfferingError, UserError
+from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
-from shared.jobs.messages import send_optimize
+from shared.jobs.messages import send_launch, send_optimize
+from shared.jobs.planning import candidate_text, make_plan, plan_fields
 from shared.jobs.task_records import store_pipeline
+from shared.jobs.tokens import agent_token, token_hash
 from shared.states import JobState
 from shared.storage.lifecycle import check_job_storage
-from shared.wiring import wiring_for
+from shared.store.models import JobModel
+from shared.wiring import Wiring, wiring_for
 
 OBJECTIVES = ("cost", "time")
 
@@ -23,6 +28,21 @@ class SubmittedJob:
     job_id: str
     state: str
     name: str | None
+
+
+def plan_at_submit(wiring: Wiring, job: JobModel, filename: str) -> str:
+    """Plan now, so that the job is recorded PLANNED and its launch asked for at once: one queue hop and
+    one write fewer than a PENDING job the optimize function plans. A task the catalog cannot place stays
+    PENDING, and the optimize function fails it with the reason, as it did before. Answers the timeline
+    message of the job's first event."""
+    try:
+        plan = make_plan(wiring, job)
+    except NoOfferingError:
+        return f"submitted {filename}"
+    job.state = JobState.PLANNED.value
+    for name, value in {**plan_fields(plan), "candidate_index": 0}.items():
+        setattr(job, name, value)
+    return f"submitted {filename}; planned {candidate_text(plan.tasks[0].chosen)}"
 
 
 def new_job_id() -> str:
@@ -44,6 +64,8 @@ def submit_job(
     job_id: str | None = None,
     source: str = "cli",
     source_ref: str | None = None,
+    deadline: str | None = None,
+    hours: float | None = None,
 ) -> SubmittedJob:
     """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
 
@@ -51,6 +73,8 @@ def submit_job(
     twice safely: the second submit finds the job and sends nothing.
     `source` says how it came: "cli" (the API, which the CLI and the SDK call), "upload" or "schedule";
     `source_ref` names the upload's key or the schedule.
+    `deadline` (ISO 8601 time or a duration from now) and `hours` (the compute the job needs) make it a
+    deadline job (shared/jobs/deadlines.py); one that cannot be met even on on-demand is a UserError.
     """
     from shared.task.loader import load_pipeline
 
@@ -59,12 +83,14 @@ def submit_job(
     pipeline = load_pipeline(
         task_text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {}
     )
+    deadline_record = deadline_fields(settings, deadline, hours)
     keys = file_mount_keys or {}
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     check_job_storage(settings, pipeline, owner=owner, filename=filename, text=task_text)
     wiring = wiring_for(settings)
+    job_id = job_id or new_job_id()
     job = wiring.store.jobs(
-        job_id=job_id or new_job_id(),
+        job_id=job_id,
         owner=owner,
         name=pipeline.name or pipeline.tasks[0].name,
         state=JobState.PENDING.value,
@@ -74,13 +100,18 @@ def submit_job(
         clouds=json.dumps(sorted(c.lower() for c in clouds)) if clouds else None,
         workdir_key=workdir_key,
         file_mounts=encode_keys(keys),
-        token_hash="-",  # set per attempt when provisioning starts
+        token_hash=token_hash(agent_token(settings, job_id, 0)),  # a new one with each attempt
         source=source,
         source_ref=source_ref,
+        **deadline_record,
     )
     store_pipeline(wiring, job, pipeline)
-    if wiring.store.create(job, f"submitted {filename}"):
-        send_optimize(wiring, job.job_id, 0)
+    message = plan_at_submit(wiring, job, filename)
+    if wiring.store.create(job, message):
+        if job.state == JobState.PLANNED:
+            send_launch(wiring, job.job_id, 0)
+        else:
+            send_optimize(wiring, job.job_id, 0)
         return SubmittedJob(job.job_id, job.state, job.name)
     existing = wiring.store.get(job.job_id)
     state = existing.state if existing else job.state

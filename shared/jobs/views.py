@@ -9,12 +9,16 @@ from typing import Any
 
 from shared.config import Settings
 from shared.errors import NotFoundError, UserError
+from shared.jobs.blocks import blocks_of
 from shared.jobs.costs import cost_with
+from shared.jobs.deadlines import deadline_view
 from shared.jobs.nodes import by_rank
 from shared.jobs.planning import plan_of
+from shared.optimizer.cooling import Cooling
+from shared.optimizer.plan import Block, Plan
 from shared.states import is_terminal
 from shared.store.models import ClusterModel, EventModel, JobModel
-from shared.wiring import wiring_for
+from shared.wiring import Wiring, wiring_for
 
 MAX_LOG_CHUNKS_PER_READ = 50
 
@@ -46,6 +50,9 @@ class JobView:
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[dict[str, Any]] = field(default_factory=list)
+    deadline: dict[str, Any] | None = None  # shared.jobs.deadlines.DeadlineView, for a deadline job
+    tried: list[dict[str, Any]] = field(default_factory=list)  # the blocklist: places that failed, and why
+    cooling: list[dict[str, Any]] = field(default_factory=list)  # spot places of the plan cooling down
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -60,7 +67,12 @@ class LogPage:
     finished: bool
 
 
-def job_view(job: JobModel, cluster: ClusterModel | None, events: list[EventModel] | None) -> JobView:
+def job_view(
+    job: JobModel,
+    cluster: ClusterModel | None,
+    events: list[EventModel] | None,
+    cooling: list[Cooling] | None = None,
+) -> JobView:
     plan = plan_of(job)
     candidate = None
     if plan is not None and int(job.task_index) < len(plan.tasks):
@@ -86,8 +98,46 @@ def job_view(job: JobModel, cluster: ClusterModel | None, events: list[EventMode
         source_ref=job.source_ref,
         plan=plan.model_dump(mode="json") if plan else None,
         cluster=_cluster_dict(cluster) if cluster else None,
-        timeline=[_event_dict(e) for e in events or []],
+        timeline=_timeline(events, cluster if job.cluster_id == (cluster and cluster.cluster_id) else None),
+        tried=[_tried_dict(b) for b in blocks_of(job)] if events is not None else [],
+        cooling=[_cooling_dict(c) for c in cooling or []],
+        deadline=_deadline_dict(job, cluster),
     )
+
+
+def _deadline_dict(job: JobModel, cluster: ClusterModel | None) -> dict[str, Any] | None:
+    live = cluster if cluster is not None and job.cluster_id == cluster.cluster_id else None
+    view = deadline_view(job, live)
+    return None if view is None else view.as_dict()
+
+
+def _timeline(events: list[EventModel] | None, cluster: ClusterModel | None) -> list[dict[str, Any]]:
+    """The events, and the end of the job's own cluster (kept in its record, not written as an event)."""
+    listed = [_event_dict(e) for e in events or []]
+    if events is not None and cluster is not None and cluster.terminated_at is not None:
+        message = f"cluster {cluster.cluster_id} terminated"
+        if not any(e["kind"] == "teardown" and e["message"] == message for e in listed):
+            ended = {"time": iso(cluster.terminated_at), "kind": "teardown", "state": None}
+            listed.append({**ended, "message": message, "detail": {}})
+            listed.sort(key=lambda e: e["time"] or "")
+    return listed
+
+
+def _tried_dict(block: Block) -> dict[str, Any]:
+    place = "/".join(p for p in (block.cloud, block.region, block.zone) if p)
+    return {"place": place, "instance_family": block.instance_family, "reason": block.reason}
+
+
+def _cooling_dict(cooling: Cooling) -> dict[str, Any]:
+    return {**cooling.as_dict(), "until": iso(cooling.until)}
+
+
+def _plan_cooling(wiring: Wiring, plan: Plan | None) -> list[Cooling]:
+    """The cooling places that cover a spot candidate of the plan (one read, only for spot plans)."""
+    spot = [c for t in (plan.tasks if plan else []) for c in t.candidates if c.use_spot]
+    if not spot:
+        return []
+    return [c for c in wiring.cooldowns.cooling() if any(c.covers(candidate) for candidate in spot)]
 
 
 def _cost_so_far(job: JobModel, cluster: ClusterModel | None) -> float:
@@ -127,11 +177,13 @@ def _event_dict(event: EventModel) -> dict[str, Any]:
 
 def get_job(settings: Settings, job_id: str, *, owner: str | None) -> JobView:
     """NotFoundError for a job that does not exist or is not `owner`'s (None: anyone's)."""
-    store = wiring_for(settings).store
+    wiring = wiring_for(settings)
+    store = wiring.store
     job = store.get(job_id)
     if job is None or (owner is not None and job.owner != owner):
         raise NotFoundError(f"no job {job_id}", field="job_id")
-    return job_view(job, store.cluster(job.cluster_id), store.timeline(job_id))
+    cooling = [] if is_terminal(job.state) else _plan_cooling(wiring, plan_of(job))
+    return job_view(job, store.cluster(job.cluster_id), store.timeline(job_id), cooling)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ class Plan(BaseModel):
     tasks: list[TaskPlan]  # in pipeline order
     egress_cost: float = 0.0
     total_cost: float  # estimated, all tasks, egress included
+    notes: list[str] = []  # why the order is what it is beyond price (e.g. zones cooling after preemptions)
 
 
 class Block(BaseModel):

@@ -226,9 +226,10 @@ class JobStore:
         return True
 
     def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:
-        """The cluster records among `cluster_ids` that exist (one BatchGetItem per 100 ids)."""
+        """The cluster records among `cluster_ids` that exist (consistent reads; a BatchGetItem per 100)."""
         wanted = list(dict.fromkeys(cluster_ids))
-        return {c.cluster_id: c for c in self.clusters.batch_get(wanted)} if wanted else {}
+        found = self.clusters.batch_get(wanted, consistent_read=True) if wanted else []
+        return {c.cluster_id: c for c in found}
 
     def live_clusters(self) -> list[ClusterModel]:
         return list(self.clusters.scan(self.clusters.state == "UP"))  # node refs have no state

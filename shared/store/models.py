@@ -63,6 +63,15 @@ class JobModel(Model):
     cost = NumberAttribute(default=0)
     source = UnicodeAttribute(null=True)  # how it was submitted: "cli" (the API) | "upload" | "schedule"
     source_ref = UnicodeAttribute(null=True)  # the upload's key, or the schedule's name
+    # a deadline job (shared/jobs/deadlines.py); all None for a job without one
+    deadline_at = NumberAttribute(null=True)  # epoch seconds
+    work_seconds = NumberAttribute(null=True)  # compute the job needs on its planned hardware
+    restart_overhead = NumberAttribute(null=True)  # seconds a launch costs before progress resumes
+    work_done = NumberAttribute(null=True)  # seconds, counted when a cluster ends
+    market = UnicodeAttribute(null=True)  # the policy's last market: spot | on_demand (None: none running)
+    policy_reason = UnicodeAttribute(null=True)  # why, in words
+    spot_history = UnicodeAttribute(null=True)  # JSON: place -> shared.spot_policy.SpotHistory fields
+    next_check_at = NumberAttribute(null=True)  # the policy's next scheduled moment of truth
 
 
 class ClusterModel(Model):

@@ -9,6 +9,8 @@ Who owns the job and which env overrides apply (documented in docs/architecture.
   each user to their own prefix); `tasks/<file>.yaml` belongs to the object's `skyless-owner` metadata,
   else to `SKYLESS_UPLOAD_OWNER` (default `u-local`, the local runtime's user).
 - `skyless-env` metadata: a JSON object of env overrides (`{"EPOCHS": "3"}`).
+- `skyless-deadline` (`2026-12-01T09:00Z`, or `36h` from the upload's processing) and `skyless-hours` (the
+  compute the job needs) metadata: a deadline job (shared/jobs/deadlines.py).
 
 A file that cannot run gets `<key>.error.json` beside it, holding what `skyless plan --json` prints for
 it (`UserError.to_dict()`), a note in the events table under `upload#<key>`, and a call of every
@@ -43,6 +45,8 @@ ERROR_SUFFIX = ".error.json"
 DEFAULT_UPLOAD_OWNER = "u-local"
 OWNER_METADATA = "skyless-owner"
 ENV_METADATA = "skyless-env"
+DEADLINE_METADATA = "skyless-deadline"
+HOURS_METADATA = "skyless-hours"
 MAX_TASK_BYTES = 1024 * 1024
 
 
@@ -143,6 +147,17 @@ def env_of(key: str, metadata: dict[str, str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in env.items()}
 
 
+def deadline_of(key: str, metadata: dict[str, str]) -> tuple[str | None, float | None]:
+    """The upload's deadline and hours metadata (both checked by submit_job)."""
+    raw = metadata.get(HOURS_METADATA)
+    try:
+        hours = float(raw) if raw else None
+    except ValueError:
+        raise UserError(f"the {HOURS_METADATA} metadata is not a number: {raw!r}", file=key,
+                        field=f"x-amz-meta-{HOURS_METADATA}", hint="e.g. 12 or 0.5") from None  # fmt: skip
+    return metadata.get(DEADLINE_METADATA) or None, hours
+
+
 def submit_uploads(settings: Settings, event: dict[str, Any]) -> UploadOutcome:
     """Every task file the event names: submitted once per bucket/key/ETag, or given an error report."""
     uploads = uploads_in(event)
@@ -183,12 +198,15 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
             raise TaskFileError(f"a task file may be at most {MAX_TASK_BYTES} bytes", file=upload.key)
         text = body.decode("utf-8", errors="replace")
         env = env_of(upload.key, metadata)
+        deadline, hours = deadline_of(upload.key, metadata)
         check_task_runs(text, filename=upload.key, env=env)
         job = submit_job(
             settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id,
-            source="upload", source_ref=upload.key,
+            source="upload", source_ref=upload.key, deadline=deadline, hours=hours,
         )  # fmt: skip
     except UserError as error:
+        if error.field in ("deadline", "hours"):  # named as the uploader set them
+            error.field, error.file = f"x-amz-meta-skyless-{error.field}", upload.key
         if not _already_rejected(settings, upload):  # a re-delivery records and notifies nothing new
             reject(settings, upload, owner or "", error)
         outcome.rejected.append(upload.key)

@@ -73,17 +73,18 @@ def _queued(settings: Settings, kind: str) -> list[dict[str, Any]]:
     return [json.loads(m["Body"]) for m in answer.get("Messages", [])]
 
 
-def test_submit_records_a_pending_job_and_asks_for_a_plan(stack: Settings, alice: Api) -> None:
+def test_submit_records_a_planned_job_and_asks_for_its_launch(stack: Settings, alice: Api) -> None:
     answer = alice.post("/jobs", {"task": TASK, "filename": "hello.yaml", "env": {"A": "1"}})
 
     assert answer.status_code == 201
     job_id = answer.json_body["job_id"]
-    assert answer.json_body["state"] == "PENDING"
-    assert _queued(stack, "optimize") == [{"job_id": job_id, "attempt": 0}]
+    assert answer.json_body["state"] == "PLANNED"  # planned at submit: no optimize hop
+    assert _queued(stack, "optimize") == []
+    assert _queued(stack, "provision") == [{"job_id": job_id, "attempt": 0, "action": "launch"}]
     shown = alice.get(f"/jobs/{job_id}").json_body
     assert shown["name"] == "hello"
-    assert shown["state"] == "PENDING"
-    assert [e["state"] for e in shown["timeline"]] == ["PENDING"]
+    assert shown["state"] == "PLANNED"
+    assert [e["state"] for e in shown["timeline"]] == ["PLANNED"]
 
 
 def test_a_task_sent_as_json_is_the_same_as_yaml_text(alice: Api) -> None:
@@ -116,7 +117,7 @@ def test_another_users_job_is_404_to_show_cancel_and_read(alice: Api, bob: Api) 
     assert bob.get(f"/jobs/{job_id}").status_code == 404
     assert bob.post(f"/jobs/{job_id}/cancel").status_code == 404
     assert bob.get(f"/jobs/{job_id}/logs").status_code == 404
-    assert alice.get(f"/jobs/{job_id}").json_body["state"] == "PENDING"
+    assert alice.get(f"/jobs/{job_id}").json_body["state"] == "PLANNED"
 
 
 def test_an_unknown_job_id_is_404_and_an_absurd_one_400(alice: Api) -> None:
@@ -128,7 +129,7 @@ def test_an_unknown_job_id_is_404_and_an_absurd_one_400(alice: Api) -> None:
 
 def test_show_has_the_plan_and_the_place_once_planned(stack: Settings, alice: Api) -> None:
     job_id = alice.submit()
-    plan_job({"job_id": job_id, "attempt": 0}, wiring_for(stack))
+    assert plan_job({"job_id": job_id, "attempt": 0}, wiring_for(stack)) == "already_done"  # planned already
 
     shown = alice.get(f"/jobs/{job_id}").json_body
     assert shown["state"] == "PLANNED"
@@ -138,7 +139,7 @@ def test_show_has_the_plan_and_the_place_once_planned(stack: Settings, alice: Ap
         chosen["region"],
         chosen["instance_type"],
     )
-    assert [e["state"] for e in shown["timeline"]] == ["PENDING", "PLANNED"]
+    assert [e["state"] for e in shown["timeline"]] == ["PLANNED"]
     listed = alice.get("/jobs").json_body["jobs"][0]
     assert listed["cloud"] == chosen["cloud"]
 

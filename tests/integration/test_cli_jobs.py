@@ -49,7 +49,7 @@ def test_launch_detached_submits_and_prints_the_job_id(
 
     job = wiring_for(stack).store.get(job_id)
     assert job is not None and job.name == "cli-demo"
-    assert job.state == "PENDING"
+    assert job.state == "PLANNED"  # planned at submit
 
 
 def test_launch_passes_env_overrides_minimize_and_clouds(
@@ -118,7 +118,7 @@ def test_queue_shows_the_users_jobs_in_a_table(tmp_path: Path, cli_api: list[str
     assert result.exit_code == 0, result.output
     assert "2 job(s)" in result.output
     assert first in result.output and second in result.output
-    assert "PENDING" in result.output
+    assert "PLANNED" in result.output
 
 
 def test_status_shows_the_job_and_its_timeline(tmp_path: Path, cli_api: list[str]) -> None:
@@ -130,7 +130,7 @@ def test_status_shows_the_job_and_its_timeline(tmp_path: Path, cli_api: list[str
     assert job_id in result.output
     assert "timeline" in result.output
     assert "submitted" in result.output
-    assert "cost so far: $0.0000" in result.output and "spot: -" in result.output
+    assert "cost so far: $0.0000" in result.output and "spot: no" in result.output  # the plan's choice
     assert "+00:00" not in result.output  # times read as local date and time, not raw ISO
 
 

@@ -197,7 +197,7 @@ def test_the_plan_only_names_clouds_a_provider_serves(
 ) -> None:
     monkeypatch.setenv("SKYLESS_PROVIDERS", "gcp=local")
     task = TASK.replace("  cloud: aws\n", "")
-    job_id = submit_job(stack, owner="alice", task_text=task).job_id
+    job_id = submit_job(stack.with_(providers="gcp=local"), owner="alice", task_text=task).job_id
     deliver(queues, "optimize")
     planned = view(stack, job_id)
     assert planned.plan is not None

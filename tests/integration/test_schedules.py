@@ -140,7 +140,7 @@ def test_a_schedule_firing_every_minute_runs_twice_on_the_local_runtimes_clock(
     assert len(jobs) == 2 and {j.name for j in jobs} == {"nightly"}
     row = get_schedule(stack, owner="u-1", name="m")
     assert row.runs == 2 and row.last_fired_at == "2026-11-22T03:02:00+00:00"
-    assert len(queues.bodies("optimize")) == 2
+    assert len(queues.bodies("provision")) == 2
 
 
 def test_overlap_skip_runs_nothing_while_the_previous_run_is_live(

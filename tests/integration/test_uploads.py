@@ -18,8 +18,8 @@ from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.views import get_job, list_jobs
-from shared.uploads import intake as uploads
 from shared.uploads.intake import UploadRejection, check_task_runs, uploads_in
+from shared.uploads.intake import intake as uploads
 from shared.wiring import wiring_for
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
@@ -88,9 +88,9 @@ def test_an_upload_under_a_users_prefix_runs_the_task_to_success(
     upload(stack, "tasks/u-alice/nightly.yaml", TASK)
     deliver_submit(queues)  # moto's s3:TestEvent (sent when the notification was set) and the upload
     (job,) = jobs_of(stack, "u-alice")
-    assert job.state == "PENDING" and job.name == "nightly"
+    assert job.state == "PLANNED" and job.name == "nightly"
     status = json.loads(wiring_for(stack).objects.get_text(f"runs/{job.job_id}/status.json") or "{}")
-    assert status["source"]["key"] == "tasks/u-alice/nightly.yaml" and status["state"] == "PENDING"
+    assert status["source"]["key"] == "tasks/u-alice/nightly.yaml" and status["state"] == "PLANNED"
     deliver(queues, "optimize")
     deliver(queues, "provision")
     view = get_job(stack, job.job_id, owner="u-alice")
@@ -110,7 +110,7 @@ def test_the_same_upload_delivered_twice_runs_once_and_a_changed_file_runs_again
     records = deliver_submit(queues, times=2)
     submit_handler(queues.event(records), None)  # and once more, later
     assert len(jobs_of(stack, "u-bob")) == 1
-    assert len(queues.bodies("optimize")) == 1
+    assert len(queues.bodies("provision")) == 1
     upload(stack, "tasks/u-bob/a.yaml", TASK.replace('"1"', '"2"'))
     deliver_submit(queues)
     jobs = jobs_of(stack, "u-bob")
@@ -131,7 +131,7 @@ def test_files_that_are_not_task_files_are_left_alone(stack: Settings, queues: Q
     upload(stack, "tasks/notes.txt", "hello")
     upload(stack, "uploads/u-dan/x.yaml", TASK)
     deliver_submit(queues)
-    assert queues.bodies("optimize") == []
+    assert queues.bodies("provision") == []
 
 
 def test_a_malformed_upload_gets_the_plan_error_beside_it_a_record_and_a_notification(
@@ -152,7 +152,7 @@ def test_a_malformed_upload_gets_the_plan_error_beside_it_a_record_and_a_notific
     assert told and told[0].owner == "u-erin" and told[0].report_key.endswith(".error.json")
     (note,) = wiring_for(stack).store.timeline("upload#tasks/u-erin/bad.yaml")  # delivered twice, noted once
     assert note.kind == "upload_rejected" and len(told) == 1
-    assert jobs_of(stack, "u-erin") == [] and queues.bodies("optimize") == []
+    assert jobs_of(stack, "u-erin") == [] and queues.bodies("provision") == []
     deliver_submit(queues)  # the report itself (.error.json) does not trigger anything
     upload(stack, "tasks/u-erin/bad.yaml", TASK)  # fixed: it runs, and the stale report goes
     deliver_submit(queues)
@@ -179,4 +179,4 @@ def test_without_a_default_owner_a_top_level_file_must_name_its_owner(
     assert (
         report["field"] == "x-amz-meta-skyless-owner" and "tasks/<your user id>/whose.yaml" in report["hint"]
     )
-    assert queues.bodies("optimize") == []
+    assert queues.bodies("provision") == []

@@ -328,7 +328,7 @@ def _job_context(request: PageRequest, job_id: str) -> dict[str, Any]:
     for rank in range(min(max(num_nodes, 1), MAX_RANKS_SHOWN)):
         page = read_logs(request.settings, job_id, owner=_owner(request), rank=rank)
         logs.append({"rank": rank, "text": page.text, "cursor": page.cursor or "", "finished": page.finished})
-    deadline = getattr(job, "deadline", None)  # set by deadline-aware jobs, where the record has one
+    deadline = job.deadline_at  # set for a deadline job (shared/jobs/deadlines.py)
     return {
         "job": view,
         "live": live,

@@ -1,0 +1,202 @@
+"""The control plane's side of a deadline job: launch what the policy answers, and ask it again at the
+moment it named, by a delayed message (never a sleeping process).
+
+- **Launch** (`launch_by_policy`, from the provision walk of a job with a deadline): ask `decide` with the
+  plan's places and the job's spot history; launch its answer; a spot launch refused for capacity is
+  recorded in the history and the policy asked again at once; on-demand without capacity drops that
+  place's on-demand; quota and credential errors block as in the plain walk. A `Wait` moves the job to
+  WAITING with a launch message due at the policy's time.
+- **Check** (`check_deadline`, provision queue action `deadline_check`): at the time the policy asked for
+  (the safety-net time of a spot cluster still starting, a new try of spot from on-demand) the policy
+  is asked about the running cluster; if its answer is another place or market, the job moves on
+  through recovery (RECOVERING, re-plan, this walk) with the work done so far counted.
+- **Recovery limit**: a deadline job whose spot was taken away `SKYLESS_MAX_RECOVERIES` times is not
+  failed (its deadline can still be kept): it runs on on-demand to the end.
+
+SQS delays stop at 900 s, so a message due later carries `not_before` and is sent on again until due.
+A job holds the time of its one pending check (`next_check_at`); a check that does not match it (a
+duplicate, or one a newer decision replaced) is dropped, so duplicates never multiply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from shared.aws.queues import MAX_DELAY_SECONDS
+from shared.clouds.errors import CloudError, InvalidLaunchError, NoCapacityError, TransientCloudError
+from shared.jobs.blocks import blocks_json, blocks_of, zone_block
+from shared.jobs.deadlines import (
+    candidate_for,
+    current_placement,
+    deadline_state,
+    history_json,
+    history_of,
+    policy_config,
+    policy_places,
+)
+from shared.jobs.messages import ProvisionMessage
+from shared.jobs.outcomes import Outcome
+from shared.jobs.planning import plan_of
+from shared.spot_policy import Market, PlaceOption, SpotHistory, UseSpot, Wait, decide, next_check
+from shared.states import JobState
+from shared.store.models import JobModel
+from shared.wiring import Wiring
+
+CHECKED_STATES = (JobState.SETTING_UP, JobState.RUNNING)
+
+
+def send_provision_at(wiring: Wiring, body: dict[str, Any], at: float) -> None:
+    """A provision message due at `at` (epoch seconds): delayed up to SQS's 900 s, sent on until due."""
+    delay = max(0, min(MAX_DELAY_SECONDS, int(at - time.time() + 0.999)))
+    wiring.queues.provision.send({**body, "not_before": at}, delay_seconds=delay)
+
+
+def defer_if_early(wiring: Wiring, message: ProvisionMessage) -> bool:
+    """True (and the message sent on) when a `not_before` message came before its time."""
+    if message.not_before is None or message.not_before <= time.time() + 1:
+        return False
+    send_provision_at(wiring, message.model_dump(exclude_none=True), message.not_before)
+    return True
+
+
+def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
+    from shared.jobs import provisioning
+
+    plan = plan_of(job)
+    if plan is None:
+        return provisioning._fail(wiring, job, "no plan to provision")
+    candidates = plan.tasks[int(job.task_index)].candidates
+    blocks = blocks_of(job)
+    places, by_key = policy_places(wiring.catalog, candidates, blocks)
+    spot_done = int(job.recoveries) >= wiring.settings.max_recoveries
+    if spot_done and any(o.on_demand_price is not None for o in places):
+        places = [_without_spot(o) for o in places if o.on_demand_price is not None]
+    history = history_of(job)
+    config = policy_config(wiring.settings)
+    tried: list[str] = []
+    for _ in range(2 * len(places) + 2):
+        if not places:
+            break
+        now = time.time()
+        decision = decide(deadline_state(job, None, now), places, history, config)
+        if isinstance(decision, Wait):
+            return _wait(wiring, job, decision, history, blocks)
+        if spot_done:
+            reason = (
+                f"on-demand to the end: spot was taken away {int(job.recoveries)} times (the recovery limit)"
+            )
+            decision = dataclasses.replace(decision, reason=reason)
+        market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
+        option = next(o for o in places if o.place == decision.place)
+        planned = by_key[decision.place]
+        candidate = candidate_for(option, planned, market)
+        try:
+            nodes = provisioning._launch(wiring, job, candidate)
+        except TransientCloudError as error:
+            if int(job.transient_retries) < wiring.settings.max_transient_retries:
+                return provisioning._retry_later(wiring, job, candidates.index(planned), blocks, error)
+            blocks.append(zone_block(candidate, f"transient: {error.message}"))
+            places = [o for o in places if o.place != option.place]
+        except InvalidLaunchError as error:
+            return provisioning._fail(wiring, job, f"{decision.place}: {error.message}")
+        except NoCapacityError as error:
+            tried.append(f"{decision.place} ({market}): {error.message}")
+            if market is Market.SPOT:
+                history[option.place] = history.get(option.place, SpotHistory()).refused(now)
+            else:
+                places = [_without_on_demand(o) if o.place == option.place else o for o in places]
+                places = [o for o in places if o.spot_price is not None or o.on_demand_price is not None]
+        except CloudError as error:
+            block = provisioning._block_for(candidate, error)
+            blocks.append(block)
+            tried.append(f"{decision.place}: {error.message}")
+            places = [o for o in places if not _covers(block, by_key[o.place])]
+        else:
+            if market is Market.SPOT:
+                history[option.place] = history.get(option.place, SpotHistory()).launched(now)
+            check_at = next_check(decision)
+            changes = {
+                "market": market.value,
+                "policy_reason": decision.reason,
+                "spot_history": history_json(history),
+                "next_check_at": check_at,
+            }
+            index = candidates.index(planned)
+            outcome = provisioning._record_launch(
+                wiring, job, candidate, index, blocks, nodes, extra_changes=changes
+            )
+            if outcome is Outcome.DONE and check_at is not None:
+                send_provision_at(wiring, _check_body(job), check_at)
+            return outcome
+    return provisioning._wait_or_give_up(wiring, job, blocks, tried)
+
+
+def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
+    from shared.jobs.recovery import recover_job
+
+    job = wiring.store.get(message.job_id)
+    if job is None:
+        return Outcome.UNKNOWN_JOB
+    if message.attempt != job.attempt:
+        return Outcome.STALE
+    if not job.deadline_at or JobState(job.state) not in CHECKED_STATES:
+        return Outcome.ALREADY_DONE
+    if job.next_check_at is None or abs(float(job.next_check_at) - float(message.not_before or 0)) > 1e-3:
+        return Outcome.STALE  # a newer decision replaced this check, or this is a duplicate already acted on
+    if defer_if_early(wiring, message):
+        return Outcome.RETRY_LATER
+    plan = plan_of(job)
+    cluster = wiring.store.cluster(job.cluster_id)
+    current = current_placement(cluster)
+    if plan is None or current is None:
+        return Outcome.ALREADY_DONE
+    places, _ = policy_places(wiring.catalog, plan.tasks[int(job.task_index)].candidates, blocks_of(job))
+    now = time.time()
+    state = deadline_state(job, current, now)
+    decision = decide(state, places, history_of(job), policy_config(wiring.settings))
+    market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
+    if not isinstance(decision, Wait) and decision.place == current.place and market is current.market:
+        check_at = next_check(decision)
+        if not wiring.store.save_progress(job, {"policy_reason": decision.reason, "next_check_at": check_at}):
+            return Outcome.ALREADY_DONE
+        if check_at is not None:
+            send_provision_at(wiring, _check_body(job), check_at)
+        return Outcome.DONE
+    cause = f"deadline policy: {decision.reason}"
+    return recover_job(wiring, job, cause, preempted=False, counts_as_restart=True)
+
+
+def _wait(
+    wiring: Wiring, job: JobModel, decision: Wait, history: dict[str, SpotHistory], blocks: list[Any]
+) -> Outcome:
+    changes = {
+        "spot_history": history_json(history),
+        "policy_reason": decision.reason,
+        "market": None,
+        "next_check_at": None,
+        "candidate_index": 0,
+        "blocklist": blocks_json(blocks),
+    }
+    if not wiring.store.move(job, JobState.WAITING, f"deadline policy: {decision.reason}", changes=changes):
+        return Outcome.ALREADY_DONE
+    body = {"job_id": job.job_id, "attempt": int(job.attempt), "action": "launch"}
+    send_provision_at(wiring, body, decision.until)
+    return Outcome.RETRY_LATER
+
+
+def _check_body(job: JobModel) -> dict[str, Any]:
+    return {"job_id": job.job_id, "attempt": int(job.attempt), "action": "deadline_check"}
+
+
+def _covers(block: Any, candidate: Any) -> bool:
+    return bool(block.covers(candidate.cloud, candidate.region, candidate.zone, candidate.instance_type))
+
+
+def _without_spot(option: PlaceOption) -> PlaceOption:
+    return PlaceOption(option.place, None, option.on_demand_price, option.region)
+
+
+def _without_on_demand(option: PlaceOption) -> PlaceOption:
+    return PlaceOption(option.place, option.spot_price, None, option.region)

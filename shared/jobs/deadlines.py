@@ -1,0 +1,243 @@
+"""Deadline jobs: the job's deadline and work, checked at submit, and the bridge between a job's records
+and the pure policy (`shared.spot_policy`): its places and prices from the plan and the catalog, its state
+(now, deadline, work left, the current cluster) and what it has seen of spot capacity per place.
+
+A job with a deadline carries `deadline_at` (epoch seconds), `work_seconds` (the compute it needs on its
+planned hardware), `restart_overhead` (seconds a launch costs before the task makes progress again),
+`work_done` (seconds, counted when a cluster ends), `market`/`policy_reason` (the policy's last answer)
+and `spot_history` (JSON: place -> SpotHistory fields).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from shared.config import Settings
+from shared.errors import UserError
+from shared.optimizer.plan import Block, Candidate
+from shared.spot_policy import (
+    DeadlineState,
+    Market,
+    Placement,
+    PlaceOption,
+    PolicyConfig,
+    SpotHistory,
+)
+from shared.store.models import ClusterModel, JobModel
+
+if TYPE_CHECKING:
+    from shared.catalog.model import Catalog
+
+HOUR = 3600.0
+MAX_HOURS = 24 * 366
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+DEADLINE_HINT = "a time with a zone, e.g. 2026-12-01T09:00Z, or a duration from now, e.g. 36h, 90m, 2d"
+
+
+def parse_deadline(text: str, now: float) -> float:
+    """`2026-12-01T09:00Z` (any ISO 8601 time with a zone) or a duration from `now` (`36h`, `90m`,
+    `2d`, `45s`) -> epoch seconds. UserError(field="deadline") otherwise."""
+    raw = text.strip()
+    match = _DURATION.match(raw)
+    if match:
+        return now + float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise UserError(f"deadline {text!r} is neither a time nor a duration", field="deadline",
+                        hint=DEADLINE_HINT) from None  # fmt: skip
+    if when.tzinfo is None:
+        raise UserError(f"deadline {text!r} has no time zone", field="deadline",
+                        hint="add Z for UTC or an offset such as +02:00")  # fmt: skip
+    return when.timestamp()
+
+
+def deadline_fields(
+    settings: Settings, deadline: str | None, hours: float | None, now: float | None = None
+) -> dict[str, Any]:
+    """The job record's deadline fields from what the user gave (both or neither); UserError naming the
+    field when one is missing or the deadline cannot be met even on on-demand (with the arithmetic)."""
+    if deadline is None and hours is None:
+        return {}
+    if hours is None:
+        raise UserError("a deadline needs the job's compute time", field="hours",
+                        hint="give --hours H: the hours the job runs on its planned hardware")  # fmt: skip
+    if deadline is None:
+        raise UserError("--hours is only used with a deadline", field="deadline", hint=DEADLINE_HINT)
+    if not 0 < hours <= MAX_HOURS:
+        raise UserError(f"hours must be above 0 and at most {MAX_HOURS}, not {hours:g}", field="hours")
+    now = time.time() if now is None else now
+    deadline_at = parse_deadline(deadline, now)
+    work = hours * HOUR
+    overhead = float(settings.restart_overhead_seconds)
+    earliest = now + overhead + work
+    if earliest > deadline_at:
+        raise UserError(
+            f"the deadline cannot be met even on on-demand: it is {_span(deadline_at - now)} away "
+            f"({_iso(deadline_at)}), and {_span(overhead)} to start plus {hours:g} h of compute end at "
+            f"{_iso(earliest)}, {_span(earliest - deadline_at)} late",
+            field="deadline",
+            hint="give a later deadline, or fewer --hours",
+        )
+    return {"deadline_at": deadline_at, "work_seconds": work, "restart_overhead": overhead, "work_done": 0}
+
+
+def policy_config(settings: Settings) -> PolicyConfig:
+    return PolicyConfig(reaction=float(settings.deadline_reaction_seconds),
+                        retry=float(settings.deadline_retry_seconds))  # fmt: skip
+
+
+def place_key(cloud: str, region: str, zone: str | None, instance_type: str) -> str:
+    """A place of the policy: where, and what (spot capacity is per zone and instance type)."""
+    return f"{'/'.join(p for p in (cloud, region, zone) if p)} {instance_type}"
+
+
+def policy_places(
+    catalog: Catalog, candidates: Sequence[Candidate], blocks: Sequence[Block]
+) -> tuple[list[PlaceOption], dict[str, Candidate]]:
+    """The plan's candidates not blocked, as places priced for both markets (the whole cluster, $/h)
+    from the catalog; a candidate the catalog no longer has keeps its own market's price only."""
+    places: list[PlaceOption] = []
+    by_key: dict[str, Candidate] = {}
+    for candidate in candidates:
+        where = (candidate.cloud, candidate.region, candidate.zone, candidate.instance_type)
+        if any(b.covers(*where) for b in blocks):
+            continue
+        key = place_key(candidate.cloud, candidate.region, candidate.zone, candidate.instance_type)
+        if key in by_key:
+            continue
+        offering = next(
+            (o for o in catalog.by_instance_type(candidate.cloud, candidate.instance_type)
+             if o.region == candidate.region and o.zone == candidate.zone),
+            None,
+        )  # fmt: skip
+        nodes = candidate.num_nodes
+        if offering is not None:
+            spot = None if offering.spot_price is None else offering.spot_price * nodes
+            on_demand: float | None = offering.price * nodes
+        else:
+            spot = candidate.hourly_price * nodes if candidate.use_spot else None
+            on_demand = None if candidate.use_spot else candidate.hourly_price * nodes
+        by_key[key] = candidate
+        places.append(PlaceOption(key, spot, on_demand, f"{candidate.cloud}/{candidate.region}"))
+    return places, by_key
+
+
+def candidate_for(option: PlaceOption, candidate: Candidate, market: Market) -> Candidate:
+    """The plan's candidate at `option`, on `market`, priced per node."""
+    price = option.spot_price if market is Market.SPOT else option.on_demand_price
+    assert price is not None, "the policy only names markets a place prices"
+    per_node = price / candidate.num_nodes
+    return candidate.model_copy(
+        update={
+            "use_spot": market is Market.SPOT,
+            "hourly_price": per_node,
+            "estimated_cost": per_node * candidate.num_nodes * candidate.estimated_hours,
+        }
+    )
+
+
+def current_placement(cluster: ClusterModel | None) -> Placement | None:
+    if cluster is None or cluster.state != "UP":
+        return None
+    market = Market.SPOT if cluster.use_spot else Market.ON_DEMAND
+    key = place_key(cluster.cloud, cluster.region, cluster.zone, cluster.instance_type)
+    return Placement(key, market, float(cluster.launched_at))
+
+
+def deadline_state(job: JobModel, current: Placement | None, now: float) -> DeadlineState:
+    total = float(job.work_seconds or 0)
+    done = float(job.work_done or 0)
+    overhead = float(job.restart_overhead or 0)
+    if current is not None:
+        done += max(0.0, now - current.started_at - overhead)  # the live cluster's progress so far
+    return DeadlineState(
+        now=now,
+        deadline=float(job.deadline_at),
+        work_left=max(0.0, total - done),
+        restart_overhead=overhead,
+        total_work=total,
+        submitted_at=float(job.created_at),
+        current=current,
+    )
+
+
+def history_of(job: JobModel) -> dict[str, SpotHistory]:
+    raw = json.loads(job.spot_history) if job.spot_history else {}
+    return {place: SpotHistory(**fields) for place, fields in raw.items()}
+
+
+def history_json(history: dict[str, SpotHistory]) -> str:
+    return json.dumps({place: dataclasses.asdict(h) for place, h in sorted(history.items())})
+
+
+def cluster_ended(
+    job: JobModel, cluster: ClusterModel | None, *, preempted: bool, now: float
+) -> dict[str, Any]:
+    """The job changes when its cluster ends (preempted, or let go for the policy): the work it did,
+    and for spot what the place showed of its capacity. Empty for a job without a deadline."""
+    if not job.deadline_at or cluster is None or cluster.state != "UP":
+        return {}
+    overhead = float(job.restart_overhead or 0)
+    done = float(job.work_done or 0) + max(0.0, now - float(cluster.launched_at) - overhead)
+    changes: dict[str, Any] = {"work_done": min(done, float(job.work_seconds or 0)), "market": None}
+    if cluster.use_spot:
+        history = history_of(job)
+        key = place_key(cluster.cloud, cluster.region, cluster.zone, cluster.instance_type)
+        started = float(cluster.launched_at)
+        history[key] = history.get(key, SpotHistory()).ran(started, now, preempted=preempted)
+        changes["spot_history"] = history_json(history)
+    return changes
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadlineView:
+    """What `skyless status` shows of a deadline job."""
+
+    deadline: str
+    hours: float
+    work_done_hours: float
+    slack_hours: float
+    market: str | None
+    why: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def deadline_view(
+    job: JobModel, cluster: ClusterModel | None, now: float | None = None
+) -> DeadlineView | None:
+    if not job.deadline_at:
+        return None
+    now = time.time() if now is None else now
+    live = cluster if job.state in ("SETTING_UP", "RUNNING") else None
+    state = deadline_state(job, current_placement(live), now)
+    finished = job.state == "SUCCEEDED"
+    done = state.total_work if finished else state.total_work - state.work_left
+    return DeadlineView(
+        deadline=_iso(float(job.deadline_at)),
+        hours=round(state.total_work / HOUR, 4),
+        work_done_hours=round(done / HOUR, 4),
+        slack_hours=round(state.slack / HOUR, 4),
+        market=job.market,
+        why=job.policy_reason,
+    )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _span(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds >= HOUR:
+        return f"{seconds / HOUR:.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"

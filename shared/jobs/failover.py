@@ -1,0 +1,73 @@
+"""Failover past the stored plan: when every candidate a job keeps has failed, plan again with everything
+that failed blocked (zones, regions and instance families, clouds), so the job reaches every feasible place
+before it waits. Also: the short account of what was tried that `launch` and `status` show."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from shared.errors import NoOfferingError
+from shared.jobs.planning import make_plan
+from shared.optimizer.plan import Block, Candidate, Plan
+from shared.store.models import JobModel
+from shared.wiring import Wiring
+
+LAUNCH_FAILURES = ("no capacity", "quota", "auth", "transient")  # reasons of blocks a failed launch wrote
+MAX_TRIED_SHOWN = 20
+
+
+def replan_after_failures(wiring: Wiring, job: JobModel, blocks: list[Block]) -> Plan | None:
+    """The next plan with every block in place; failing that, with only the launch failures blocked
+    (a region left after a preemption is better than waiting); None when nothing feasible is left."""
+    failures = [b for b in blocks if b.reason.startswith(LAUNCH_FAILURES)]
+    for blocklist in (blocks, failures) if failures != blocks else (blocks,):
+        try:
+            return make_plan(wiring, job, blocklist, fallback=False)
+        except NoOfferingError:
+            continue
+    return None
+
+
+def compact_blocks(blocks: list[Block], catalog: Any) -> list[Block]:
+    """Zone blocks covering every zone of a region become one region block (same for regions of a cloud):
+    the blocklist lives in the job record, which every step rewrites."""
+    zones: dict[tuple[str, str], list[Block]] = defaultdict(list)
+    for block in blocks:
+        if block.zone is not None and block.instance_family is None:
+            zones[(block.cloud, block.region or "")].append(block)
+    out = list(blocks)
+    for (cloud, region), listed in zones.items():
+        every = set(catalog.zones(cloud, region))
+        if every and every <= {b.zone for b in listed}:
+            out = [b for b in out if b not in listed]
+            out.append(
+                Block(cloud=cloud, region=region, reason=f"{_kind(listed[0])}: every zone of {region}")
+            )
+    regions: dict[str, list[Block]] = defaultdict(list)
+    for block in out:
+        if block.region is not None and block.zone is None and block.instance_family is None:
+            regions[block.cloud].append(block)
+    for cloud, listed in regions.items():
+        every_region = set(catalog.regions(cloud))
+        if every_region and every_region <= {b.region for b in listed}:
+            out = [b for b in out if b not in listed]
+            out.append(Block(cloud=cloud, reason=f"{_kind(listed[0])}: every region of {cloud}"))
+    return out
+
+
+def _kind(block: Block) -> str:
+    return block.reason.split(":", 1)[0] or "failed"
+
+
+def tried_text(candidate: Candidate, error_message: str) -> str:
+    return f"{candidate.place} {candidate.instance_type}: {error_message}"
+
+
+def launched_message(count: int, where: str, tried: list[str]) -> str:
+    """`launched 2 node(s) on aws/... after 3 place(s) failed: gcp/... : no capacity; ...`"""
+    text = f"launched {count} node(s) on {where}"
+    if tried:
+        shown = "; ".join(tried[:3]) + ("; …" if len(tried) > 3 else "")
+        text += f" after {len(tried)} place(s) failed ({shown})"
+    return text

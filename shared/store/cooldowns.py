@@ -1,0 +1,98 @@
+"""Where spot preemptions are kept for the cool-down policy (shared/optimizer/cooling.py): one small record.
+
+The record is one item of the clusters table, key `spot-preemptions`. Each zone that had a preemption has
+one attribute, `z#<cloud>/<region>/<zone>`, a string set of `"<epoch seconds>#<cluster id>"`. A preemption
+is added with DynamoDB's ADD (atomic, never a read-modify-write, so concurrent preemptions never conflict),
+inside the transaction that moves the job to RECOVERING: the job moves once per preempted cluster, so a
+preemption reported twice (the cloud's event and the agent's notice) is counted once. Planning reads the
+whole record in one GetItem; entries older than the policy's horizon are removed with DELETE (also atomic).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+from typing import Any
+
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.expressions.operand import Path, Value
+from pynamodb.expressions.update import Action
+from pynamodb.models import Model
+
+from shared.config import Settings
+from shared.optimizer.cooling import Cooling, cooling_places, forgotten, place_of
+from shared.store.models import SharedSessionConnection
+
+RECORD_KEY = "spot-preemptions"
+ATTRIBUTE_PREFIX = "z#"
+
+
+class PreemptionRecord(Model):
+    class Meta:
+        table_name = "unbound-clusters"
+
+    cluster_id = UnicodeAttribute(hash_key=True)  # always RECORD_KEY
+
+
+@cache
+def record_model(settings: Settings) -> type[PreemptionRecord]:
+    meta = type(
+        "Meta",
+        (),
+        {
+            "table_name": settings.table_name("clusters"),
+            "region": settings.region,
+            "host": settings.endpoint_url,
+        },
+    )
+    model = type(f"PreemptionRecord_{settings.prefix}", (PreemptionRecord,), {"Meta": meta})
+    model._get_connection().connection.__class__ = SharedSessionConnection  # type: ignore[attr-defined]
+    return model
+
+
+def _entry(at: float, cluster_id: str) -> str:
+    return f"{at:.3f}#{cluster_id}"
+
+
+def _entry_time(entry: str) -> float:
+    return float(entry.split("#", 1)[0])
+
+
+class CooldownStore:
+    def __init__(self, settings: Settings) -> None:
+        self.model = record_model(settings)
+
+    def preemption_update(
+        self, cloud: str, region: str, zone: str | None, cluster_id: str, at: float | None = None
+    ) -> tuple[Model, list[Action]]:
+        """(record, actions) counting one preemption of `cluster_id`, for JobStore.move(also_update=)."""
+        at = time.time() if at is None else at
+        name = ATTRIBUTE_PREFIX + place_of(cloud, region, zone)
+        return self.model(cluster_id=RECORD_KEY), [Path([name]).add(Value({"SS": [_entry(at, cluster_id)]}))]
+
+    def preemptions(self) -> dict[str, list[str]]:
+        """Each zone's entries (`"<epoch>#<cluster id>"`), from one consistent read."""
+        answer = self.model._get_connection().get_item(RECORD_KEY, consistent_read=True)
+        item: dict[str, Any] = answer.get("Item") or {}
+        return {
+            name[len(ATTRIBUTE_PREFIX) :]: list(value.get("SS") or [])
+            for name, value in item.items()
+            if name.startswith(ATTRIBUTE_PREFIX)
+        }
+
+    def cooling(self, now: float | None = None) -> list[Cooling]:
+        """The zones and regions cooling now. Drops entries the policy no longer counts (one DELETE each
+        zone that has some; rare, and harmless when two readers do it at once)."""
+        now = time.time() if now is None else now
+        entries = self.preemptions()
+        times = {place: [_entry_time(e) for e in listed] for place, listed in entries.items()}
+        for place, listed in entries.items():
+            old = set(forgotten(times[place], now))
+            stale = [e for e in listed if _entry_time(e) in old]
+            if stale:
+                self._forget(place, stale)
+        return cooling_places(times, now)
+
+    def _forget(self, place: str, entries: list[str]) -> None:
+        action = Path([ATTRIBUTE_PREFIX + place]).delete(Value({"SS": entries}))
+        self.model(cluster_id=RECORD_KEY).update(actions=[action])

@@ -1,0 +1,173 @@
+"""An in-memory cloud with the provider protocol's contracts (launch idempotent per cluster, terminate and
+list by tag), capacity outages and transient errors on demand, and preemption. It also keeps the ground
+truth the invariants are checked against: which clusters of a job have a running VM, at every change."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.clouds.base import RANK_TAG, LaunchSpec, Node
+from shared.clouds.errors import NoCapacityError, TransientCloudError
+
+
+@dataclass
+class SimNode:
+    instance_id: str
+    spec: LaunchSpec
+    rank: int
+    running: bool = True
+
+    def as_node(self) -> Node:
+        spec = self.spec
+        tags = {**spec.tags(), RANK_TAG: str(self.rank)}
+        return Node(
+            instance_id=self.instance_id,
+            cluster_id=spec.cluster_id,
+            job_id=spec.job_id,
+            ip=f"10.0.{self.rank}.1",
+            state="running" if self.running else "terminated",
+            cloud=spec.cloud,
+            region=spec.region,
+            zone=spec.zone,
+            instance_type=spec.instance_type,
+            use_spot=spec.use_spot,
+            tags=tags,
+        )
+
+    @property
+    def place(self) -> str:
+        return "/".join(p for p in (self.spec.cloud, self.spec.region, self.spec.zone) if p)
+
+
+@dataclass
+class Monitor:
+    """Invariants on the cloud's ground truth, checked at every change."""
+
+    clock: Any
+    live: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # job -> clusters running
+    tasks: dict[str, set[str]] = field(
+        default_factory=lambda: defaultdict(set)
+    )  # job -> clusters running its task
+    two_live_clusters: dict[str, list[str]] = field(default_factory=dict)  # job -> the clusters, first seen
+    two_running_tasks: dict[str, list[str]] = field(default_factory=dict)
+
+    def cluster_changed(self, job_id: str, cluster_id: str, running: bool) -> None:
+        (self.live[job_id].add if running else self.live[job_id].discard)(cluster_id)
+        if len(self.live[job_id]) > 1 and job_id not in self.two_live_clusters:
+            self.two_live_clusters[job_id] = sorted(self.live[job_id])
+
+    def task_changed(self, job_id: str, cluster_id: str, running: bool) -> None:
+        (self.tasks[job_id].add if running else self.tasks[job_id].discard)(cluster_id)
+        if len(self.tasks[job_id]) > 1 and job_id not in self.two_running_tasks:
+            self.two_running_tasks[job_id] = sorted(self.tasks[job_id])
+
+
+class SimCloud:
+    name = "sim"
+
+    def __init__(self, rng: random.Random, monitor: Monitor, transient_rate: float = 0.0) -> None:
+        self.rng = rng
+        self.monitor = monitor
+        self.transient_rate = transient_rate
+        self.clusters: dict[str, list[SimNode]] = {}
+        self.nodes: dict[str, SimNode] = {}
+        self.by_job: dict[str, list[str]] = defaultdict(list)
+        self.out_of_capacity: set[str] = set()  # places (cloud/region/zone) with no room now
+        self.launch_requests = 0
+        self.fresh: list[SimNode] = []  # launched since the run last booted agents
+        self._ids = 0
+
+    # -- the provider protocol -----------------------------------------------------------------
+
+    def launch(self, spec: LaunchSpec) -> list[Node]:
+        self.launch_requests += 1
+        existing = self.clusters.get(spec.cluster_id)
+        if existing is not None:
+            return [n.as_node() for n in existing]  # the same attempt again: what it launched
+        place = "/".join(p for p in (spec.cloud, spec.region, spec.zone) if p)
+        if place in self.out_of_capacity:
+            raise NoCapacityError(f"sim: no capacity in {place}")
+        if self.rng.random() < self.transient_rate:
+            raise TransientCloudError(f"sim: throttled in {place}")
+        nodes = []
+        for rank in range(spec.num_nodes):
+            self._ids += 1
+            node = SimNode(f"sim-{self._ids:07d}", spec, rank)
+            self.nodes[node.instance_id] = node
+            nodes.append(node)
+        self.fresh.extend(nodes)
+        self.clusters[spec.cluster_id] = nodes
+        self.by_job[spec.job_id].append(spec.cluster_id)
+        self.monitor.cluster_changed(spec.job_id, spec.cluster_id, True)
+        return [n.as_node() for n in nodes]
+
+    def terminate(self, cluster_id: str) -> None:
+        for node in self.clusters.get(cluster_id, []):
+            self.kill(node)
+
+    def describe(self, cluster_id: str) -> list[Node]:
+        return [n.as_node() for n in self.clusters.get(cluster_id, [])]
+
+    def list_owned(self) -> list[Node]:
+        return [n.as_node() for n in self.nodes.values()]
+
+    def list_job(self, job_id: str) -> list[Node]:
+        return [n.as_node() for c in self.by_job.get(job_id, []) for n in self.clusters[c]]
+
+    # -- what the chaos does -------------------------------------------------------------------
+
+    def kill(self, node: SimNode) -> None:
+        if not node.running:
+            return
+        node.running = False
+        cluster = self.clusters[node.spec.cluster_id]
+        if not any(n.running for n in cluster):
+            self.monitor.cluster_changed(node.spec.job_id, node.spec.cluster_id, False)
+
+    def preemption_event(self, node: SimNode) -> dict[str, Any]:
+        """Reclaim a spot node; the EventBridge spot warning the cloud sends about it."""
+        self.kill(node)
+        return {
+            "version": "0",
+            "id": f"evt-{node.instance_id}",
+            "detail-type": "EC2 Spot Instance Interruption Warning",
+            "source": "aws.ec2",
+            "account": "123456789012",
+            "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": node.spec.region,
+            "resources": [],
+            "detail": {"instance-id": node.instance_id, "instance-action": "terminate"},
+        }
+
+    def running_spot_nodes(self) -> list[SimNode]:
+        return [n for n in self.nodes.values() if n.running and n.spec.use_spot]
+
+    def running_nodes(self) -> list[SimNode]:
+        return [n for n in self.nodes.values() if n.running]
+
+
+class SimRegistry:
+    """The provider registry's face, every cloud served by the (fault-injected) simulated cloud."""
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+        self.mapping = {"*": "sim"}
+
+    def provider_for(self, cloud: str) -> Any:
+        return self.provider
+
+    def build(self, name: str) -> Any:
+        return self.provider
+
+    def served_clouds(self) -> set[str] | None:
+        return None
+
+    def all_providers(self) -> list[Any]:
+        return [self.provider]
+
+    def usable_providers(self) -> list[Any]:
+        return [self.provider]

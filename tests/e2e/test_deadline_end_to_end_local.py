@@ -1,0 +1,86 @@
+"""A deadline job on the local runtime as a user runs it: `skyless local up` with a shortened clock (a
+launch costs 8 s of progress, the control plane acts within 5 s), the job through the HTTP API, and its
+spot node preempted with `skyless local preempt` every time it starts. The policy moves the job to
+on-demand while the deadline still allows it, and the task runs to its end before the deadline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from test_end_to_end_local import TERMINAL, Runtime
+
+WORK_SECONDS = 10
+TASK = f"""
+name: deadline-e2e
+resources:
+  cloud: aws
+  cpus: 2+
+  use_spot: true
+run: |
+  echo started
+  sleep {WORK_SECONDS}
+  echo finished
+"""
+SHORT_CLOCK = {
+    "SKYLESS_RESTART_OVERHEAD_SECONDS": "8",
+    "SKYLESS_DEADLINE_REACTION_SECONDS": "5",
+    "SKYLESS_DEADLINE_RETRY_SECONDS": "5",
+}
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    rt = Runtime(tmp_path_factory.mktemp("skyless-home"))
+    rt.env.update(SHORT_CLOCK)
+    rt.up()
+    yield rt
+    rt.cli("local", "down")
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def _running_or_done(job: dict[str, Any]) -> bool:
+    return job["state"] == "RUNNING" or job["state"] in TERMINAL
+
+
+def test_a_deadline_job_whose_spot_keeps_being_preempted_finishes_on_demand_before_its_deadline(
+    runtime: Runtime,
+):
+    body = {"task": TASK, "filename": "deadline.yaml", "deadline": "60s", "hours": WORK_SECONDS / 3600}
+    answer = runtime.api.post("/jobs", json=body)
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["job_id"]
+    deadline_at = _epoch(runtime.job(job_id)["deadline"]["deadline"])
+
+    preemptions = 0
+    job = runtime.wait(job_id, _running_or_done, timeout=60)
+    while job["state"] == "RUNNING" and job["use_spot"]:
+        assert job["deadline"]["market"] == "spot"
+        attempt = job["attempt"]
+        preempted = runtime.cli("local", "preempt", job_id, "--grace", "1")
+        assert preempted.returncode == 0, preempted.stdout + preempted.stderr
+        preemptions += 1
+        job = runtime.wait(
+            job_id,
+            lambda j, a=attempt: j["state"] in TERMINAL or (j["attempt"] > a and j["state"] == "RUNNING"),
+        )
+
+    assert job["state"] == "RUNNING", job.get("reason")
+    assert preemptions >= 2, "spot should have been tried again while the deadline allowed it"
+    assert job["deadline"]["market"] == "on_demand" and job["use_spot"] is False
+    switched_at = time.time()
+    assert deadline_at - switched_at >= WORK_SECONDS  # the switch came with the work's time still left
+
+    final = runtime.wait(job_id, lambda j: j["state"] in TERMINAL, timeout=90)
+    assert final["state"] == "SUCCEEDED", final.get("reason")
+    succeeded = [e for e in final["timeline"] if e.get("state") == "SUCCEEDED" and e["kind"] == "state"]
+    assert _epoch(succeeded[0]["time"]) <= deadline_at
+    assert "finished" in runtime.logs(job_id, 0)
+    states = [e["state"] for e in final["timeline"] if e["kind"] == "state"]
+    assert states.count("RECOVERING") == preemptions
