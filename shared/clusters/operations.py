@@ -72,6 +72,22 @@ def skypilot_differences(task: Any) -> list[str]:
     return notes
 
 
+def refuse_task_buckets(pipeline: Any, *, bucket: str, filename: str) -> None:
+    """Buckets named in `file_mounts` (storage objects, gs://, r2://, other s3:// buckets) are mounted for
+    managed jobs (shared/storage), not yet on named clusters: refused, naming the field, never dropped."""
+    own = f"s3://{bucket}/"
+    for path, source in (pipeline.tasks[0].file_mounts or {}).items():
+        if not isinstance(source, str) or (
+            "://" in source and not source.startswith(("https://", "http://", own))
+        ):
+            raise UserError(
+                "buckets are mounted for managed jobs, not yet on named clusters",
+                file=filename,
+                field=f"file_mounts.{path}",
+                hint="launch it as a managed job (no -c), or copy what it needs in `setup`",
+            )
+
+
 def load_single_task(
     text: str, *, filename: str, env: dict[str, str] | None, secrets: dict[str, str] | None
 ) -> Any:
@@ -108,6 +124,7 @@ def launch_on_cluster(
     pipeline = load_single_task(task_text, filename=filename, env=env, secrets=secrets)
     task = pipeline.tasks[0]
     keys = file_mount_keys or {}
+    refuse_task_buckets(pipeline, bucket=settings.bucket, filename=filename)
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     wiring, store = _store(settings)
     autostop = _autostop_wanted(task, idle_minutes, down)
@@ -307,6 +324,7 @@ def exec_on_cluster(
         assert task_text is not None
         pipeline = load_single_task(task_text, filename=filename, env=env, secrets=secrets)
     keys = file_mount_keys or {}
+    refuse_task_buckets(pipeline, bucket=settings.bucket, filename=filename)
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     if cluster.state not in {s.value for s in ACCEPTS_EXEC}:
         raise ConflictError(

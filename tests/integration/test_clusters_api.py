@@ -178,3 +178,15 @@ def test_a_node_trades_its_boot_token_for_the_agent_token_once(
     expired = cluster_boot_token(stack, key).split(".")
     expired[2] = "1"
     assert claim(".".join(expired), mine, node).status_code == 401
+
+
+def test_buckets_in_file_mounts_are_refused_on_clusters_naming_the_field(alice: Caller) -> None:
+    for source in ("gs://my-bucket/data", "{name: ckpt, store: s3, mode: MOUNT}"):
+        task = f"file_mounts:\n  /data: {source}\nrun: ls /data\n"
+        answer = alice.post("/clusters/dev/launch", {"task": task, "filename": "t.yaml"})
+        assert answer.status_code == 400, answer.json_body
+        assert (
+            answer.json_body["field"] == "file_mounts./data"
+            and "named clusters" in answer.json_body["message"]
+        )
+    assert alice.get("/clusters").json_body["clusters"] == []  # nothing was made
