@@ -22,6 +22,7 @@ from cli import task_options
 from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
+from cli.job_group_views import follow_group_logs, print_group_tasks
 from cli.log_streams import LogStreams
 from cli.money_format import dollars
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
@@ -289,6 +290,7 @@ def status(
         if d.why:
             console.print(f"  why: {_escape(d.why)}")
     _print_places(job)
+    print_group_tasks(console, job)
     for note in job_notes(job):
         console.print(f"  [yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)
     timeline = Table(title="timeline", show_edge=False)
@@ -318,6 +320,9 @@ def logs(
 ) -> None:
     """A job's log: every node's, lines prefixed `(head, rank=0)`, `(worker1, rank=1)`, … (or --rank N)."""
     with _client(api_url, api_key) as client:
+        group = client.get_job(job_id) if rank is None else None
+        if group is not None and group.group:  # a job group: every task's log, `[task]` before each line
+            return follow_group_logs(client, group, console, follow=follow)
         streams = LogStreams(client, job_id, ranks=None if rank is None else [rank])
         while True:
             job = client.get_job(job_id) if rank is None else None
