@@ -76,7 +76,8 @@ def test_auxiliaries_stopped_by_the_group_do_not_fail_it_but_one_that_failed_doe
     assert decide(done, frozenset({0}), [0, 0, 0], 1.0, 2.0).final == S.SUCCEEDED
     failed = members(S.SUCCEEDED, S.FAILED, S.CANCELLED)
     verdict = decide(failed, frozenset({0}), [0, 0, 0], 1.0, 2.0)
-    assert (verdict.final, verdict.reason) == (S.FAILED, "auxiliary task replay-buffer of the job group failed")
+    assert verdict.final == S.FAILED
+    assert verdict.reason == "auxiliary task replay-buffer of the job group failed"
 
 
 def test_all_primary_group_ends_when_every_task_has_ended_failed_if_one_failed() -> None:
@@ -84,7 +85,8 @@ def test_all_primary_group_ends_when_every_task_has_ended_failed_if_one_failed()
     assert decide(members(S.FAILED, S.RUNNING, S.RUNNING), every, [0, 0, 0], None, 1.0).final is None
     verdict = decide(members(S.FAILED, S.SUCCEEDED, S.SUCCEEDED), every, [0, 0, 0], None, 1.0)
     assert verdict.final == S.FAILED and verdict.stop_now == []
-    assert decide(members(S.SUCCEEDED, S.SUCCEEDED, S.SUCCEEDED), every, [0, 0, 0], None, 1.0).final == S.SUCCEEDED
+    succeeded = members(S.SUCCEEDED, S.SUCCEEDED, S.SUCCEEDED)
+    assert decide(succeeded, every, [0, 0, 0], None, 1.0).final == S.SUCCEEDED
 
 
 def test_a_cancelled_primary_cancels_the_group() -> None:
