@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,12 +144,14 @@ def _outcome(members: Sequence[Member], primaries: frozenset[int]) -> tuple[JobS
 # -- submit --------------------------------------------------------------------------------------------
 
 
-def submit_group(wiring: Wiring, group: JobModel, pipeline: Any, filename: str) -> str:
+def submit_group(
+    wiring: Wiring, group: JobModel, pipeline: Any, filename: str, plan_at_submit: Callable[..., str]
+) -> str:
     """Record the members (each planned, its launch asked for) and then the group; answers the group's
     state. A second submit with the same group id (an upload delivered twice) finds every record and
     sends nothing; one that died between the members and the group records the group and sends again
-    (a launch message twice is harmless: provisioning takes it once)."""
-    from shared.jobs.submission import plan_at_submit
+    (a launch message twice is harmless: provisioning takes it once). `plan_at_submit` plans a member
+    as submission plans a job (shared.jobs.submission)."""
     from shared.jobs.task_records import store_pipeline
     from shared.jobs.tokens import agent_token, token_hash
     from shared.task.unsupported_fields import pipeline_notes

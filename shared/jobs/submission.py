@@ -110,7 +110,7 @@ def submit_job(
     if pipeline.execution == "parallel":  # a job group: its tasks launched together, each a job of its own
         if deadline_record.get("deadline_at"):
             raise UserError("a job group cannot have a deadline", field="deadline", hint="drop --deadline")
-        state = submit_group(wiring, job, pipeline, filename)
+        state = submit_group(wiring, job, pipeline, filename, plan_at_submit)
         return SubmittedJob(job.job_id, state, job.name)
     store_pipeline(wiring, job, pipeline)
     message = plan_at_submit(wiring, job, filename)
