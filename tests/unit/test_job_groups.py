@@ -119,3 +119,21 @@ def test_agent_adds_group_hosts_once_and_never_on_the_local_cloud(tmp_path) -> N
     assert add_job_group_hosts(config, hosts) and add_job_group_hosts(config, hosts)
     assert hosts.read_text().count("10.0.0.5 trainer-0.rl") == 1
     assert not add_job_group_hosts({**config, "cloud": "local"}, tmp_path / "other")
+
+
+def test_plan_shows_a_group_launched_together_without_egress(tmp_path, monkeypatch) -> None:
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    monkeypatch.setenv("SKYLESS_HOME", str(tmp_path))
+    example = Path(__file__).resolve().parents[2] / "examples" / "job_group.yaml"
+    result = CliRunner().invoke(app, ["plan", str(example)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Chosen plan: job group rl-group, tasks launched together" in result.output
+    assert "Egress" not in result.output
+    assert "3 tasks launched together, each on its own cluster" in result.output
+    stops = "when trainer end(s), replay-buffer, env-worker stop(s) after termination_delay 30s"
+    assert stops in result.output
