@@ -23,6 +23,7 @@ from cli import cluster_commands, task_options
 from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
+from cli.job_group_views import follow_group_logs, print_group_tasks
 from cli.log_streams import LogStreams
 from cli.money_format import dollars
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
@@ -344,6 +345,7 @@ def status(
         if d.why:
             console.print(f"  why: {_escape(d.why)}")
     _print_places(job)
+    print_group_tasks(console, job)
     for note in job_notes(job):
         console.print(f"  [yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)
     timeline = Table(title="timeline", show_edge=False)
@@ -382,6 +384,9 @@ def logs(
             code = cluster_commands.print_logs(client, job_id, cluster_job, follow)
         raise typer.Exit(code)
     with _client(api_url, api_key) as client:
+        group = client.get_job(job_id) if rank is None else None
+        if group is not None and group.group:  # a job group: every task's log, `[task]` before each line
+            return follow_group_logs(client, group, console, follow=follow)
         streams = LogStreams(client, job_id, ranks=None if rank is None else [rank])
         while True:
             job = client.get_job(job_id) if rank is None else None
