@@ -39,9 +39,16 @@ DEFAULT_URL = "https://compute.googleapis.com/compute/v1"
 REQUEST_NAMESPACE = uuid.UUID("6f1c8d8e-93a5-4c1e-9a55-5b1f0c2b7e11")
 CAPACITY_CODES = {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", "STOCKOUT"}
 QUOTA_CODES = {"QUOTA_EXCEEDED", "quotaExceeded"}
-TRANSIENT_CODES = {"rateLimitExceeded", "userRateLimitExceeded", "RESOURCE_OPERATION_RATE_EXCEEDED"}
+TRANSIENT_CODES = {
+    "rateLimitExceeded",
+    "userRateLimitExceeded",
+    "RESOURCE_OPERATION_RATE_EXCEEDED",
+    "resourceNotReady",  # e.g. a start while the VM is still stopping
+}
 STATUS_TAG = "gcp-status"  # not a label: the instance's status, for terminate
 LIVE_STATES = {"PROVISIONING", "STAGING", "RUNNING", "REPAIRING"}
+# A stopped VM keeps its boot disk; GCE calls it TERMINATED. Not STOPPING: a VM being deleted says it too.
+STOPPED_STATES = {"TERMINATED", "SUSPENDING", "SUSPENDED"}
 # N1 hosts take GPUs as guest accelerators; the a2/a3/a4/g2 families have theirs built in.
 GUEST_ACCELERATORS = {
     "T4": "nvidia-tesla-t4",
@@ -176,8 +183,11 @@ class GcpCompute:
 
     def terminate(self, cluster_id: str) -> None:
         for node in self._listed(CLUSTER_TAG, cluster_id):
-            if node.tags.get(STATUS_TAG) != "STOPPING":  # STOPPING: being deleted already
+            try:
                 self._delete(node.zone or "", node.instance_id)
+            except CloudError:
+                if node.tags.get(STATUS_TAG) != "STOPPING":  # STOPPING: being deleted (or stopped) already
+                    raise
         firewall = f"projects/{self.project}/global/firewalls/{firewall_name(cluster_id)}"
         self.client.request("DELETE", firewall, missing_ok=(404,))
 
@@ -196,6 +206,39 @@ class GcpCompute:
             for rule in page.get("items", [])
         ]
         return sorted((split_cluster_id(cluster)[0], cluster) for cluster in clusters)
+
+    # -- named clusters: stop and start ----------------------------------------------------
+
+    def stop(self, cluster_id: str) -> None:
+        """instances.stop on every running VM of the cluster (boot disks kept), waited for. Idempotent."""
+        operations = [
+            self.client.request("POST", self._instance_path(node, "stop"), missing_ok=(404,))
+            for node in self._listed(CLUSTER_TAG, cluster_id)
+            if node.state == "running"
+        ]
+        for operation in operations:
+            if operation is not None:
+                self._wait(operation)
+
+    def start(self, cluster_id: str, agent_env: dict[str, str]) -> list[Node]:
+        """instances.start on the cluster's stopped VMs; the startup script runs at every boot, and the agent
+        keeps its token on disk (`agent_env` is not needed). A VM still stopping is retried later."""
+        nodes = self._listed(CLUSTER_TAG, cluster_id)
+        if not nodes:
+            raise InvalidLaunchError(f"gcp: cluster {cluster_id} has no VM to start (deleted?)")
+        if any(node.tags.get(STATUS_TAG) == "STOPPING" for node in nodes):
+            raise TransientCloudError(f"gcp: a VM of {cluster_id} is still stopping")
+        operations = [
+            self.client.request("POST", self._instance_path(node, "start"))
+            for node in nodes
+            if node.state == "stopped"
+        ]
+        for operation in operations:
+            self._wait(operation)
+        return self._listed(CLUSTER_TAG, cluster_id) if operations else nodes
+
+    def _instance_path(self, node: Node, verb: str) -> str:
+        return f"{self._zone_path(node.zone or '')}/instances/{node.instance_id}/{verb}"
 
     # -- instances -------------------------------------------------------------------------
 
@@ -329,7 +372,7 @@ class GcpCompute:
             cluster_id=labels.get(CLUSTER_TAG, ""),
             job_id=labels.get(JOB_TAG, ""),
             ip=interfaces[0].get("networkIP", ""),
-            state="running" if instance.get("status") in LIVE_STATES else "terminated",
+            state=_node_state(str(instance.get("status", ""))),
             cloud="gcp",
             region=zone.rsplit("-", 1)[0],
             zone=zone,
@@ -337,3 +380,7 @@ class GcpCompute:
             use_spot=(instance.get("scheduling") or {}).get("provisioningModel") == "SPOT",
             tags={**labels, STATUS_TAG: str(instance.get("status", ""))},
         )
+
+
+def _node_state(status: str) -> str:
+    return "running" if status in LIVE_STATES else "stopped" if status in STOPPED_STATES else "terminated"

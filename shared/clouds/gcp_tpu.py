@@ -312,3 +312,10 @@ class GcpCloud:
 
     def leftover_clusters(self) -> list[tuple[str, str]]:
         return self.compute.leftover_clusters()
+
+    def stop(self, cluster_id: str) -> None:
+        """Compute Engine VMs only: clusters on TPU VMs are refused before (shared/clusters/stopping.py)."""
+        self.compute.stop(cluster_id)
+
+    def start(self, cluster_id: str, agent_env: dict[str, str]) -> list[Node]:
+        return self.compute.start(cluster_id, agent_env)

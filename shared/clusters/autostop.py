@@ -120,4 +120,4 @@ def _stop_refusal(wiring: Wiring, cluster: NamedClusterModel) -> str | None:
     from shared.clusters.stopping import stop_refusal
 
     provider = wiring.providers.build(str(cluster.provider))
-    return stop_refusal(str(cluster.cloud), bool(cluster.use_spot), provider)
+    return stop_refusal(str(cluster.cloud), bool(cluster.use_spot), provider, cluster.instance_type)

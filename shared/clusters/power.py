@@ -45,7 +45,10 @@ def stop_cluster(settings: Settings, *, owner: str, name: str) -> NamedClusterMo
                 f"cluster {name} is {state.value}; only an UP cluster can be stopped", field="cluster"
             )
         refusal = stop_refusal(
-            str(cluster.cloud), bool(cluster.use_spot), wiring.providers.build(str(cluster.provider))
+            str(cluster.cloud),
+            bool(cluster.use_spot),
+            wiring.providers.build(str(cluster.provider)),
+            cluster.instance_type,
         )
         if refusal is not None:
             raise UserError(f"cannot stop cluster {name}: {refusal}", field="cluster", hint=STOP_HINT)
@@ -111,7 +114,10 @@ def set_autostop(
     cluster = find_cluster(settings, owner, name)
     if idle_minutes >= 0 and not down and cluster.provider is not None:
         refusal = stop_refusal(
-            str(cluster.cloud), bool(cluster.use_spot), wiring.providers.build(str(cluster.provider))
+            str(cluster.cloud),
+            bool(cluster.use_spot),
+            wiring.providers.build(str(cluster.provider)),
+            cluster.instance_type,
         )
         if refusal is not None:
             raise UserError(

@@ -3,12 +3,14 @@
 First the cloud, as SkyPilot says it (the local cloud simulates the cloud a plan names, so it refuses what
 that cloud would): Lambda Cloud has no stop at all; spot VMs are reclaimed, not kept, on AWS (one-time
 requests), Azure (evicted with Delete), RunPod (interruptible pods) and Lambda. Then skyless's provider:
-it stops only where it implements `StoppableProvider` (local, aws; not yet gcp, azure, runpod).
+it stops only where it implements `StoppableProvider` (local, aws, gcp's Compute Engine VMs; not yet TPU VMs,
+azure or runpod).
 """
 
 from __future__ import annotations
 
 from shared.clouds.base import StoppableProvider
+from shared.clouds.gcp_tpu import TPU_INSTANCE_TYPE
 
 CLOUD_NAMES = {"aws": "AWS", "gcp": "GCP", "azure": "Azure", "lambda": "Lambda Cloud", "runpod": "RunPod"}
 CANNOT_STOP = {"lambda": "Lambda Cloud does not support stopping instances"}
@@ -25,11 +27,15 @@ def cloud_stop_refusal(cloud: str, use_spot: bool) -> str | None:
     return None
 
 
-def stop_refusal(cloud: str, use_spot: bool, provider: object) -> str | None:
+def stop_refusal(
+    cloud: str, use_spot: bool, provider: object, instance_type: str | None = None
+) -> str | None:
     """Why `skyless stop` (and autostop without --down) cannot stop this cluster, or None."""
     refusal = cloud_stop_refusal(cloud, use_spot)
     if refusal is not None:
         return refusal
+    if instance_type == TPU_INSTANCE_TYPE:
+        return "skyless cannot stop and start TPU VMs yet"
     if not isinstance(provider, StoppableProvider):
         name = getattr(provider, "name", "?")
         return f"skyless's {name} provider cannot stop and start VMs yet"

@@ -71,6 +71,9 @@ class FakeGcp:
     page_size: int = 500
     inserts: list[dict[str, Any]] = field(default_factory=list)  # every accepted insert body
     token_grants: int = 0
+    after_stopping: dict[tuple[str, str], str] = field(default_factory=dict)  # what STOPPING becomes
+    power_calls: list[tuple[str, str]] = field(default_factory=list)  # ("stop" | "start", name) that acted
+    slow_stops: bool = False  # VMs being stopped stay STOPPING
     lock: threading.Lock = field(default_factory=threading.Lock)
     ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
 
@@ -123,6 +126,8 @@ class FakeGcp:
                     return self._insert(request, zone)
                 if kind == "instances" and len(rest) == 1 and request.method == "DELETE":
                     return self._delete(zone, rest[0])
+                if kind == "instances" and len(rest) == 2 and request.method == "POST":
+                    return self._power(zone, rest[0], rest[1])
             return _http_error(404, "notFound", f"The resource '{request.path}' was not found")
 
     def _global(self, request: Request, parts: list[str]) -> Response:
@@ -312,12 +317,37 @@ class FakeGcp:
                 f"The resource 'projects/{self.project}/zones/{zone}/instances/{name}' was not found",
             )
         instance["status"] = "STOPPING"
+        self.after_stopping[(zone, name)] = "DELETED"
         return json_response(self._new_operation(f"zones/{zone}", "delete", f"instances/{name}", None))
+
+    def _power(self, zone: str, name: str, verb: str) -> Response:
+        """instances.stop and instances.start as GCE answers them: stopping a VM that is not running does
+        nothing; starting one that is still stopping is `resourceNotReady`; a stopped VM is TERMINATED."""
+        instance = self.instances.get((zone, name))
+        if instance is None or instance["status"] == "DELETED" or verb not in ("stop", "start"):
+            return _http_error(
+                404,
+                "notFound",
+                f"The resource 'projects/{self.project}/zones/{zone}/instances/{name}' was not found",
+            )
+        if verb == "stop" and instance["status"] in ("PROVISIONING", "STAGING", "RUNNING"):
+            instance["status"] = "STOPPING"
+            self.after_stopping[(zone, name)] = "TERMINATED"
+            self.power_calls.append(("stop", name))
+        if verb == "start":
+            if instance["status"] == "STOPPING":
+                return _http_error(400, "resourceNotReady", f"The resource '{name}' is not ready")
+            if instance["status"] == "TERMINATED":
+                instance["status"] = "PROVISIONING"
+                self.power_calls.append(("start", name))
+        return json_response(self._new_operation(f"zones/{zone}", verb, f"instances/{name}", None))
 
     def _list(self, request: Request, zone: str | None) -> Response:
         for key, instance in list(self.instances.items()):
-            if instance["status"] == "STOPPING":
-                instance["status"] = "DELETED"  # gone by the next listing
+            if instance["status"] == "STOPPING":  # deleted, or stopped, by the next listing
+                if self.slow_stops and self.after_stopping.get(key) == "TERMINATED":
+                    continue
+                instance["status"] = self.after_stopping.pop(key, "DELETED")
             elif instance["status"] == "DELETED":
                 del self.instances[key]
             elif instance["status"] == "PROVISIONING":

@@ -120,6 +120,13 @@ def test_which_clouds_can_stop() -> None:
         stop_refusal("runpod", False, NoStop()) == "skyless's runpod provider cannot stop and start VMs yet"
     )
 
+    from shared.clouds.gcp import GcpCompute
+    from shared.clouds.gcp_tpu import GcpCloud, GcpTpuVms
+
+    gcp = GcpCloud(GcpCompute.__new__(GcpCompute), GcpTpuVms.__new__(GcpTpuVms))  # nothing called here
+    assert stop_refusal("gcp", False, gcp, "n2-standard-8") is None
+    assert stop_refusal("gcp", False, gcp, "TPU-VM") == "skyless cannot stop and start TPU VMs yet"
+
 
 @pytest.mark.parametrize(
     ("value", "expected"),
