@@ -9,6 +9,7 @@ import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -222,3 +223,28 @@ def test_a_scheduled_firing_puts_the_secret_in_the_nodes_environment(
     assert f"hf {digest(HF)}" in log and f"api {digest(INLINE)}" in log
     answers = http.get("/schedules").text + http.get(f"/jobs/{job.job_id}").text
     assert_nowhere(settings, log, answers, caplog.text)
+
+
+def test_schedule_create_with_secret_as_a_user_types_it_never_prints_a_value(
+    stack: Settings, cli_api: list[str], tmp_path: Path
+) -> None:
+    from test_schedules_cli import _run
+
+    task = tmp_path / "nightly.yaml"
+    task.write_text(TASK)
+    refused = _run("schedule", "create", "nightly", str(task), "--cron", "0 3 * * *", *cli_api)
+    assert refused.exit_code == 2 and "secrets.HF_TOKEN" in refused.output and ":5:" in refused.output
+    typo = _run("schedule", "create", "nightly", str(task), "--cron", "0 3 * * *", "--secret", HF, *cli_api)
+    assert typo.exit_code == 2 and "--secret" in typo.output
+
+    created = _run("schedule", "create", "nightly", str(task), "--cron", "0 3 * * *",
+                   "--secret", f"HF_TOKEN={HF}", *cli_api)  # fmt: skip
+    shown = _run("schedule", "show", "nightly", *cli_api)
+    listed = _run("schedule", "list", *cli_api)
+
+    assert created.exit_code == 0, created.output
+    assert "'API_KEY', 'HF_TOKEN'" in shown.output  # the names, never the values
+    assert len(schedule_secret_names(stack)) == 1
+    assert_nowhere(stack, created.output, typo.output, shown.output, listed.output)
+    assert _run("schedule", "delete", "nightly", *cli_api).exit_code == 0
+    assert schedule_secret_names(stack) == []
