@@ -16,6 +16,17 @@ from urllib.parse import quote
 
 import httpx
 
+from shared.api.cluster_models import (
+    ClusterCancelResponse,
+    ClusterDetail,
+    ClusterJob,
+    ClusterLaunchResponse,
+    ClusterList,
+    ClusterLogsResponse,
+    ClusterQueue,
+    ClusterView,
+    SshAccess,
+)
 from shared.api.cost_models import CostReportResponse
 from shared.api.models import (
     JobDetail,
@@ -146,6 +157,92 @@ class SkylessClient:
             params["after"] = after
         data = self._call("GET", f"/jobs/{_segment(job_id)}/logs", params=params)
         return LogsResponse.model_validate(data)
+
+    # named clusters
+
+    def launch_on_cluster(
+        self,
+        name: str,
+        task: str,
+        *,
+        filename: str = "task.yaml",
+        env: dict[str, str] | None = None,
+        minimize: str = "cost",
+        clouds: list[str] | None = None,
+        workdir_key: str | None = None,
+        file_mount_keys: dict[str, str] | None = None,
+        fast: bool = False,
+        idle_minutes: int | None = None,
+        down: bool | None = None,
+    ) -> ClusterLaunchResponse:
+        """`launch -c NAME`: provision the cluster if new, reuse it if UP, start it if STOPPED; then
+        queue the task on it."""
+        body = _task_body(task, filename, env, minimize, clouds)
+        body.update({"fast": fast, "file_mount_keys": file_mount_keys or {}})
+        if workdir_key:
+            body["workdir_key"] = workdir_key
+        if idle_minutes is not None:
+            body["idle_minutes"] = idle_minutes
+        if down is not None:
+            body["down"] = down
+        answer = self._call("POST", f"/clusters/{_segment(name)}/launch", json=body)
+        return ClusterLaunchResponse.model_validate(answer)
+
+    def exec_on_cluster(
+        self,
+        name: str,
+        *,
+        task: str | None = None,
+        command: str | None = None,
+        filename: str = "task.yaml",
+        env: dict[str, str] | None = None,
+        workdir_key: str | None = None,
+        file_mount_keys: dict[str, str] | None = None,
+    ) -> ClusterJob:
+        """Queue a task file or a command on an UP cluster (no setup)."""
+        body: dict[str, Any] = {"filename": filename, "env": env or {}}
+        body["file_mount_keys"] = file_mount_keys or {}
+        given = (("task", task), ("command", command), ("workdir_key", workdir_key))
+        body.update({k: v for k, v in given if v})
+        return ClusterJob.model_validate(self._call("POST", f"/clusters/{_segment(name)}/exec", json=body))
+
+    def list_clusters(self) -> list[ClusterView]:
+        return ClusterList.model_validate(self._call("GET", "/clusters")).clusters
+
+    def get_cluster(self, name: str) -> ClusterDetail:
+        return ClusterDetail.model_validate(self._call("GET", f"/clusters/{_segment(name)}"))
+
+    def cluster_queue(self, name: str) -> list[ClusterJob]:
+        return ClusterQueue.model_validate(self._call("GET", f"/clusters/{_segment(name)}/queue")).jobs
+
+    def cluster_logs(
+        self, name: str, job: int | str = "latest", *, rank: int = 0, after: str | None = None
+    ) -> ClusterLogsResponse:
+        params: dict[str, str | int] = {"rank": rank}
+        if after:
+            params["after"] = after
+        path = f"/clusters/{_segment(name)}/jobs/{_segment(str(job))}/logs"
+        return ClusterLogsResponse.model_validate(self._call("GET", path, params=params))
+
+    def cancel_cluster_job(self, name: str, job: int | str) -> list[int]:
+        """Cancel one job of the cluster ("all": every live job); answers the numbers cancelled."""
+        path = f"/clusters/{_segment(name)}/jobs/{_segment(str(job))}/cancel"
+        return ClusterCancelResponse.model_validate(self._call("POST", path)).cancelled
+
+    def cluster_action(self, name: str, action: str) -> ClusterView:
+        """`stop`, `start` or `down`."""
+        return ClusterView.model_validate(self._call("POST", f"/clusters/{_segment(name)}/{action}"))
+
+    def set_autostop(self, name: str, idle_minutes: int, *, down: bool = False) -> ClusterView:
+        body = {"idle_minutes": idle_minutes, "down": down}
+        path = f"/clusters/{_segment(name)}/autostop"
+        return ClusterView.model_validate(self._call("POST", path, json=body))
+
+    def ssh_access(
+        self, name: str, *, public_key: str | None = None, caller_cidr: str | None = None
+    ) -> SshAccess:
+        body = {k: v for k, v in (("public_key", public_key), ("caller_cidr", caller_cidr)) if v}
+        return SshAccess.model_validate(self._call("POST", f"/clusters/{_segment(name)}/ssh", json=body))
 
     # workdir uploads
 

@@ -1,4 +1,5 @@
-"""`skyless launch | queue | status | logs | cancel`: jobs, through the HTTPS API.
+"""`skyless launch | queue | status | logs | cancel`: jobs, through the HTTPS API. With a cluster name (and
+`launch -c NAME`) they act on a named cluster instead (cli/cluster_commands.py).
 
 Exit codes: 0 success (launch: the job SUCCEEDED), 1 the job ended otherwise, 2 an error (the
 request, the task file or the API), 130 interrupted (the job keeps running).
@@ -18,10 +19,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from cli import task_options
+from cli import cluster_commands, task_options
 from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
+from cli.job_group_views import follow_group_logs, print_group_tasks
 from cli.log_streams import LogStreams
 from cli.money_format import dollars
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
@@ -104,15 +106,38 @@ def launch(
     hours: Annotated[
         float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
     ] = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", "-c", help="Run it on this named cluster (made if new).")
+    ] = None,
+    fast: Annotated[bool, typer.Option("--fast", help="With -c: skip setup on an existing cluster.")] = False,
+    idle_minutes: Annotated[
+        int | None, typer.Option("--idle-minutes-to-autostop", "-i", min=0, help="With -c: autostop.")
+    ] = None,
+    down: Annotated[bool, typer.Option("--down", help="With -c: autostop tears the cluster down.")] = False,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Submit a task file as a managed job, then follow its states and logs until it ends.
+    """Submit a task file as a managed job, then follow its states and logs until it ends (with -c: on a
+    named cluster).
 
     With --deadline and --hours, skyless chooses spot or on-demand, and where, as the job goes (a skyless
     feature: SkyPilot has no deadline); `skyless plan FILE --deadline ... --hours ...` estimates the cost."""
     if minimize not in ("cost", "time"):
         errors.print(f"[red]error:[/red] --minimize: must be cost or time, not {_escape(minimize)}")
+        raise typer.Exit(2)
+    given = cluster_commands.no_cluster_options(**{"--fast": fast, "-i": idle_minutes, "--down": down})
+    if cluster is None and given:
+        errors.print(f"[red]error:[/red] {', '.join(given)} need a cluster: add -c NAME")
+        raise typer.Exit(2)
+    job_only = {"--deadline": deadline, "--hours": hours}
+    managed = cluster_commands.no_cluster_options(
+        **job_only, **{"--notify-slack": notify_slack, "--notify-email": notify_email}
+    )
+    if cluster is not None and managed:
+        errors.print(f"[red]error:[/red] {', '.join(managed)}: for managed jobs, not with -c NAME")
+        raise typer.Exit(2)
+    if cluster is not None and secret:
+        errors.print("[red]error:[/red] --secret: for managed jobs; named clusters take no secrets yet")
         raise typer.Exit(2)
     try:  # everything the file and the options can get wrong, before any upload or network call
         text = read_task_file(file)
@@ -126,7 +151,7 @@ def launch(
     except UserError as exc:
         errors.print(f"[red]error:[/red] {_escape(str(exc))}")
         raise typer.Exit(2) from None
-    for note in prepared.notes:
+    for note in prepared.notes if cluster is None else ():  # a cluster's launch answer says its own
         console.print(f"[yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)
     cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds else None
     with _client(api_url, api_key) as client:
@@ -138,6 +163,13 @@ def launch(
         for remote, source in prepared.mounts.items():
             console.print(f"Uploading file mount {source} -> {remote} …")
             mount_keys[remote] = client.upload_path(source, field=f"file_mounts.{remote}")
+        if cluster is not None:
+            code = cluster_commands.launch_on_cluster(
+                client, cluster, file, prepared.text, env=envs, minimize=minimize, clouds=cloud_list,
+                workdir_key=workdir_key, mount_keys=mount_keys, fast=fast, idle_minutes=idle_minutes,
+                down=down or None, detach=detach,
+            )  # fmt: skip
+            raise typer.Exit(code)
         notify = {k: v for k, v in (("slack_webhook", notify_slack), ("email", notify_email)) if v}
         job = client.submit_job(
             prepared.text,
@@ -198,6 +230,7 @@ def prepare_launch(
 
 
 def queue(
+    cluster: Annotated[str | None, typer.Argument(help="A cluster: its job queue.")] = None,
     state: Annotated[
         list[str] | None,
         typer.Option("--state", help="Only jobs in this state (repeatable, or comma-separated)."),
@@ -211,13 +244,20 @@ def queue(
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Your jobs, newest first: where they run, what they cost, how they were submitted."""
+    """Your jobs, newest first: where they run, what they cost, how they were submitted; with a cluster
+    name, that cluster's job queue."""
     states = ",".join(state) if state else None
     with _client(api_url, api_key) as client:
+        if cluster is not None:
+            return cluster_commands.print_queue(client, cluster, as_json=as_json)
         jobs = client.list_jobs(state=states, since=since, name=name, limit=limit)
     if as_json:
         typer.echo(json.dumps([job.model_dump(mode="json") for job in jobs], indent=2))
         return
+    _print_jobs(jobs)
+
+
+def _print_jobs(jobs: list[JobSummary]) -> None:
     table = Table(title=f"{len(jobs)} job(s)")
     columns = (
         "ID",
@@ -258,15 +298,31 @@ def _source(job: JobSummary) -> str:
 
 
 def status(
-    job_id: JobId,
+    job_id: Annotated[
+        str | None, typer.Argument(help="A job id or a cluster name (none: everything).")
+    ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the job (plan, cluster, timeline) as JSON.")
+        bool, typer.Option("--json", help="Print it as JSON (a job: plan, cluster, timeline).")
     ] = False,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """One job: where it runs, its plan and its timeline."""
+    """Your clusters and jobs; or one job (place, plan, timeline), or one cluster (nodes, timeline)."""
     with _client(api_url, api_key) as client:
+        if job_id is None:
+            clusters = client.list_clusters()
+            jobs = client.list_jobs()
+            if as_json:
+                dumped = {
+                    "clusters": [cluster.model_dump(mode="json") for cluster in clusters],
+                    "jobs": [job.model_dump(mode="json") for job in jobs],
+                }
+                typer.echo(json.dumps(dumped, indent=2))
+                return
+            cluster_commands.print_clusters(clusters)
+            return _print_jobs(jobs)
+        if not cluster_commands.is_job_id(job_id):
+            return cluster_commands.print_cluster(client, job_id, as_json=as_json)
         job = client.get_job(job_id)
     if as_json:
         typer.echo(json.dumps(job.model_dump(mode="json"), indent=2))
@@ -289,6 +345,7 @@ def status(
         if d.why:
             console.print(f"  why: {_escape(d.why)}")
     _print_places(job)
+    print_group_tasks(console, job)
     for note in job_notes(job):
         console.print(f"  [yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)
     timeline = Table(title="timeline", show_edge=False)
@@ -308,7 +365,12 @@ def job_notes(job: JobDetail) -> list[str]:
 
 
 def logs(
-    job_id: JobId,
+    job_id: Annotated[
+        str, typer.Argument(help="A job id, or a cluster name (then JOB: its job, default the last).")
+    ],
+    cluster_job: Annotated[
+        str | None, typer.Argument(metavar="[JOB]", help="With a cluster: the job number.")
+    ] = None,
     rank: Annotated[
         int | None, typer.Option("--rank", min=0, help="Only this node's log (default: every node's).")
     ] = None,
@@ -317,7 +379,14 @@ def logs(
     api_key: ApiKey = None,
 ) -> None:
     """A job's log: every node's, lines prefixed `(head, rank=0)`, `(worker1, rank=1)`, … (or --rank N)."""
+    if not cluster_commands.is_job_id(job_id):
+        with _client(api_url, api_key) as client:
+            code = cluster_commands.print_logs(client, job_id, cluster_job, follow)
+        raise typer.Exit(code)
     with _client(api_url, api_key) as client:
+        group = client.get_job(job_id) if rank is None else None
+        if group is not None and group.group:  # a job group: every task's log, `[task]` before each line
+            return follow_group_logs(client, group, console, follow=follow)
         streams = LogStreams(client, job_id, ranks=None if rank is None else [rank])
         while True:
             job = client.get_job(job_id) if rank is None else None
@@ -333,15 +402,28 @@ def logs(
 def cancel(
     job_ids: Annotated[
         list[str] | None,
-        typer.Argument(help="The job ids to cancel (from `skyless queue`).", show_default=False),
+        typer.Argument(
+            metavar="[JOB_ID]... | CLUSTER [JOB]...",
+            help="Job ids (from `skyless queue`), or a cluster name followed by its job numbers.",
+            show_default=False,
+        ),
     ] = None,
     all_jobs: Annotated[
-        bool, typer.Option("--all", "-a", help="Cancel every job of yours that has not ended.")
+        bool,
+        typer.Option("--all", "-a", help="Every job of yours that has not ended (with a cluster: its jobs)."),
     ] = False,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Cancel jobs; their nodes are torn down. Cancelling a cancelled job again is harmless."""
+    """Cancel jobs; their nodes are torn down. Cancelling a cancelled job again is harmless. With a cluster
+    name first: jobs of that cluster (`skyless cancel NAME 3`, `skyless cancel NAME --all`)."""
+    if job_ids and not cluster_commands.is_job_id(job_ids[0]):
+        cluster, numbers = job_ids[0], job_ids[1:]
+        if (not numbers and not all_jobs) or any(not n.isdigit() for n in numbers):
+            errors.print("[red]error:[/red] give the cluster's job numbers, or --all")
+            raise typer.Exit(2)
+        with _client(api_url, api_key) as client:
+            return cluster_commands.cancel_on_cluster(client, cluster, numbers, all_jobs)
     if not job_ids and not all_jobs:
         errors.print("[red]error:[/red] name the jobs to cancel, or --all")
         raise typer.Exit(2)

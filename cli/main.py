@@ -7,6 +7,7 @@ import typer
 from cli import (
     catalog_commands,
     check_commands,
+    cluster_commands,
     cost_commands,
     dashboard_commands,
     job_commands,
@@ -14,6 +15,7 @@ from cli import (
     notify_commands,
     plan_commands,
     schedule_commands,
+    ssh_commands,
 )
 
 app = typer.Typer(
@@ -28,6 +30,8 @@ for area in (
     plan_commands,
     catalog_commands,
     job_commands,
+    cluster_commands,
+    ssh_commands,
     cost_commands,
     dashboard_commands,
     schedule_commands,

@@ -346,7 +346,9 @@ def _print_plan(
 ) -> None:
     objective = "cost" if result.objective == "cost" else "time (ties by cost)"
     console.print(f"[bold]Optimizer[/bold]: minimizing {objective}; estimates assume 1 hour per task.")
-    chosen = _table("Chosen plan", with_mark=False, with_task=True)
+    group = getattr(pipeline, "execution", "serial") == "parallel"
+    title = f"Chosen plan: job group {pipeline.name}, tasks launched together" if group else "Chosen plan"
+    chosen = _table(title, with_mark=False, with_task=True)
     for i, t in enumerate(result.tasks):
         chosen.add_row(*_row(t.chosen, task=t.task_name or f"#{i + 1}"))
     console.print(chosen)
@@ -360,6 +362,27 @@ def _print_plan(
         console.print(table)
         for cloud, why in missing.items():
             console.print(f"  [dim]{escape(cloud)}: no candidate: {escape(why)}[/dim]", soft_wrap=True)
-    if len(result.tasks) > 1 or result.egress_cost:
+    if group:
+        console.print(escape(group_summary(pipeline)), soft_wrap=True)
+    elif len(result.tasks) > 1 or result.egress_cost:
         console.print(f"Egress (data moved between clouds): ${result.egress_cost:.2f}")
     console.print(f"[bold]Estimated total: ${result.total_cost:.2f}[/bold]")
+
+
+def group_summary(pipeline: Any) -> str:
+    """What `plan` says of a job group: launched together, each task on its own cluster, who ends it."""
+    names = [task.name for task in pipeline.tasks]
+    primary = pipeline.primary_tasks or names
+    auxiliary = [name for name in names if name not in primary]
+    text = (
+        f"Job group: {len(names)} tasks launched together, each on its own cluster (no egress between them)"
+    )
+    if auxiliary:
+        delay = pipeline.termination_delay
+        text += (
+            f"; when {', '.join(primary)} end(s), {', '.join(auxiliary)} stop(s)"
+            f" after termination_delay {delay if delay is not None else 0}"
+        )
+    else:
+        text += "; the group ends when every task has ended"
+    return text + "."

@@ -54,13 +54,18 @@ def ensure_local_user(settings: Settings, key_file: Path) -> str:
 
 
 def terminate_local_nodes(settings: Settings) -> int:
-    """Stop every node process the local cloud started. Answers how many were still running."""
+    """Stop every node process the local cloud started. Answers how many were still running. A named
+    cluster's nodes are stopped, not terminated (their sandboxes are their disks): `local up` starts them."""
     from shared.clouds.local import LocalCloud
+    from shared.clusters.names import is_cluster_key
 
     cloud = LocalCloud(settings.home, api_url=settings.api_url)
-    running = {n.cluster_id for n in cloud.list_owned() if n.state == "running"}
-    for cluster_id in running:
-        cloud.terminate(cluster_id)
+    running = {(n.cluster_id, n.job_id) for n in cloud.list_owned() if n.state == "running"}
+    for cluster_id, owner in running:
+        if is_cluster_key(owner):
+            cloud.stop(cluster_id)
+        else:
+            cloud.terminate(cluster_id)
     return len(running)
 
 
@@ -109,6 +114,13 @@ class LocalRuntime:
         self.api.start()
         self.dispatcher = Dispatcher(self.settings, schedules=self.schedules)
         self.dispatcher.start()
+        try:
+            from shared.clusters.health import resume_local_clusters
+            from shared.wiring import wiring_for
+
+            log.info("named clusters resumed: %s", resume_local_clusters(wiring_for(self.settings)))
+        except Exception:
+            log.exception("resuming named clusters failed")
         if self.snapshot_every:
             self._snapshotter = threading.Thread(
                 target=self._snapshot_periodically, args=(self.snapshot_every,), name="snapshot", daemon=True

@@ -1068,6 +1068,7 @@ class Agent:
             env.pop(name, None)
         setup_env = {**env, **skypilot_env(config, "setup")}
         run_env = {**env, **skypilot_env(config, "run")}
+        add_job_group_hosts(config)
         try:
             self.api.report("setting_up")
             try:
@@ -1121,6 +1122,25 @@ class Agent:
             return code
         self.api.report(phase, code, message)
         return code
+
+
+def add_job_group_hosts(config: dict[str, Any], hosts_file: Path = Path("/etc/hosts")) -> bool:
+    """Make a job group's `<task>-<rank>.<group>` names resolve on a VM, as SkyPilot does: add the lines
+    the API sent (SKYLESS_JOBGROUP_HOSTS) to /etc/hosts once. Never on the local cloud, whose nodes share
+    the machine's own hosts file; nowhere the file cannot be written (not root). True when written."""
+    lines = str((config.get("run_env") or {}).get("SKYLESS_JOBGROUP_HOSTS") or "").splitlines()
+    if not lines or config.get("cloud") == "local" or not os.access(hosts_file, os.W_OK):
+        return False
+    try:
+        present = set(hosts_file.read_text().splitlines())
+        missing = [line for line in lines if line not in present]
+        if missing:
+            with hosts_file.open("a") as out:
+                out.write("\n# skyless job group\n" + "\n".join(missing) + "\n")
+    except OSError as error:
+        log(f"could not add the job group's hosts: {error}")
+        return False
+    return True
 
 
 def main() -> int:

@@ -32,6 +32,7 @@ _IDENTITY = {
         "NODE_IP=$(MD network/interface/0/ipv4/ipAddress/0/privateIpAddress)\n"
     ),
 }
+PER_BOOT = 'B=/var/lib/cloud/scripts/per-boot; [ -d $B ] && cp "$0" $B/skyless-agent.sh\n'
 _FALLBACK_IDENTITY = 'INSTANCE_ID=$(hostname)\nNODE_IP=$(hostname -I | cut -d" " -f1)\n'
 
 
@@ -80,6 +81,7 @@ def render_user_data(
     boot_token: str,
     cloud: str,
     run_as: str | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> str:
     """A bash user-data script: unpack the agent, learn this VM's id and IP, start the agent detached.
 
@@ -88,8 +90,23 @@ def render_user_data(
     The agent file travels gzipped and base64-encoded, which keeps the script under EC2's 16 KB limit.
     The agent runs in its own session (setsid) from the user's home, so ~/sky_workdir is where SkyPilot
     puts it and stopping the agent's process group stops the task with it.
+
+    `extra_env` (SKYLESS_AGENT_MODE=cluster, SKYLESS_CLUSTER_KEY) makes a named cluster's agent: agent.py
+    and cluster_agent.py together exceed what user-data holds, so the script downloads both from the API
+    (`GET /node-agent/<file>`, public code). Its node may be stopped and started, and cloud-init runs
+    user-data once per instance: the script copies itself to cloud-init's per-boot folder, so the agent
+    comes back at every boot.
     """
-    packed = base64.b64encode(gzip.compress(shipped_agent_source().encode(), 9, mtime=0)).decode()
+    cluster = (extra_env or {}).get("SKYLESS_AGENT_MODE") == "cluster"
+    if cluster:
+        base = shlex.quote(api_url.rstrip("/") + "/node-agent/")
+        unpack = "".join(
+            f"curl -fsS --retry 20 --retry-delay 3 {base}{name} -o /opt/skyless/{name}\n"
+            for name in ("agent.py", "cluster_agent.py")
+        )
+    else:
+        packed = base64.b64encode(gzip.compress(shipped_agent_source().encode(), 9, mtime=0)).decode()
+        unpack = f"echo {packed} | base64 -d | gunzip > /opt/skyless/agent.py\n"
     home = f"/home/{run_as}" if run_as else "/root"
     env = {
         "SKYLESS_API_URL": api_url,
@@ -97,9 +114,11 @@ def render_user_data(
         "SKYLESS_CLUSTER_ID": cluster_id,
         "SKYLESS_BOOT_TOKEN": boot_token,
         "SKYLESS_CLOUD": cloud,
+        **(extra_env or {}),
     }
     exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
-    launch = "setsid python3 /opt/skyless/agent.py >> /var/log/skyless-agent.log 2>&1 < /dev/null &"
+    program = "cluster_agent.py" if cluster else "agent.py"
+    launch = f"setsid python3 /opt/skyless/{program} >> /var/log/skyless-agent.log 2>&1 < /dev/null &"
     if run_as:
         launch = (
             f"chown {shlex.quote(run_as)} /var/log/skyless-agent.log\n"
@@ -109,11 +128,12 @@ def render_user_data(
         "#!/bin/bash\n"
         "set -eu\n"
         "mkdir -p /opt/skyless\n"
-        f"echo {packed} | base64 -d | gunzip > /opt/skyless/agent.py\n"
+        + unpack
         + _IDENTITY.get(cloud, _FALLBACK_IDENTITY)
         + exports
         + 'export SKYLESS_INSTANCE_ID="$INSTANCE_ID" SKYLESS_NODE_IP="$NODE_IP"\n'
         + "touch /var/log/skyless-agent.log\n"
+        + (PER_BOOT if cluster else "")
         + f"cd {home}\n"
         + launch
         + "\n"

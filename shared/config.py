@@ -31,6 +31,8 @@ class Settings:
     max_wait_retries: int = 8  # WAITING rounds before "no capacity anywhere"
     max_transient_retries: int = 5
     max_recoveries: int = 10  # preemptions/lost nodes a job survives
+    cluster_poll_seconds: float = 2.0  # how often an idle cluster's agents ask for work (README: idle cost)
+    autostop_minute_seconds: float = 60.0  # the length of an autostop "minute" (tests shorten the clock)
     # deadline jobs (shared/jobs/deadlines.py): a launch's cost in progress, the control plane's reaction
     # time the safety net keeps spare, and how soon a place that refused spot is tried again
     restart_overhead_seconds: int = 600
@@ -62,6 +64,8 @@ class Settings:
             deadline_reaction_seconds=_env_int("SKYLESS_DEADLINE_REACTION_SECONDS", 300),
             deadline_retry_seconds=_env_int("SKYLESS_DEADLINE_RETRY_SECONDS", 300),
             scheduler_role_arn=env.get("SKYLESS_SCHEDULER_ROLE_ARN") or cls.scheduler_role_arn,
+            cluster_poll_seconds=float(env.get("SKYLESS_CLUSTER_POLL_SECONDS") or 2.0),
+            autostop_minute_seconds=float(env.get("SKYLESS_AUTOSTOP_MINUTE_SECONDS") or 60.0),
             allow_loopback_webhooks=env.get("SKYLESS_ALLOW_LOOPBACK_WEBHOOKS", "") == "1",
         )
 
@@ -100,6 +104,8 @@ class Settings:
             "SKYLESS_DEADLINE_REACTION_SECONDS": str(self.deadline_reaction_seconds),
             "SKYLESS_DEADLINE_RETRY_SECONDS": str(self.deadline_retry_seconds),
             "SKYLESS_SCHEDULER_ROLE_ARN": self.scheduler_role_arn,
+            "SKYLESS_CLUSTER_POLL_SECONDS": str(self.cluster_poll_seconds),
+            "SKYLESS_AUTOSTOP_MINUTE_SECONDS": str(self.autostop_minute_seconds),
             "SKYLESS_ALLOW_LOOPBACK_WEBHOOKS": "1" if self.allow_loopback_webhooks else "0",
         }
         if self.endpoint_url:

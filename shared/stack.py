@@ -54,6 +54,9 @@ def _create_tables(settings: Settings) -> None:
     from shared.store.schedules import schedules_model
 
     schedules_model(settings).create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+    from shared.store.cluster_records import create_cluster_table
+
+    create_cluster_table(settings)
     from shared.storage.registry import buckets_model
 
     buckets_model(settings).create_table(wait=True, billing_mode="PAY_PER_REQUEST")

@@ -1,10 +1,19 @@
-"""Lambda: the provision queue -> launch (fail over, wait) or tear down (shared.jobs.provisioning)."""
+"""Lambda: the provision queue -> launch (fail over, wait) or tear down a job's cluster
+(shared.jobs.provisioning), or one step of a named cluster: launch, start, stop, down, autostop check
+(shared.clusters.provisioning)."""
 
 from typing import Any
 
+from shared.clusters.messages import is_cluster_message
+from shared.clusters.provisioning import cluster_step
 from shared.events.sqs_batch import for_each_sqs_message
+from shared.jobs.outcomes import Outcome
 from shared.jobs.provisioning import provision_job
 
 
+def provision_or_cluster_step(body: dict[str, Any]) -> Outcome:
+    return cluster_step(body) if is_cluster_message(body) else provision_job(body)
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return for_each_sqs_message(event, provision_job)
+    return for_each_sqs_message(event, provision_or_cluster_step)

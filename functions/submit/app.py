@@ -12,7 +12,14 @@ from typing import Any
 
 from chalice import Chalice, Response
 
-from functions.submit import cost_views, gateway_events, job_views, notification_views, schedule_views
+from functions.submit import (
+    cluster_views,
+    cost_views,
+    gateway_events,
+    job_views,
+    notification_views,
+    schedule_views,
+)
 from functions.submit.dashboard import register_dashboard
 from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.openapi import build_openapi
@@ -21,11 +28,33 @@ from functions.submit.route_table import (
     Auth,
     QueryParam,
     RouteSpec,
+    current_request,
     int_param,
     query_params,
     register_route,
 )
 from shared.api.auth import BootCaller, authenticate_agent, authenticate_boot, authenticate_user
+from shared.api.cluster_models import (
+    AutostopRequest,
+    ClusterCancelResponse,
+    ClusterClaimRequest,
+    ClusterClaimResponse,
+    ClusterDetail,
+    ClusterExecRequest,
+    ClusterJob,
+    ClusterJobStatusRequest,
+    ClusterJobStatusResponse,
+    ClusterLaunchRequest,
+    ClusterLaunchResponse,
+    ClusterList,
+    ClusterLogsResponse,
+    ClusterPollRequest,
+    ClusterPollResponse,
+    ClusterQueue,
+    ClusterView,
+    SshAccess,
+    SshRequest,
+)
 from shared.api.cost_models import CostReportResponse
 from shared.api.models import (
     AgentConfigResponse,
@@ -48,7 +77,9 @@ from shared.api.notification_models import (
     NotificationTestResponse,
 )
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
+from shared.clusters.agents import ClusterBootCaller, authenticate_cluster_agent, authenticate_cluster_boot
 from shared.config import Settings
+from shared.store.cluster_records import NamedClusterModel
 from shared.store.users import User
 
 # Chalice would set the "skyless" logger to ERROR, silencing every skyless.* module; logging is ours to set.
@@ -65,13 +96,17 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return gateway_events.for_payload(event, app(rest_event, context))
 
 
-def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> User | BootCaller | None:
+def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]) -> Any:
     if auth == "user":
         return authenticate_user(headers, Settings.from_env())
     if auth == "boot":
         return authenticate_boot(headers, path_args["job_id"], Settings.from_env())
     if auth == "agent":
         authenticate_agent(headers, path_args["job_id"], Settings.from_env())
+    if auth == "cluster_boot":
+        return authenticate_cluster_boot(headers, path_args["key"], Settings.from_env())
+    if auth == "cluster_agent":  # the caller is the cluster, as read to check the token
+        return authenticate_cluster_agent(headers, path_args["key"], Settings.from_env())
     return None
 
 
@@ -161,6 +196,8 @@ COST_QUERY = (
         response=CostReportResponse, query=COST_QUERY, errors=(400, 403))  # fmt: skip
 def cost_report(caller: User) -> CostReportResponse:
     return cost_views.report(Settings.from_env(), caller, query_params(app))
+
+
 @_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",
         body=StorageCredentialsRequest, response=StorageCredentialsResponse, errors=(404,))  # fmt: skip
 def agent_storage(job_id: str, caller: None, body: StorageCredentialsRequest) -> StorageCredentialsResponse:
@@ -233,6 +270,114 @@ def put_notifications(caller: User, body: NotificationSettingsRequest) -> Notifi
         response=NotificationTestResponse)  # fmt: skip
 def test_notifications(caller: User) -> NotificationTestResponse:
     return notification_views.test(Settings.from_env(), caller)
+
+
+# ------------------------------------------------------------- named clusters (views: cluster_views.py)
+
+
+@_route("/clusters", "GET", "The caller's clusters (not torn down)", response=ClusterList)
+def list_clusters(caller: User) -> ClusterList:
+    return cluster_views.list_for(Settings.from_env(), caller)
+
+
+@_route("/clusters/{name}", "GET", "One cluster: place, nodes, autostop, cost, timeline",
+        response=ClusterDetail, errors=(400, 404))  # fmt: skip
+def get_cluster(name: str, caller: User) -> ClusterDetail:
+    return cluster_views.detail(Settings.from_env(), caller, name)
+
+
+@_route("/clusters/{name}/launch", "POST", "Launch a task on a named cluster (provision, reuse or start it)",
+        status=201, body=ClusterLaunchRequest, response=ClusterLaunchResponse, errors=(400, 409))  # fmt: skip
+def launch_on_cluster(name: str, caller: User, body: ClusterLaunchRequest) -> ClusterLaunchResponse:
+    return cluster_views.launch(Settings.from_env(), caller, name, body)
+
+
+@_route("/clusters/{name}/exec", "POST", "Queue a task or command on an UP cluster (no setup)", status=201,
+        body=ClusterExecRequest, response=ClusterJob, errors=(400, 404, 409))  # fmt: skip
+def exec_on_cluster(name: str, caller: User, body: ClusterExecRequest) -> ClusterJob:
+    return cluster_views.exec_job(Settings.from_env(), caller, name, body)
+
+
+@_route("/clusters/{name}/queue", "GET", "The cluster's jobs, newest first", response=ClusterQueue,
+        errors=(400, 404))  # fmt: skip
+def cluster_queue(name: str, caller: User) -> ClusterQueue:
+    return cluster_views.queue(Settings.from_env(), caller, name)
+
+
+@_route("/clusters/{name}/jobs/{job}/logs", "GET", "A cluster job's log from a cursor ('latest': newest job)",
+        response=ClusterLogsResponse, query=LOG_QUERY, errors=(400, 404))  # fmt: skip
+def cluster_job_logs(name: str, job: str, caller: User) -> ClusterLogsResponse:
+    params = query_params(app)
+    rank = int_param(params, "rank", 0)
+    return cluster_views.logs(Settings.from_env(), caller, name, job, rank=rank, after=params.get("after"))
+
+
+@_route("/clusters/{name}/jobs/{job}/cancel", "POST", "Cancel a job of the cluster ('all': every live job)",
+        response=ClusterCancelResponse, errors=(400, 404))  # fmt: skip
+def cancel_cluster_job(name: str, job: str, caller: User) -> ClusterCancelResponse:
+    return cluster_views.cancel(Settings.from_env(), caller, name, job)
+
+
+@_route("/clusters/{name}/stop", "POST", "Stop the cluster (disks kept)", response=ClusterView,
+        errors=(400, 404, 409))  # fmt: skip
+def stop_cluster(name: str, caller: User) -> ClusterView:
+    return cluster_views.stop(Settings.from_env(), caller, name)
+
+
+@_route("/clusters/{name}/start", "POST", "Start a stopped cluster", response=ClusterView,
+        errors=(400, 404, 409))  # fmt: skip
+def start_cluster(name: str, caller: User) -> ClusterView:
+    return cluster_views.start(Settings.from_env(), caller, name)
+
+
+@_route("/clusters/{name}/down", "POST", "Tear the cluster down", response=ClusterView,
+        errors=(400, 404, 409))  # fmt: skip
+def down_cluster(name: str, caller: User) -> ClusterView:
+    return cluster_views.down(Settings.from_env(), caller, name)
+
+
+@_route("/clusters/{name}/autostop", "POST", "Set (or, with -1, cancel) the cluster's autostop",
+        body=AutostopRequest, response=ClusterView, errors=(400, 404, 409))  # fmt: skip
+def autostop_cluster(name: str, caller: User, body: AutostopRequest) -> ClusterView:
+    return cluster_views.autostop(Settings.from_env(), caller, name, body)
+
+
+@_route("/clusters/{name}/ssh", "POST", "How to reach the nodes; on a cloud, let the caller's key in",
+        body=SshRequest, response=SshAccess, errors=(400, 404, 409))  # fmt: skip
+def ssh_cluster(name: str, caller: User, body: SshRequest) -> SshAccess:
+    identity = (current_request(app).context or {}).get("identity") or {}
+    return cluster_views.ssh(Settings.from_env(), caller, name, body, identity.get("sourceIp"))
+
+
+@_route("/node-agent/{name}", "GET", "The node agent's source (a cluster node's user-data fetches it)",
+        auth="none", errors=(404,))  # fmt: skip
+def node_agent_source(name: str) -> Response:
+    return Response(body=cluster_views.agent_source(name), status_code=200,
+                    headers={"Content-Type": "text/x-python; charset=utf-8"})  # fmt: skip
+
+
+@_route("/cluster-agent/{key}/claim", "POST", "A cluster node trades its boot token for the agent token",
+        auth="cluster_boot", body=ClusterClaimRequest, response=ClusterClaimResponse,
+        errors=(400, 404, 425))  # fmt: skip
+def cluster_agent_claim(
+    key: str, caller: ClusterBootCaller, body: ClusterClaimRequest
+) -> ClusterClaimResponse:
+    return cluster_views.agent_claim(Settings.from_env(), caller, body)
+
+
+@_route("/cluster-agent/{key}/poll", "POST", "A cluster node asks for work and reports presence and shells",
+        auth="cluster_agent", body=ClusterPollRequest, response=ClusterPollResponse,
+        errors=(404,))  # fmt: skip
+def cluster_agent_poll(key: str, caller: NamedClusterModel, body: ClusterPollRequest) -> ClusterPollResponse:
+    return cluster_views.agent_poll(Settings.from_env(), key, body, caller)
+
+
+@_route("/cluster-agent/{key}/jobs/{job}/status", "POST", "A cluster node reports a job's phase",
+        auth="cluster_agent", body=ClusterJobStatusRequest, response=ClusterJobStatusResponse,
+        errors=(404,))  # fmt: skip
+def cluster_agent_job_status(key: str, job: str, caller: NamedClusterModel, body: ClusterJobStatusRequest
+                             ) -> ClusterJobStatusResponse:  # fmt: skip
+    return cluster_views.agent_job_status(Settings.from_env(), key, job, body)
 
 
 # --------------------------------------------------------------- the dashboard (functions/submit/dashboard/)

@@ -97,9 +97,7 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
             )
         if body.notify.email:
             check_email(body.notify.email, field="notify.email")
-        store_job_override(
-            settings, job_id, slack_webhook=body.notify.slack_webhook, email=body.notify.email
-        )
+        store_job_override(settings, job_id, slack_webhook=body.notify.slack_webhook, email=body.notify.email)
     job = submit_job(
         settings,
         owner=caller.user_id,

@@ -14,8 +14,8 @@ REASONS = {
     400: "The request or the task is invalid (message, file, line and field say where)",
     401: "Missing or unknown credentials",
     403: "The key may not do that (e.g. a report across users without an admin key)",
-    404: "No such job (or not the caller's)",
-    409: "The request conflicts with the job's state",
+    404: "No such job or cluster (or not the caller's)",
+    409: "The request conflicts with the job's or the cluster's state",
     410: "A node agent of an attempt the job has moved past: `stop` is true; kill the task and exit",
     413: "The body is too large",
     415: "The body is not application/json",
@@ -57,6 +57,11 @@ def build_openapi(
                     "scheme": "bearer",
                     "description": "A node's boot token (user-data), with the agent's own X-Skyless-Node-Key",
                 },
+                "clusterToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A named cluster's agent token",
+                },
             },
         },
     }
@@ -96,10 +101,11 @@ def _operation(route: RouteSpec, schemas: dict[str, Any]) -> dict[str, Any]:
             "required": True,
             "content": {"application/x-www-form-urlencoded": {"schema": form_schema}},
         }
-    schemes = {"user": "apiKey", "agent": "jobToken", "boot": "bootToken", "session": "session"}
+    schemes = {"user": "apiKey", "agent": "jobToken", "boot": "bootToken", "session": "session",
+               "cluster_boot": "bootToken", "cluster_agent": "clusterToken"}  # fmt: skip
     operation["security"] = [{schemes[route.auth]: []}] if route.auth in schemes else []
     codes = set(route.errors)
-    if route.auth in ("user", "agent"):
+    if route.auth in ("user", "agent", "cluster_boot", "cluster_agent"):
         codes.add(401)
     if route.body is not None:
         codes.update({400, 413, 415, 422})

@@ -20,7 +20,8 @@ from shared.errors import AuthError, ConflictError, NotFoundError, UserError
 MAX_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32  # the deepest real body (a task as JSON) is about 6 levels
 MAX_PATH_PARAM_CHARS = 256
-Auth = Literal["user", "agent", "boot", "session", "none"]  # session: the dashboard's signed cookie
+# session: the dashboard's signed cookie; cluster_boot/cluster_agent: a named cluster's node (shared/clusters)
+Auth = Literal["user", "agent", "boot", "session", "cluster_boot", "cluster_agent", "none"]
 
 
 class NotReadyError(UserError):

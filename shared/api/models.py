@@ -147,7 +147,25 @@ class CoolingPlace(BaseModel):
     until: str = Field(description="When spot plans stop avoiding it (ISO 8601), if nothing else happens")
 
 
+class GroupTask(BaseModel):
+    """One task of a job group: a job of its own (`skyless status|logs|cancel <job_id>`)."""
+
+    task: str
+    job_id: str
+    state: str
+    primary: bool = Field(True, description="A primary task: the group ends with the primary tasks.")
+    reason: str | None = None
+    cloud: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+    cost: float = 0.0
+
+
 class JobDetail(JobSummary):
+    group: list[GroupTask] | None = Field(
+        None, description="A job group's tasks, launched together, each a job on its own cluster."
+    )
+    group_id: str | None = Field(None, description="The job group this job is a task of.")
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)

@@ -33,9 +33,11 @@ from node_agent.user_data import render_user_data
 from shared.clouds.aws_errors import ec2_errors
 from shared.clouds.aws_images import find_image, requested_image
 from shared.clouds.aws_network import (
+    cluster_agent_env,
     delete_security_group,
     ensure_security_group,
     find_security_groups,
+    open_port_22,
     parse_ports,
     tag_list,
     zone_subnet,
@@ -163,6 +165,46 @@ class AwsCloud:
 
         return self._each_region(leftovers_in)
 
+    # -- named clusters: stop, start, SSH ---------------------------------------------------
+
+    def stop(self, cluster_id: str) -> None:
+        """StopInstances on every running node of the cluster (EBS volumes kept). Idempotent."""
+
+        def stop_in(region: str, ec2: Any) -> list[None]:
+            ids = [i["InstanceId"] for i in self._instances(ec2, {CLUSTER_TAG: cluster_id}, RUNNING_STATES)]
+            if ids:
+                ec2.stop_instances(InstanceIds=ids)
+            return []
+
+        self._each_region(stop_in)
+
+    def start(self, cluster_id: str, agent_env: dict[str, str]) -> list[Node]:
+        """StartInstances on the cluster's stopped nodes; the agent comes back from user-data at boot (it
+        keeps its token: `agent_env` is not needed on EC2). Idempotent."""
+
+        def start_in(region: str, ec2: Any) -> list[Node]:
+            found = self._instances(ec2, {CLUSTER_TAG: cluster_id}, LIVE_STATES)
+            stopped = [i["InstanceId"] for i in found if i["State"]["Name"] in ("stopping", "stopped")]
+            if stopped:
+                ec2.start_instances(InstanceIds=stopped)
+                found = self._instances(ec2, {CLUSTER_TAG: cluster_id}, LIVE_STATES)
+            return self._nodes(found, region)
+
+        nodes = ranked(self._each_region(start_in))
+        if not nodes:
+            raise InvalidLaunchError(f"aws: cluster {cluster_id} has no instance to start (terminated?)")
+        return nodes
+
+    def open_ssh(self, cluster_id: str, cidr: str) -> None:
+        """Let `cidr` (the caller's address) reach port 22 of the cluster's nodes, and nobody else."""
+
+        def open_in(region: str, ec2: Any) -> list[None]:
+            for group in find_security_groups(ec2, cluster_id):
+                open_port_22(ec2, group["GroupId"], cidr)
+            return []
+
+        self._each_region(open_in)
+
     # -- EC2 calls -------------------------------------------------------------------------
 
     def _run(self, ec2: Any, spec: LaunchSpec) -> list[Node]:
@@ -187,6 +229,7 @@ class AwsCloud:
                 boot_token=spec.agent_env.get("SKYLESS_BOOT_TOKEN", ""),
                 cloud="aws",
                 run_as=self.config.run_as,
+                extra_env=cluster_agent_env(spec.agent_env),
             ),
             "BlockDeviceMappings": [
                 {
@@ -304,5 +347,6 @@ def _node(instance: dict[str, Any], region: str) -> Node:
         instance_type=instance["InstanceType"],
         use_spot=instance.get("InstanceLifecycle") == "spot",
         tags=tags,
+        public_ip=instance.get("PublicIpAddress"),
     )
 

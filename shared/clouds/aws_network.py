@@ -1,7 +1,8 @@
 """Where a cluster's nodes sit on the network: the zone's default subnet, and one security group per
 cluster that opens only the task's ports to the world, plus all traffic between the cluster's own nodes
-(multi-node training talks on ports the task does not list). SSH is not opened: the node agent calls
-home over HTTPS, and nobody needs to log in. The group carries the skyless tags and goes at terminate
+(multi-node training talks on ports the task does not list). SSH is not opened at launch: the node agent
+calls home over HTTPS; `skyless ssh` on a named cluster opens port 22 to the caller's address only
+(`open_port_22`). The group carries the skyless tags and goes at terminate
 (or, when EC2 still holds it for a terminating instance, at the reaper's next sweep)."""
 
 from __future__ import annotations
@@ -103,3 +104,18 @@ def delete_security_group(ec2: Any, group_id: str) -> bool:
 
 def tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
     return [{"Key": key, "Value": value} for key, value in tags.items()]
+
+
+def open_port_22(ec2: Any, group_id: str, cidr: str) -> None:
+    """SSH from one address (a named cluster's `skyless ssh` caller); already open is fine."""
+    permission = {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": cidr}]}
+    try:
+        ec2.authorize_security_group_ingress(GroupId=group_id, IpPermissions=[permission])
+    except ClientError as error:
+        if error_code(error) != "InvalidPermission.Duplicate":
+            raise
+
+
+def cluster_agent_env(agent_env: dict[str, str]) -> dict[str, str]:
+    """What a named cluster's agent needs in user-data beyond a job agent's (its mode and cluster)."""
+    return {k: v for k, v in agent_env.items() if k in ("SKYLESS_AGENT_MODE", "SKYLESS_CLUSTER_KEY")}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 MANAGED_TAG = "skyless-managed"
 JOB_TAG = "skyless-job"
@@ -57,6 +57,7 @@ class Node:
     instance_type: str
     use_spot: bool
     tags: dict[str, str] = field(default_factory=dict)
+    public_ip: str | None = None  # where `ssh` reaches it from outside, when the cloud gives one
 
     @property
     def attempt(self) -> int | None:
@@ -74,6 +75,15 @@ class CloudProvider(Protocol):
 
     # Optional: `list_job(job_id) -> list[Node]`, the nodes tagged with one job (a tag filter). Fencing
     # (shared/jobs/fencing.py) uses it when a provider has it, else filters `list_owned()`.
+
+
+@runtime_checkable
+class StoppableProvider(Protocol):
+    """A provider that can stop a cluster's nodes keeping their disks, and start them again (named
+    clusters' `stop`/`start`/autostop). Providers without it answer `skyless stop` with a clear refusal."""
+
+    def stop(self, cluster_id: str) -> None: ...  # every node tagged with the cluster; idempotent
+    def start(self, cluster_id: str, agent_env: dict[str, str]) -> list[Node]: ...  # idempotent
 
 
 def ranked(nodes: list[Node]) -> list[Node]:

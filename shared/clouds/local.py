@@ -36,6 +36,8 @@ from shared.clouds.errors import (
 NODE_FILE = "node.json"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 AGENT_COMMAND = [sys.executable, "-m", "node_agent.agent"]
+CLUSTER_AGENT_COMMAND = [sys.executable, "-m", "node_agent.cluster_agent"]  # a named cluster's nodes
+SHELL_PASSTHROUGH = ("PATH", "TERM", "LANG", "LC_ALL", "USER", "LOGNAME", "SHELL", "COLORTERM")
 PREEMPTION_NOTICE_SECONDS = 2.0  # between a spot node's notice and its end (AWS gives two minutes)
 FAULTS = {
     "no_capacity": NoCapacityError,
@@ -66,6 +68,29 @@ def _process_start_ticks(pid: int) -> str | None:
     if fields[0] in ("Z", "X"):
         return None
     return fields[19]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _session_pids(sandbox: Path) -> list[int]:
+    """Shells registered on a node (`<home>/.skyless/sessions/<pid>`)."""
+    folder = sandbox / ".skyless" / "sessions"
+    return [int(p.name) for p in folder.glob("*") if p.name.isdigit()] if folder.is_dir() else []
 
 
 def _reap(pid: int) -> None:
@@ -184,29 +209,6 @@ class LocalCloud:
         instance_id = f"local-{uuid.uuid5(uuid.NAMESPACE_URL, spec.attempt_id).hex[:10]}-{rank:03d}"
         ip = f"127.0.0.{rank + 2}"
         tags = {**spec.tags(), RANK_TAG: str(rank)}
-        env = {
-            **os.environ,
-            **spec.agent_env,
-            "SKYLESS_API_URL": spec.agent_env.get("SKYLESS_API_URL", self.api_url or ""),
-            "SKYLESS_JOB_ID": spec.job_id,
-            "SKYLESS_CLUSTER_ID": spec.cluster_id,
-            "SKYLESS_INSTANCE_ID": instance_id,
-            "SKYLESS_NODE_IP": ip,
-            "SKYLESS_NODE_HOME": str(sandbox),
-            "HOME": str(sandbox),  # a VM of its own: `~` is the node's, not this machine's user's
-            "SKYLESS_CLOUD": "local",
-            "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p),
-        }
-        with open(sandbox / "agent.log", "ab") as log:
-            process = subprocess.Popen(
-                self.agent_command,
-                cwd=sandbox,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
         record = {
             "instance_id": instance_id,
             "cluster_id": spec.cluster_id,
@@ -214,8 +216,6 @@ class LocalCloud:
             "attempt_id": spec.attempt_id,
             "rank": rank,
             "ip": ip,
-            "pid": process.pid,
-            "start_ticks": _process_start_ticks(process.pid),
             "state": "running",
             "cloud": spec.cloud,
             "region": spec.region,
@@ -226,8 +226,96 @@ class LocalCloud:
             "tags": tags,
             "launched_at": datetime.now(UTC).isoformat(),
         }
+        self._spawn_agent(sandbox, record, spec.agent_env)
         _store(sandbox / NODE_FILE, record)
         return self._node(record)
+
+    def _spawn_agent(self, sandbox: Path, record: dict[str, Any], agent_env: dict[str, str]) -> None:
+        """Start the node's agent process in its sandbox; set the record's pid and start time."""
+        env = {
+            **os.environ,
+            **agent_env,
+            "SKYLESS_API_URL": agent_env.get("SKYLESS_API_URL", self.api_url or ""),
+            "SKYLESS_JOB_ID": record["job_id"],
+            "SKYLESS_CLUSTER_ID": record["cluster_id"],
+            "SKYLESS_INSTANCE_ID": record["instance_id"],
+            "SKYLESS_NODE_IP": record["ip"],
+            "SKYLESS_NODE_HOME": str(sandbox),
+            "HOME": str(sandbox),  # a VM of its own: `~` is the node's, not this machine's user's
+            "SKYLESS_CLOUD": "local",
+            "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p),
+        }
+        command = self.agent_command
+        if agent_env.get("SKYLESS_AGENT_MODE") == "cluster" and command == AGENT_COMMAND:
+            command = CLUSTER_AGENT_COMMAND
+        with open(sandbox / "agent.log", "ab") as log:
+            process = subprocess.Popen(
+                command,
+                cwd=sandbox,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        record["pid"] = process.pid
+        record["start_ticks"] = _process_start_ticks(process.pid)
+
+    # -- stop and start (named clusters): the sandbox is the node's disk, and it stays -------------
+
+    def stop(self, cluster_id: str) -> None:
+        """Stop every node of the cluster: its processes end, its sandbox (the disk) stays. Idempotent."""
+        for record in self._read_cluster(cluster_id):
+            if record.get("state") == "running":
+                self._stop(record, new_state="stopped")
+
+    def start(self, cluster_id: str, agent_env: dict[str, str]) -> list[Node]:
+        """Start the stopped nodes of a cluster again in their own sandboxes (same ids, ranks and IPs).
+        Nodes already running are left as they are, so a second start changes nothing."""
+        self.nodes_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.nodes_dir / f".{cluster_id}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            records = self._read_cluster(cluster_id)
+            if not records:
+                raise InvalidLaunchError(f"local cloud: cluster {cluster_id} has no nodes to start")
+            gone = [r["instance_id"] for r in records if r.get("state") == "terminated"]
+            if gone:
+                raise InvalidLaunchError(
+                    f"local cloud: node(s) {', '.join(gone)} of {cluster_id} were terminated"
+                )
+            for record in records:
+                if self._alive(record):
+                    continue
+                sandbox = self.nodes_dir / cluster_id / str(record["rank"])
+                record["state"] = "running"
+                record["started_at"] = datetime.now(UTC).isoformat()
+                self._spawn_agent(sandbox, record, agent_env)
+                _store(sandbox / NODE_FILE, record)
+            return [self._node(r) for r in records]
+
+    def node_home(self, cluster_id: str, rank: int) -> Path:
+        """A node's sandbox: its home and its disk."""
+        return self.nodes_dir / cluster_id / str(rank)
+
+    def shell_environment(self, cluster_id: str, rank: int) -> dict[str, str]:
+        """The environment of a shell on a node (`skyless ssh`): the node's home and identity, this
+        machine's PATH and terminal; nothing of the control plane's (no credentials, no agent token)."""
+        record = _load(self.node_home(cluster_id, rank) / NODE_FILE)
+        if record is None:
+            raise InvalidLaunchError(f"local cloud: cluster {cluster_id} has no node of rank {rank}")
+        home = str(self.node_home(cluster_id, rank))
+        env = {name: os.environ[name] for name in SHELL_PASSTHROUGH if name in os.environ}
+        env.update(
+            {
+                "HOME": home,
+                "SKYLESS_NODE_HOME": home,
+                "SKYLESS_NODE_IP": record["ip"],
+                "SKYLESS_INSTANCE_ID": record["instance_id"],
+                "SKYLESS_CLUSTER_ID": cluster_id,
+                "SKYLESS_CLOUD": "local",
+            }
+        )
+        return env
 
     def _read_cluster(self, cluster_id: str) -> list[dict[str, Any]]:
         folder = self.nodes_dir / cluster_id
@@ -253,6 +341,11 @@ class LocalCloud:
 
     def _stop(self, record: dict[str, Any], new_state: str, hard: bool = False) -> None:
         pid = int(record["pid"])
+        # Processes that left the agent's group (a named cluster's jobs each run in a session of their
+        # own) and shells opened on the node (`skyless ssh`) end with the node too.
+        strays = _descendants(pid) if self._alive(record) else []
+        for shell in _session_pids(self.nodes_dir / record["cluster_id"] / str(record["rank"])):
+            strays += [shell, *_descendants(shell)]
         if self._alive(record):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL if hard else signal.SIGTERM)
@@ -265,11 +358,20 @@ class LocalCloud:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
             _reap(pid)
+        for stray in strays:  # one by one: a shell's group may be its caller's (never signal that)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(stray, signal.SIGKILL)
+            _reap(stray)
         if record.get("state") != new_state:
             record["state"] = new_state
             record["stopped_at"] = datetime.now(UTC).isoformat()
             path = self.nodes_dir / record["cluster_id"] / str(record["rank"]) / NODE_FILE
             _store(path, record)
+
+    def _state_of(self, record: dict[str, Any]) -> str:
+        if self._alive(record):
+            return "running"
+        return "stopped" if record.get("state") == "stopped" else "terminated"
 
     def _node(self, record: dict[str, Any]) -> Node:
         return Node(
@@ -277,7 +379,7 @@ class LocalCloud:
             cluster_id=record["cluster_id"],
             job_id=record["job_id"],
             ip=record["ip"],
-            state="running" if self._alive(record) else "terminated",
+            state=self._state_of(record),
             cloud=record["cloud"],
             region=record["region"],
             zone=record["zone"],

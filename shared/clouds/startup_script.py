@@ -8,6 +8,8 @@ import shlex
 from node_agent.user_data import render_user_data
 from shared.clouds.base import LaunchSpec
 
+CLUSTER_AGENT_ENV = ("SKYLESS_AGENT_MODE", "SKYLESS_CLUSTER_KEY")  # a named cluster's agent (shared/clusters)
+
 
 def startup_script(spec: LaunchSpec, *, pinned_id: str | None = None, run_as: str | None = None) -> str:
     script = render_user_data(
@@ -17,6 +19,7 @@ def startup_script(spec: LaunchSpec, *, pinned_id: str | None = None, run_as: st
         boot_token=spec.agent_env.get("SKYLESS_BOOT_TOKEN", ""),
         cloud=spec.cloud,
         run_as=run_as,
+        extra_env={k: v for k, v in spec.agent_env.items() if k in CLUSTER_AGENT_ENV},
     )
     if pinned_id is None:
         return script

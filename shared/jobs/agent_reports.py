@@ -15,9 +15,10 @@ from shared.config import Settings
 from shared.errors import NotFoundError
 from shared.jobs.costs import cost_with
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
+from shared.jobs.job_groups import group_view, tell_group
 from shared.jobs.job_storage import storage_for_node
 from shared.jobs.messages import send_launch, send_teardown
-from shared.jobs.node_env import NodePlace, job_display_name, managed_task_ids, node_env
+from shared.jobs.node_env import NodePlace, job_display_name, job_group_env, managed_task_ids, node_env
 from shared.jobs.nodes import by_rank, nodes_of
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
@@ -92,6 +93,10 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         raise NotFoundError(f"{instance_id} is not a node of job {job_id}", field="instance_id")
     if len(nodes) < int(cluster.num_nodes):
         return None
+    group = group_view(wiring, job) if job.group_id else None
+    if job.group_id and group is None:  # a job group's tasks start once every task has its nodes
+        _alive_while_waiting(wiring, cluster, instance_id)
+        return None
     rank = ranks[instance_id]
     task_index = int(job.task_index)
     pipeline = load_pipeline_of(wiring, job)
@@ -109,22 +114,40 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         accelerator=candidate.accelerator if candidate else None,
         accelerator_count=candidate.accelerator_count if candidate else 0.0,
     )
-    task_ids = managed_task_ids(
-        submitted_at=float(job.created_at),
-        job_name=job_display_name(job.name, job.job_id, job.owner),
-        task_names=[t.name for t in pipeline.tasks],
-        job_id=job.job_id,
-    )
-    group = pipeline.name if pipeline.execution == "parallel" else None
+    if group is not None:  # a member: the group's task ids and name, and every task's addresses
+        task_ids = managed_task_ids(
+            submitted_at=group.submitted_at,
+            job_name=job_display_name(group.name, group.job_id, group.owner),
+            task_names=list(group.task_names),
+            job_id=group.job_id,
+        )
+        id_index = int(job.group_index or 0)
+    else:
+        task_ids = managed_task_ids(
+            submitted_at=float(job.created_at),
+            job_name=job_display_name(job.name, job.job_id, job.owner),
+            task_names=[t.name for t in pipeline.tasks],
+            job_id=job.job_id,
+        )
+        id_index = task_index
     stages = node_env(
-        place=place, rank=rank, node_ips=node_ips, task_ids=task_ids, task_index=task_index, job_group=group
+        place=place,
+        rank=rank,
+        node_ips=node_ips,
+        task_ids=task_ids,
+        task_index=id_index,
+        job_group=group.name if group is not None else None,
     )
+    if group is not None:
+        peers = job_group_env(group.name, [(peer.name, peer.ips) for peer in group.peers])
+        stages.setup.update(peers)
+        stages.run.update(peers)
     return AgentConfig(
         rank=rank,
         num_nodes=len(nodes),
         node_ips=node_ips,
         gpus_per_node=int(stages.run["SKYPILOT_NUM_GPUS_PER_NODE"]),
-        task_id=task_ids[task_index],
+        task_id=task_ids[id_index],
         setup=task.setup,
         run=task.run,
         envs={**task.envs, **secrets_of(wiring, job, task_index)},
@@ -141,6 +164,15 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         attempt=int(job.attempt),
         storage=storage_for_node(wiring, job, task, cluster),
     )
+
+
+def _alive_while_waiting(wiring: Wiring, cluster: ClusterModel, instance_id: str) -> None:
+    """A node waiting for its job group's other tasks is alive: say so as a heartbeat would (reconcile
+    must not take a node that waits for its config for a silent one)."""
+    now = time.time()
+    last = float(nodes_of(cluster)[instance_id].get("heartbeat_at") or 0)
+    if now - last >= heartbeat_write_after(wiring):
+        wiring.store.update_node(cluster, instance_id, heartbeat_at=now)
 
 
 def _git_source(workdir: Any) -> dict[str, str | None] | None:
@@ -256,7 +288,10 @@ def _move_if_step_complete(
         return _on_all_succeeded(wiring, job, cluster, node_update)
     started = all(p in ("running", "succeeded") for p in phases)
     if phase in ("running", "succeeded") and state == JobState.SETTING_UP and started:
-        return wiring.store.move(job, JobState.RUNNING, "every node is running", also_update=node_update)
+        moved = wiring.store.move(job, JobState.RUNNING, "every node is running", also_update=node_update)
+        if moved:
+            tell_group(wiring, job)
+        return moved
     return None
 
 
@@ -302,4 +337,5 @@ def _on_all_succeeded(wiring: Wiring, job: JobModel, cluster: ClusterModel, node
     moved = wiring.store.move(job, JobState.SUCCEEDED, "every node exited 0", changes=changes)
     if moved:
         send_teardown(wiring, job.job_id, int(job.attempt), cluster.cluster_id)
+        tell_group(wiring, job)
     return moved

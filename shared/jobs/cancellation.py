@@ -7,6 +7,7 @@ from __future__ import annotations
 from shared.config import Settings
 from shared.errors import ConflictError, NotFoundError
 from shared.jobs.costs import cost_with
+from shared.jobs.job_groups import step_group, tell_group
 from shared.jobs.messages import cluster_id_for, send_teardown
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
@@ -30,6 +31,10 @@ def cancel_job(settings: Settings, job_id: str, *, owner: str | None) -> JobMode
         cost = cost_with(job, wiring.store.cluster(job.cluster_id))
         changes = {"reason": "cancelled by the user", "cost": cost}
         if wiring.store.move(job, JobState.CANCELLED, "cancelled", changes=changes):
-            send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
+            if job.group_tasks:  # a job group: its members stop (a lost step is the reconcile sweep's)
+                step_group(wiring, job.job_id)
+            else:
+                send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
+                tell_group(wiring, job)
             return job
     raise ConflictError(f"job {job_id} kept changing; try again", field="job_id")

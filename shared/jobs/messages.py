@@ -24,7 +24,7 @@ class ProvisionMessage(BaseModel):
 
     job_id: str
     attempt: int
-    action: Literal["launch", "teardown", "deadline_check"] = "launch"
+    action: Literal["launch", "teardown", "deadline_check", "group_step"] = "launch"
     cluster_id: str | None = None
     not_before: float | None = None  # epoch seconds: a deadline job's message due later than SQS can delay
 

@@ -10,6 +10,7 @@ sky/backends/task_codegen.py, sky/jobs/controller.py; every launch detaches its 
   SKYPILOT_NUM_NODES, and SKYPILOT_JOBGROUP_NAME when the job is a job group;
 - setup only: SKYPILOT_SETUP_NODE_RANK, SKYPILOT_SETUP_NODE_IPS, SKYPILOT_SETUP_NUM_GPUS_PER_NODE;
 - run only: SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS, SKYPILOT_NUM_GPUS_PER_NODE.
+- a job group's tasks also get every task's address (`job_group_env`, both stages).
 
 Not set by skyless (undocumented by SkyPilot, or with no skyless meaning): SKYPILOT_USER (the launching
 user's name), SKYPILOT_MANAGED_JOB_ID and SKYPILOT_ROOT_JOB_ID (SkyPilot's integer job ids; skyless job ids
@@ -153,3 +154,21 @@ def node_env(
         "SKYPILOT_NUM_GPUS_PER_NODE": str(gpus_per_node(place.accelerator, place.accelerator_count)),
     }
     return StageEnvs(setup=setup, run=run)
+
+
+def job_group_env(group: str, tasks: list[tuple[str, list[str]]]) -> dict[str, str]:
+    """How a job group's tasks reach each other: `tasks` is every task's name and its nodes' IPs by rank.
+
+    SkyPilot names task nodes `<task>-<rank>.<group>` (sky/jobs/job_group_networking.py, written into each
+    node's /etc/hosts) and, in its first job-group releases, `SKYPILOT_JOBGROUP_HOST_<TASK>` (the task name
+    upper-cased, `-` as `_`) held the head node's name. skyless sets that variable to the head node's IP,
+    which works where no hosts file can be written (the local cloud), and `SKYLESS_JOBGROUP_HOSTS`, the
+    hosts-file lines `<ip> <task>-<rank>.<group>` the node agent adds to /etc/hosts on a VM."""
+    env: dict[str, str] = {}
+    lines: list[str] = []
+    for name, ips in tasks:
+        if ips:
+            env[f"SKYPILOT_JOBGROUP_HOST_{name.upper().replace('-', '_')}"] = ips[0]
+        lines.extend(f"{ip} {name}-{rank}.{group}" for rank, ip in enumerate(ips))
+    env["SKYLESS_JOBGROUP_HOSTS"] = "\n".join(lines)
+    return env

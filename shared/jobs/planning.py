@@ -8,6 +8,7 @@ from typing import Any
 
 from shared.errors import NoOfferingError, UserError
 from shared.jobs.blocks import blocks_of, sticky
+from shared.jobs.job_groups import tell_group
 from shared.jobs.messages import OptimizeMessage, parse_message, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
@@ -36,6 +37,8 @@ def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
         plan = make_plan(wiring, job)
     except UserError as error:
         failed = wiring.store.move(job, JobState.FAILED, f"no plan: {error}", changes={"reason": str(error)})
+        if failed:
+            tell_group(wiring, job)
         return Outcome.DONE if failed else Outcome.ALREADY_DONE
     top = plan.tasks[int(job.task_index)].chosen
     moved = wiring.store.move(

@@ -41,6 +41,7 @@ from shared.jobs.failover import (
     tried_text,
 )
 from shared.jobs.fencing import FENCE_RETRY_SECONDS, FenceReport, fence_earlier_attempts
+from shared.jobs.job_groups import step_group, tell_group
 from shared.jobs.job_storage import prepare_storage, release_storage
 from shared.jobs.messages import ProvisionMessage, cluster_id_for, parse_message, send_launch
 from shared.jobs.outcomes import Outcome
@@ -71,6 +72,8 @@ def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome
     message = parse_message(ProvisionMessage, body)
     if message.action == "deadline_check":
         return check_deadline(wiring, message)
+    if message.action == "group_step":
+        return step_group(wiring, message.job_id)
     if defer_if_early(wiring, message):
         return Outcome.RETRY_LATER
     if message.action == "teardown":
@@ -81,7 +84,7 @@ def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome
         return Outcome.UNKNOWN_JOB
     if message.attempt != job.attempt:
         return Outcome.STALE
-    if JobState(job.state) not in LAUNCHABLE:
+    if JobState(job.state) not in LAUNCHABLE or job.group_tasks:  # a job group launches only its members
         return Outcome.ALREADY_DONE
     fence = fence_earlier_attempts(wiring, job)
     if not fence.fenced:
@@ -337,6 +340,7 @@ def _fail(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
     moved = wiring.store.move(job, JobState.FAILED, reason, changes={"reason": reason})
     if moved:
         release_storage(wiring, job)
+        tell_group(wiring, job)
     return Outcome.DONE if moved else Outcome.ALREADY_DONE
 
 

@@ -36,6 +36,7 @@ from shared.wiring import Wiring, current_wiring
 DEFAULT_GRACE_SECONDS = 300
 MARKS_PARTITION = "reaper-marks"
 RECORDS_PARTITION = "reaper"  # kills whose job is gone
+NAMED_CLUSTER_PREFIX = "cl-"  # shared/clusters/names.py: KEY_PREFIX
 log = logging.getLogger(__name__)
 
 
@@ -102,6 +103,21 @@ def orphan_reason(job: JobModel | None, cluster_id: str, attempt: int | None) ->
     return None
 
 
+def is_named_cluster(job_tag: str | None) -> bool:
+    """Nodes of a named cluster carry its key (`cl-…`) where a job's carry the job id (`job-…`)."""
+    return bool(job_tag) and str(job_tag).startswith(NAMED_CLUSTER_PREFIX)
+
+
+def named_cluster_orphan_reason(settings: Settings, key: str, cluster_id: str) -> str | None:
+    """Why a named cluster's nodes are nobody's (None: the cluster holds them, in any state but
+    TERMINATED: a STOPPED cluster's nodes are its own)."""
+    from shared.store.cluster_records import ClusterStore
+
+    if ClusterStore(settings).holds_nodes(key, cluster_id):
+        return None
+    return f"named cluster {key} no longer holds {cluster_id}"
+
+
 def reap_orphans(
     wiring: Wiring | None = None, *, now: float | None = None, grace_seconds: int | None = None
 ) -> SweepReport:
@@ -129,6 +145,8 @@ def reap_orphans(
             if job_id not in jobs:
                 jobs[job_id] = wiring.store.get(job_id) if job_id else None
             reason = orphan_reason(jobs[job_id], cluster_id, attempt)
+            if is_named_cluster(job_id):  # a named cluster's nodes: STOPPED ones are still its own
+                reason = named_cluster_orphan_reason(wiring.settings, job_id, cluster_id)
             key = prefix + cluster_id
             if reason is None:
                 if key in known:

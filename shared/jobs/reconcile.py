@@ -14,8 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.clouds.errors import CloudError
+from shared.jobs.job_groups import step_group
 from shared.jobs.messages import send_launch, send_optimize
 from shared.jobs.nodes import nodes_of
+from shared.jobs.outcomes import Outcome
 from shared.jobs.recovery import fail_job, recover_job
 from shared.states import HAS_NODES, JobState, is_terminal
 from shared.store.models import ClusterModel, JobModel
@@ -43,6 +45,10 @@ def _check_job(wiring: Wiring, job: JobModel, now: float, done: dict[str, list[s
     settings = wiring.settings
     state = JobState(job.state)
     idle = now - float(job.updated_at)
+    if job.group_tasks:  # a job group has no nodes: step it, in case a member's message was lost
+        if step_group(wiring, job.job_id, now) == Outcome.DONE:
+            done["stepped"].append(job.job_id)
+        return
     if state in HAS_NODES:
         cluster = wiring.store.cluster(job.cluster_id)
         if cluster is not None:

@@ -9,6 +9,7 @@ from typing import Any
 from shared.jobs.blocks import blocks_json, blocks_of
 from shared.jobs.costs import cost_with
 from shared.jobs.deadlines import cluster_ended
+from shared.jobs.job_groups import tell_group
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
@@ -100,6 +101,7 @@ def _fail_and_teardown(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
     if not wiring.store.move(job, JobState.FAILED, reason, changes=changes):
         return Outcome.ALREADY_DONE
     send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
+    tell_group(wiring, job)
     return Outcome.DONE
 
 

@@ -11,6 +11,7 @@ from shared.config import Settings
 from shared.errors import NoOfferingError, UserError
 from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
+from shared.jobs.job_groups import submit_group
 from shared.jobs.messages import send_launch, send_optimize
 from shared.jobs.planning import candidate_text, make_plan, plan_fields
 from shared.jobs.task_records import store_pipeline
@@ -106,6 +107,11 @@ def submit_job(
         source_ref=source_ref,
         **deadline_record,
     )
+    if pipeline.execution == "parallel":  # a job group: its tasks launched together, each a job of its own
+        if deadline_record.get("deadline_at"):
+            raise UserError("a job group cannot have a deadline", field="deadline", hint="drop --deadline")
+        state = submit_group(wiring, job, pipeline, filename, plan_at_submit)
+        return SubmittedJob(job.job_id, state, job.name)
     store_pipeline(wiring, job, pipeline)
     message = plan_at_submit(wiring, job, filename)
     notes = pipeline_notes(pipeline)  # fields read but not acted on: in the timeline, so `status` says them

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +12,7 @@ from shared.errors import NotFoundError, UserError
 from shared.jobs.blocks import blocks_of
 from shared.jobs.costs import cost_with
 from shared.jobs.deadlines import deadline_view
+from shared.jobs.job_groups import group_tasks_of
 from shared.jobs.nodes import by_rank
 from shared.jobs.planning import plan_of
 from shared.optimizer.cooling import Cooling
@@ -53,6 +54,8 @@ class JobView:
     deadline: dict[str, Any] | None = None  # shared.jobs.deadlines.DeadlineView, for a deadline job
     tried: list[dict[str, Any]] = field(default_factory=list)  # the blocklist: places that failed, and why
     cooling: list[dict[str, Any]] = field(default_factory=list)  # spot places of the plan cooling down
+    group: list[dict[str, Any]] | None = None  # a job group's tasks (shared.api.models.GroupTask)
+    group_id: str | None = None  # the job group this job is a task of
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -183,13 +186,17 @@ def get_job(settings: Settings, job_id: str, *, owner: str | None) -> JobView:
     if job is None or (owner is not None and job.owner != owner):
         raise NotFoundError(f"no job {job_id}", field="job_id")
     cooling = [] if is_terminal(job.state) else _plan_cooling(wiring, plan_of(job))
-    return job_view(job, store.cluster(job.cluster_id), store.timeline(job_id), cooling)
+    view = job_view(job, store.cluster(job.cluster_id), store.timeline(job_id), cooling)
+    if job.group_tasks or job.group_id:
+        view = replace(view, group=group_tasks_of(wiring, job), group_id=job.group_id)
+    return view
 
 
 @dataclass(frozen=True)
 class JobFilter:
     """Which of a user's jobs to list: any of `states`, created at or after `since` (epoch seconds),
-    whose name contains `name` (case-insensitive); at most `limit`, newest first."""
+    whose name contains `name` (case-insensitive); at most `limit`, newest first. A job group's tasks are
+    not listed: the group's row stands for them (its cost is theirs, summed) and `get_job` shows them."""
 
     states: frozenset[str] = frozenset()
     since: float | None = None
@@ -197,6 +204,8 @@ class JobFilter:
     limit: int = 200
 
     def admits(self, job: JobModel) -> bool:
+        if job.group_id is not None:
+            return False
         if self.states and job.state not in self.states:
             return False
         return not self.name or self.name.lower() in (job.name or "").lower()

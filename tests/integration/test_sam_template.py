@@ -70,12 +70,13 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
 def test_tables_match_the_pynamodb_models(template: dict[str, Any]):
     from shared.notifications.records import notifications_model
     from shared.storage.registry import buckets_model
+    from shared.store.cluster_records import cluster_models
     from shared.store.models import models_for
     from shared.store.schedules import schedules_model
     from shared.store.users import users_model
 
     models = (*models_for(SETTINGS).all(), users_model(SETTINGS), schedules_model(SETTINGS))
-    models = (*models, buckets_model(SETTINGS))
+    models = (*models, buckets_model(SETTINGS), cluster_models(SETTINGS).table())
     expected = {m.Meta.table_name: m for m in (*models, notifications_model(SETTINGS))}
     tables = {_name(r["Properties"]["TableName"]): r["Properties"]
               for r in _of_type(template, "AWS::DynamoDB::Table").values()}  # fmt: skip

@@ -703,6 +703,15 @@ def test_every_action_a_role_grants_is_one_its_code_was_seen_to_use(
         ("ReconcileFunction", "sqs:SendMessage"): "a stuck job's step sent again",
         ("ReconcileFunction", "sqs:GetQueueUrl"): "a stuck job's step sent again",
         ("SpotWatchFunction", "ec2:DeleteSecurityGroup"): "a fence that finds a group EC2 has let go",
+        # named clusters (tests/integration/test_clusters_*.py)
+        ("ApiFunction", "ec2:AuthorizeSecurityGroupIngress"): "skyless ssh on a cluster on AWS",
+        ("ApiFunction", "ec2:DescribeSecurityGroups"): "skyless ssh on a cluster on AWS",
+        ("ApiFunction", "ec2:DescribeRegions"): "skyless ssh on a cluster on AWS",
+        ("ProvisionFunction", "ec2:StopInstances"): "skyless stop (or autostop) of a cluster on AWS",
+        ("ProvisionFunction", "ec2:StartInstances"): "skyless start of a cluster on AWS",
+        ("ProvisionFunction", "dynamodb:DeleteItem"): "a cluster torn down gives its name back",
+        ("ProvisionFunction", "dynamodb:Query"): "a cluster stopped or torn down ends its jobs",
+        ("ReconcileFunction", "dynamodb:Query"): "a cluster that lost a node fails its jobs",
         # a task whose file_mounts name buckets (tests/integration/test_storage_*.py)
         ("ApiFunction", "sts:AssumeRole"): "a node's credentials scoped to its task's buckets",
         ("ProvisionFunction", "s3:CreateBucket"): "a task naming a bucket that does not exist yet",

@@ -182,7 +182,7 @@ TASK_BUCKET_ACTIONS = {"s3:CreateBucket", "s3:DeleteBucket", "s3:ListBucket", "s
 
 def test_bucket_rights_are_per_prefix_and_per_function(functions: dict[str, DeployedFunction]) -> None:
     expected = {
-        "ApiFunction": {"runs", "uploads", "catalog"},
+        "ApiFunction": {"runs", "uploads", "catalog", "clusters"},  # clusters/: named clusters' jobs
         "SubmitFunction": {"tasks", "runs", "catalog"},
         "OptimizeFunction": {"runs", "catalog"},
         "ProvisionFunction": {"runs"},
@@ -205,7 +205,8 @@ def test_bucket_rights_are_per_prefix_and_per_function(functions: dict[str, Depl
                     continue
                 if resource == BUCKET_ARN:  # the bucket itself: listing, under one prefix only
                     assert as_list(statement["Action"]) == ["s3:ListBucket"], name
-                    assert statement["Condition"] == {"StringLike": {"s3:prefix": "runs/*/logs/*"}}, name
+                    listed = statement["Condition"]["StringLike"]["s3:prefix"]
+                    assert listed in ("runs/*/logs/*", "clusters/*/jobs/*/logs/*"), name
                     continue
                 assert resource.startswith(BUCKET_ARN + "/") and resource.endswith("/*"), (name, resource)
                 prefix = resource[len(BUCKET_ARN) + 1 : -2]

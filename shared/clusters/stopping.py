@@ -1,0 +1,39 @@
+"""Which clusters can be stopped (disks kept) and started again, and, when not, what the verbs say.
+
+First the cloud, as SkyPilot says it (the local cloud simulates the cloud a plan names, so it refuses what
+that cloud would): Lambda Cloud has no stop at all; spot VMs are reclaimed, not kept, on AWS (one-time
+requests), Azure (evicted with Delete), RunPod (interruptible pods) and Lambda. Then skyless's provider:
+it stops only where it implements `StoppableProvider` (local, aws; not yet gcp, azure, runpod).
+"""
+
+from __future__ import annotations
+
+from shared.clouds.base import StoppableProvider
+
+CLOUD_NAMES = {"aws": "AWS", "gcp": "GCP", "azure": "Azure", "lambda": "Lambda Cloud", "runpod": "RunPod"}
+CANNOT_STOP = {"lambda": "Lambda Cloud does not support stopping instances"}
+STOPS_SPOT = frozenset({"gcp"})  # GCP stops Spot VMs (their disks stay)
+
+
+def cloud_stop_refusal(cloud: str, use_spot: bool) -> str | None:
+    """Why the cloud itself cannot stop this cluster, or None."""
+    cloud = cloud.lower()
+    if cloud in CANNOT_STOP:
+        return CANNOT_STOP[cloud]
+    if use_spot and cloud not in STOPS_SPOT:
+        return f"stopping spot instances is not supported on {CLOUD_NAMES.get(cloud, cloud)}"
+    return None
+
+
+def stop_refusal(cloud: str, use_spot: bool, provider: object) -> str | None:
+    """Why `skyless stop` (and autostop without --down) cannot stop this cluster, or None."""
+    refusal = cloud_stop_refusal(cloud, use_spot)
+    if refusal is not None:
+        return refusal
+    if not isinstance(provider, StoppableProvider):
+        name = getattr(provider, "name", "?")
+        return f"skyless's {name} provider cannot stop and start VMs yet"
+    return None
+
+
+STOP_HINT = "tear it down with `skyless down`, or set autostop with --down"
