@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from cli import task_options
 from cli.api_client import SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console, stdout_console
@@ -60,6 +61,12 @@ def create(
         str, typer.Option("--overlap", help="skip (while the last run is live) or allow.")
     ] = "skip",
     env: Annotated[list[str] | None, typer.Option("--env", help="K=V override of the task's envs.")] = None,
+    secret: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--secret", help="K=V value of a task secret, given to every run (kept in Secrets Manager)."
+        ),
+    ] = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -73,6 +80,7 @@ def create(
         body: dict[str, Any] = {
             "name": name, "cron": cron, "timezone": timezone, "overlap": overlap,
             "task": text, "filename": str(file), "env": overrides,
+            "secrets": task_options.pairs(secret, "--secret"),
         }  # fmt: skip
         view = ScheduleView.model_validate(client._call("POST", "/schedules", json=body))
         stdout_console().print(

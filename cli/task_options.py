@@ -84,11 +84,14 @@ Zone = Annotated[str | None, typer.Option("--zone", help="A zone.", rich_help_pa
 
 
 def pairs(items: list[str] | None, flag: str) -> dict[str, str]:
-    """`["K=V", ...]` → {K: V}; a UserError naming the flag for an item without `=`."""
+    """`["K=V", ...]` → {K: V}; a UserError naming the flag for an item without `=` (a --secret item is
+    not echoed: it may be the value itself)."""
     found: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
+            if flag == "--secret":
+                raise UserError("expected K=V, found an item with no name or no '='", field=flag)
             raise UserError(f"expected K=V, found {item!r}", field=flag)
         found[key] = value
     return found

@@ -14,6 +14,7 @@ from shared.schedules.operations import (
     get_schedule,
     list_schedules,
     next_run,
+    secret_names_of,
     set_paused,
 )
 from shared.store.schedules import ScheduleModel
@@ -31,6 +32,7 @@ def view_of(row: ScheduleModel) -> ScheduleView:
         paused=bool(row.paused),
         filename=row.filename,
         env=json.loads(row.env or "{}"),
+        secrets=secret_names_of(row),
         created_at=datetime.fromtimestamp(row.created_at, UTC).isoformat(),
         next_run=upcoming.isoformat() if upcoming else None,
         last_job_id=row.last_job_id,
@@ -52,6 +54,7 @@ def create(settings: Settings, caller: User, body: CreateScheduleRequest) -> Sch
         timezone=body.timezone,
         overlap=body.overlap,
         env=body.env,
+        secrets=body.secrets,
         minimize=body.minimize,
         clouds=body.clouds,
     )

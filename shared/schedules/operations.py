@@ -31,6 +31,12 @@ from shared.config import Settings
 from shared.errors import ConflictError, NotFoundError, UserError
 from shared.events.sqs_batch import MalformedMessage
 from shared.schedules.cron import check_cron, check_timezone, due_times, scheduler_expression
+from shared.schedules.schedule_secrets import (
+    delete_schedule_secrets,
+    read_schedule_secrets,
+    split_secrets,
+    store_schedule_secrets,
+)
 from shared.store.schedules import ScheduleModel, schedules_model
 
 log = logging.getLogger("skyless.schedules")
@@ -58,7 +64,7 @@ class Firing:
 
 @dataclass(frozen=True)
 class FiringOutcome:
-    result: str  # submitted | already_ran | skipped_overlap | unknown_schedule | paused
+    result: str  # submitted | already_ran | skipped_overlap | unknown_schedule | paused | secrets_missing
     job_id: str | None = None
 
 
@@ -83,18 +89,25 @@ def create_schedule(
     timezone: str = "UTC",
     overlap: str = "skip",
     env: dict[str, str] | None = None,
+    secrets: dict[str, str] | None = None,
     minimize: str = "cost",
     clouds: list[str] | None = None,
     now: float | None = None,
 ) -> ScheduleModel:
     """Record the schedule and its EventBridge Scheduler schedule. The caller has validated the task.
-    ConflictError when the owner already has a schedule of that name."""
+    ConflictError when the owner already has a schedule of that name.
+
+    Secret values (`secrets`, and any the file writes) go to the schedule's Secrets Manager secret
+    (shared/schedules/schedule_secrets.py); the row keeps their names and the task text without them."""
     check_name(name)
     cron = check_cron(cron)
     check_timezone(timezone)
     if overlap not in OVERLAP_POLICIES:
         raise UserError(f"unknown overlap policy {overlap!r}", field="overlap", hint="use 'skip' or 'allow'")
     expression = scheduler_expression(cron)
+    kept_text, secret_values = split_secrets(
+        task_text, filename=filename, env=env or {}, secrets=secrets or {}
+    )
     created = time.time() if now is None else now
     row = schedules_model(settings)(
         owner,
@@ -103,22 +116,32 @@ def create_schedule(
         cron=cron,
         timezone=timezone,
         overlap=overlap,
-        task_text=task_text,
+        task_text=kept_text,
         filename=filename,
         env=json.dumps(env or {}),
+        secret_names=json.dumps(sorted(secret_values)) if secret_values else None,
         minimize=minimize,
         clouds=json.dumps(clouds) if clouds else None,
         created_at=created,
         fired_through=created,
     )
+    if secret_values:
+        store_schedule_secrets(settings, row.schedule_id, secret_values)
     try:
         row.save(condition=schedules_model(settings).owner.does_not_exist())
     except PutError as error:
+        if secret_values:
+            delete_schedule_secrets(settings, row.schedule_id)
         if "ConditionalCheckFailed" in str(error.cause_response_code or error):
             raise ConflictError(f"you already have a schedule named {name!r}", field="name") from None
         raise
     _put_aws_schedule(settings, row, expression)
     return row
+
+
+def secret_names_of(row: ScheduleModel) -> list[str]:
+    """The names of the secrets a schedule gives its jobs (never their values)."""
+    return list(json.loads(row.secret_names)) if row.secret_names else []
 
 
 def list_schedules(settings: Settings, *, owner: str) -> list[ScheduleModel]:
@@ -153,6 +176,8 @@ def delete_schedule(settings: Settings, *, owner: str, name: str) -> None:
     except ClientError as error:
         if error.response["Error"]["Code"] != "ResourceNotFoundException":
             raise
+    if row.secret_names:
+        delete_schedule_secrets(settings, row.schedule_id)
     row.delete()
 
 
@@ -246,12 +271,21 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
                 f"{firing.scheduled_time}: {row.last_job_id} is still {previous.state}",
             )  # fmt: skip
             return FiringOutcome("skipped_overlap", row.last_job_id)
+    secrets: dict[str, str] | None = None
+    if row.secret_names:
+        secrets = read_schedule_secrets(settings, row.schedule_id)
+        if secrets is None:  # deleted meanwhile (a delete removes the secret before the row), or lost
+            names = ", ".join(secret_names_of(row))
+            message = f"{firing.scheduled_time}: its secrets ({names}) are gone; nothing ran"
+            store.note(f"schedule#{row.schedule_id}", "schedule_failed", message)
+            return FiringOutcome("secrets_missing")
     job = submit_job(
         settings,
         owner=row.owner,
         task_text=row.task_text,
         filename=row.filename,
         env=json.loads(row.env or "{}"),
+        secrets=secrets,
         minimize=row.minimize,
         clouds=json.loads(row.clouds) if row.clouds else None,
         job_id=firing.job_id,

@@ -29,6 +29,7 @@ class ScheduleModel(Model):
     env = UnicodeAttribute(default="{}")  # JSON object of env overrides
     minimize = UnicodeAttribute(default="cost")
     clouds = UnicodeAttribute(null=True)  # JSON list, None = every configured cloud
+    secret_names = UnicodeAttribute(null=True)  # JSON list: names only, values in Secrets Manager
     created_at = NumberAttribute()
     fired_through = NumberAttribute()  # epoch seconds: firings up to here have been sent
     last_job_id = UnicodeAttribute(null=True)

@@ -11,6 +11,8 @@ Who owns the job and which env overrides apply (documented in docs/architecture.
 - `skyless-env` metadata: a JSON object of env overrides (`{"EPOCHS": "3"}`).
 - `skyless-deadline` (`2026-12-01T09:00Z`, or `36h` from the upload's processing) and `skyless-hours` (the
   compute the job needs) metadata: a deadline job (shared/jobs/deadlines.py).
+- `skyless-secrets` metadata: the name of a Secrets Manager secret of the owner's holding the values of the
+  task's `secrets` (shared/uploads/secret_references.py); never the values themselves.
 
 A file that cannot run gets `<key>.error.json` beside it, holding what `skyless plan --json` prints for
 it (`UserError.to_dict()`), a note in the events table under `upload#<key>`, and a call of every
@@ -38,6 +40,7 @@ from shared.events.sqs_batch import MalformedMessage
 from shared.jobs.run_status import write_run_status
 from shared.task.limits import MAX_TASK_FILE_BYTES, check_task_size
 from shared.task.unsupported_fields import pipeline_notes
+from shared.uploads.secret_references import check_secrets_given, secret_reference
 
 log = logging.getLogger("skyless.uploads")
 
@@ -131,6 +134,12 @@ def owner_of(key: str, metadata: dict[str, str]) -> str | None:
     )
 
 
+def _owner_from_metadata(key: str, metadata: dict[str, str]) -> bool:
+    """Whether the owner is only what the uploader claims (`skyless-owner` on a file right under tasks/)."""
+    parts = key[len(TASKS_PREFIX) :].split("/")
+    return not (len(parts) >= 2 and parts[0]) and bool(metadata.get(OWNER_METADATA))
+
+
 def env_of(key: str, metadata: dict[str, str]) -> dict[str, str]:
     raw = metadata.get(ENV_METADATA)
     if not raw:
@@ -200,10 +209,13 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         text = body.decode("utf-8", errors="replace")
         env = env_of(upload.key, metadata)
         deadline, hours = deadline_of(upload.key, metadata)
-        notes = pipeline_notes(check_task_runs(text, filename=upload.key, env=env))
+        claimed = _owner_from_metadata(upload.key, metadata)
+        reference = secret_reference(settings, upload.key, metadata, owner=owner, owner_from_metadata=claimed)
+        secrets = check_secrets_given(text, filename=upload.key, env=env, reference=reference)
+        notes = pipeline_notes(check_task_runs(text, filename=upload.key, env=env, secrets=secrets))
         job = submit_job(
-            settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id,
-            source="upload", source_ref=upload.key, deadline=deadline, hours=hours,
+            settings, owner=owner, task_text=text, filename=upload.key, env=env, secrets=secrets,
+            job_id=upload.job_id, source="upload", source_ref=upload.key, deadline=deadline, hours=hours,
         )  # fmt: skip
     except UserError as error:
         if error.field in ("deadline", "hours"):  # named as the uploader set them
@@ -219,7 +231,9 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
     outcome.submitted.append(job.job_id)
 
 
-def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> Any:
+def check_task_runs(
+    text: str, *, filename: str, env: dict[str, str], secrets: dict[str, str] | None = None
+) -> Any:
     """What `skyless plan` checks: the file loads and some offering can run it (errors name the file,
     and the line of the field an optimizer error comes from). Answers the pipeline."""
     from shared.catalog.model import load_default_catalog
@@ -228,7 +242,7 @@ def check_task_runs(text: str, *, filename: str, env: dict[str, str]) -> Any:
     from shared.task.loader import load_pipeline
 
     try:
-        pipeline = load_pipeline(text, filename=filename, env_overrides=env)
+        pipeline = load_pipeline(text, filename=filename, env_overrides=env, secret_overrides=secrets or {})
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise TaskFileError(
