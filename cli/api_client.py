@@ -167,6 +167,7 @@ class SkylessClient:
         *,
         filename: str = "task.yaml",
         env: dict[str, str] | None = None,
+        secrets: dict[str, str] | None = None,
         minimize: str = "cost",
         clouds: list[str] | None = None,
         workdir_key: str | None = None,
@@ -179,6 +180,8 @@ class SkylessClient:
         queue the task on it."""
         body = _task_body(task, filename, env, minimize, clouds)
         body.update({"fast": fast, "file_mount_keys": file_mount_keys or {}})
+        if secrets:
+            body["secrets"] = secrets
         if workdir_key:
             body["workdir_key"] = workdir_key
         if idle_minutes is not None:
@@ -196,11 +199,14 @@ class SkylessClient:
         command: str | None = None,
         filename: str = "task.yaml",
         env: dict[str, str] | None = None,
+        secrets: dict[str, str] | None = None,
         workdir_key: str | None = None,
         file_mount_keys: dict[str, str] | None = None,
     ) -> ClusterJob:
         """Queue a task file or a command on an UP cluster (no setup)."""
         body: dict[str, Any] = {"filename": filename, "env": env or {}}
+        if secrets:
+            body["secrets"] = secrets
         body["file_mount_keys"] = file_mount_keys or {}
         given = (("task", task), ("command", command), ("workdir_key", workdir_key))
         body.update({k: v for k, v in given if v})

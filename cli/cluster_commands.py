@@ -59,6 +59,7 @@ def launch_on_cluster(
     text: str,
     *,
     env: dict[str, str],
+    secrets: dict[str, str],
     minimize: str,
     clouds: list[str] | None,
     workdir_key: str | None,
@@ -73,6 +74,7 @@ def launch_on_cluster(
         text,
         filename=str(file),
         env=env,
+        secrets=secrets or None,
         minimize=minimize,
         clouds=clouds,
         workdir_key=workdir_key,
@@ -103,6 +105,7 @@ def exec_command(
     target: Annotated[list[str], typer.Argument(help="A task file (YAML), or a command and its arguments.")],
     env: task_options.Env = None,
     env_file: task_options.EnvFile = None,
+    secret: task_options.Secret = None,
     detach: Annotated[bool, typer.Option("--detach", "-d", help="Queue the job and return.")] = False,
     api_url: Annotated[str | None, typer.Option("--api-url")] = None,
     api_key: Annotated[str | None, typer.Option("--api-key")] = None,
@@ -114,8 +117,9 @@ def exec_command(
     is_file = len(target) == 1 and path.suffix in (".yaml", ".yml") and path.is_file()
     try:
         envs = task_options.env_values(env, env_file)
+        secrets = task_options.pairs(secret, "--secret")
         prepared = (
-            prepare_launch(read_task_file(path), str(path), envs, {}, task_options.resource_overrides())
+            prepare_launch(read_task_file(path), str(path), envs, secrets, task_options.resource_overrides())
             if is_file
             else None
         )
@@ -130,7 +134,8 @@ def exec_command(
                 for remote, source in prepared.mounts.items()
             }
             job = client.exec_on_cluster(cluster, task=prepared.text, filename=str(path), env=envs,
-                                         workdir_key=workdir_key, file_mount_keys=mounts)  # fmt: skip
+                                         secrets=secrets or None, workdir_key=workdir_key,
+                                         file_mount_keys=mounts)  # fmt: skip
         else:
             command = " ".join(target) if len(target) > 1 else target[0]
             job = client.exec_on_cluster(cluster, command=command, env=envs)

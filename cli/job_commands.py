@@ -136,9 +136,6 @@ def launch(
     if cluster is not None and managed:
         errors.print(f"[red]error:[/red] {', '.join(managed)}: for managed jobs, not with -c NAME")
         raise typer.Exit(2)
-    if cluster is not None and secret:
-        errors.print("[red]error:[/red] --secret: for managed jobs; named clusters take no secrets yet")
-        raise typer.Exit(2)
     try:  # everything the file and the options can get wrong, before any upload or network call
         text = read_task_file(file)
         envs = task_options.env_values(env, env_file)
@@ -165,9 +162,9 @@ def launch(
             mount_keys[remote] = client.upload_path(source, field=f"file_mounts.{remote}")
         if cluster is not None:
             code = cluster_commands.launch_on_cluster(
-                client, cluster, file, prepared.text, env=envs, minimize=minimize, clouds=cloud_list,
-                workdir_key=workdir_key, mount_keys=mount_keys, fast=fast, idle_minutes=idle_minutes,
-                down=down or None, detach=detach,
+                client, cluster, file, prepared.text, env=envs, secrets=secrets, minimize=minimize,
+                clouds=cloud_list, workdir_key=workdir_key, mount_keys=mount_keys, fast=fast,
+                idle_minutes=idle_minutes, down=down or None, detach=detach,
             )  # fmt: skip
             raise typer.Exit(code)
         notify = {k: v for k, v in (("slack_webhook", notify_slack), ("email", notify_email)) if v}

@@ -57,6 +57,7 @@ def launch(settings: Settings, caller: User, name: str, body: ClusterLaunchReque
         task_text=body.task_text(),
         filename=body.filename,
         env=body.env,
+        secrets=body.secrets,
         minimize=body.minimize,
         clouds=body.clouds,
         workdir_key=body.workdir_key,
@@ -83,6 +84,7 @@ def exec_job(settings: Settings, caller: User, name: str, body: ClusterExecReque
         command=body.command,
         filename=body.filename,
         env=body.env,
+        secrets=body.secrets,
         workdir_key=body.workdir_key,
         file_mount_keys=body.file_mount_keys,
     )

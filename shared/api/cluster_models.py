@@ -12,6 +12,11 @@ ClusterAgentPhase = Literal["setting_up", "running", "succeeded", "failed", "set
 
 
 class ClusterLaunchRequest(PlanRequest):
+    secrets: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="Values of the task's `secrets` (null ones must be given): kept out of every table.",
+    )
     workdir_key: str | None = Field(None, max_length=1024)
     file_mount_keys: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
         default_factory=dict, max_length=64
@@ -32,6 +37,11 @@ class ClusterExecRequest(RequestBody):
     )
     filename: str = Field("task.yaml", max_length=512)
     env: dict[str, str] = Field(default_factory=dict)
+    secrets: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="Values of the task's `secrets` (null ones must be given): kept out of every table.",
+    )
     workdir_key: str | None = Field(None, max_length=1024)
     file_mount_keys: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
         default_factory=dict, max_length=64

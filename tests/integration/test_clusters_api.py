@@ -190,3 +190,27 @@ def test_buckets_in_file_mounts_are_refused_on_clusters_naming_the_field(alice: 
             and "named clusters" in answer.json_body["message"]
         )
     assert alice.get("/clusters").json_body["clusters"] == []  # nothing was made
+
+
+SECRET_TASK = "name: dev\nresources:\n  cpus: 2+\nsecrets:\n  HF_TOKEN: null\nrun: echo r\n"
+
+
+def test_null_secrets_need_values_on_launch_and_exec_and_the_values_stay_out_of_every_table(
+    alice: Caller, stack: Settings
+) -> None:
+    from secret_leaks import table_items_holding
+
+    refused = alice.post("/clusters/dev/launch", {"task": SECRET_TASK, "filename": "dev.yaml"})
+    assert refused.status_code == 400 and refused.json_body["field"] == "secrets.HF_TOKEN", refused.json_body
+    assert refused.json_body["line"] == 5 and refused.json_body["file"] == "dev.yaml"
+    value = "hf_cluster_value_6d1c"
+    launched = alice.post("/clusters/dev/launch", {"task": SECRET_TASK, "secrets": {"HF_TOKEN": value}})
+    assert launched.status_code == 201, launched.json_body
+    exec_refused = alice.post("/clusters/dev/exec", {"task": SECRET_TASK})
+    assert exec_refused.status_code in (400, 409), exec_refused.json_body  # no value (or not UP yet)
+    assert holds_nothing(alice.get("/clusters/dev").json_body, value)
+    assert table_items_holding(str(stack.endpoint_url), stack.region, stack.prefix, value) == []
+
+
+def holds_nothing(answer: Any, value: str) -> bool:
+    return value not in json.dumps(answer)

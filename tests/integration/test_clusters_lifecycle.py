@@ -4,6 +4,7 @@ HTTP. Every verb is also repeated (a duplicated message, a second request) and r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import threading
@@ -429,3 +430,22 @@ def test_a_two_node_cluster_runs_jobs_on_its_nodes_by_rank(api: Settings, queues
     # Rank 0's part is stopped at its next poll: the queue goes on with the next job at once.
     after = operations.exec_on_cluster(api, owner=OWNER, name="pair", command="echo next")
     wait_for(lambda: job_state(api, after.number, "pair") == "SUCCEEDED", timeout=15)
+
+
+def test_a_cluster_jobs_secrets_reach_its_run_and_no_log_or_table(
+    api: Settings, queues: QueueDriver, stack: Settings
+) -> None:
+    from secret_leaks import holds, table_items_holding
+
+    launch_up(api, queues)
+    value = "hf_cluster_exec_value_91ab"
+    digest = "import hashlib, os; print(hashlib.sha256(os.environ['HF_TOKEN'].encode()).hexdigest())"
+    task = f"secrets:\n  HF_TOKEN: null\nrun: |\n  python3 -c \"{digest}\"\n"
+    with pytest.raises(UserError, match="HF_TOKEN"):
+        operations.exec_on_cluster(api, owner=OWNER, name="dev", task_text=task)
+    job = operations.exec_on_cluster(api, owner=OWNER, name="dev", task_text=task, secrets={"HF_TOKEN": value})
+    wait_for(lambda: job_state(api, job.number) in ("SUCCEEDED", "FAILED"))
+    assert job_state(api, job.number) == "SUCCEEDED", log_of(api, job.number)
+    text = wait_for(lambda: log_of(api, job.number))
+    assert hashlib.sha256(value.encode()).hexdigest() in text and not holds(text, value)
+    assert table_items_holding(str(stack.endpoint_url), stack.region, stack.prefix, value) == []
