@@ -443,7 +443,9 @@ def test_a_cluster_jobs_secrets_reach_its_run_and_no_log_or_table(
     task = f"secrets:\n  HF_TOKEN: null\nrun: |\n  python3 -c \"{digest}\"\n"
     with pytest.raises(UserError, match="HF_TOKEN"):
         operations.exec_on_cluster(api, owner=OWNER, name="dev", task_text=task)
-    job = operations.exec_on_cluster(api, owner=OWNER, name="dev", task_text=task, secrets={"HF_TOKEN": value})
+    job = operations.exec_on_cluster(
+        api, owner=OWNER, name="dev", task_text=task, secrets={"HF_TOKEN": value}
+    )
     wait_for(lambda: job_state(api, job.number) in ("SUCCEEDED", "FAILED"))
     assert job_state(api, job.number) == "SUCCEEDED", log_of(api, job.number)
     text = wait_for(lambda: log_of(api, job.number))
