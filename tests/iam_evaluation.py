@@ -192,6 +192,7 @@ OPERATORS: dict[str, Callable[[str, str], bool]] = {
     "StringLike": lambda value, pattern: fnmatch.fnmatchcase(value, pattern),
     "ArnEquals": lambda value, pattern: value == pattern,
     "ArnLike": lambda value, pattern: fnmatch.fnmatchcase(value, pattern),
+    "ArnNotLike": lambda value, pattern: not fnmatch.fnmatchcase(value, pattern),  # one pattern only
 }
 
 
@@ -225,5 +226,20 @@ def allowing_statement(
         if not any(fnmatch.fnmatchcase(request.resource, r) for r in as_list(statement["Resource"])):
             continue
         if _condition_holds(statement.get("Condition") or {}, context):
+            return statement
+    return None
+
+
+def denying_statement(statements: list[dict[str, Any]], request: IamRequest) -> dict[str, Any] | None:
+    """The first Deny statement that matches the request (its conditions evaluated), or None."""
+    for statement in statements:
+        if statement.get("Effect") != "Deny":
+            continue
+        actions = [a.lower() for a in as_list(statement["Action"])]
+        if not any(fnmatch.fnmatchcase(request.action.lower(), a) for a in actions):
+            continue
+        if not any(fnmatch.fnmatchcase(request.resource, r) for r in as_list(statement["Resource"])):
+            continue
+        if _condition_holds(statement.get("Condition") or {}, request.context):
             return statement
     return None

@@ -31,7 +31,7 @@ import boto3
 import pytest
 from fakes_pricing.aws_pricing import PriceListApi, ec2_product
 from fakes_pricing.server import FakeServer
-from iam_evaluation import allowing_statement, iam_requests
+from iam_evaluation import ACCOUNT, IamRequest, allowing_statement, denying_statement, iam_requests
 from template_resolution import (
     StackResolver,
     as_list,
@@ -730,3 +730,45 @@ def test_every_action_a_role_grants_is_one_its_code_was_seen_to_use(
                     continue
                 unused.append(f"{logical}: {action}")
     assert not unused, "granted, never used:\n" + "\n".join(sorted(set(unused)))
+
+
+def test_a_jobs_secret_values_are_readable_by_the_api_alone_whoever_may_read_the_bucket(
+    deployed: DeployedStack, journey: dict[str, Any]
+) -> None:
+    """The bucket policy denies reading `secrets.json` objects to every principal but the API's role (which
+    serves them to a job's own agents), so a team that lets users read `runs/` does not hand them out."""
+    (policy,) = [
+        deployed.resolver.resolve(r["Properties"]["PolicyDocument"])
+        for r in deployed.resolver.template["Resources"].values()
+        if r["Type"] == "AWS::S3::BucketPolicy"
+    ]
+    statements = policy["Statement"]
+    readers: dict[str, list[IamRequest]] = {}
+    for logical, calls in deployed.calls.items():
+        for call in calls:
+            for request in iam_requests(call, deployed.settings.region):
+                if request.action == "s3:GetObject" and request.resource.endswith("/secrets.json"):
+                    readers.setdefault(logical, []).append(request)
+    assert set(readers) == {"ApiFunction"}, readers  # the journey's scheduled job has a secret
+
+    stack_name = deployed.resolver.ref("AWS::StackName")
+    secret_read = readers["ApiFunction"][0]
+    for principal, denied in [
+        (f"arn:aws:iam::{ACCOUNT}:role/{stack_name}-ApiFunctionRole-1A2B3C", False),
+        (f"arn:aws:iam::{ACCOUNT}:role/{stack_name}-SubmitFunctionRole-1A2B3C", True),
+        (f"arn:aws:iam::{ACCOUNT}:role/{stack_name}-ProvisionFunctionRole-1A2B3C", True),
+        (f"arn:aws:iam::{ACCOUNT}:user/analyst", True),
+        (f"arn:aws:iam::{ACCOUNT}:role/{stack_name}-NodeRole-1A2B3C", True),
+    ]:
+        asked = IamRequest(secret_read.action, secret_read.resource, {"aws:PrincipalArn": principal})
+        assert (denying_statement(statements, asked) is not None) is denied, principal
+        log = IamRequest("s3:GetObject", secret_read.resource.replace("secrets.json", "logs/0/x"),
+                         {"aws:PrincipalArn": principal})  # fmt: skip
+        assert denying_statement(statements, log) is None  # the rest of the bucket is the roles' business
+    cluster_secret = (
+        secret_read.resource.split("/runs/")[0] + "/clusters/cl-0123456789ab/jobs/00000001/secrets.json"
+    )
+    asked = IamRequest(
+        "s3:GetObject", cluster_secret, {"aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:user/analyst"}
+    )
+    assert denying_statement(statements, asked) is not None
