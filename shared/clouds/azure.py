@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from shared.clouds.azure_arm import DEFAULT_ARM_URL, ArmClient, AzureCredentials, cli_default_subscription
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, RANK_TAG, LaunchSpec, Node
-from shared.clouds.errors import CloudError, InvalidLaunchError
+from shared.clouds.errors import CloudError, InvalidLaunchError, TransientCloudError
 from shared.clouds.node_names import node_name
 from shared.clouds.spec_fields import image_for
 from shared.clouds.startup_script import startup_script
@@ -38,6 +38,14 @@ ADMIN = "azureuser"
 NSG_KIND = "Microsoft.Network/networkSecurityGroups"
 VNET = "skyless-vnet"
 LIVE_STATES = {"Creating", "Updating", "Succeeded"}
+POWER_TAG = "azure-power-state"  # not a tag: the VM's power state, for start
+# power states (the instance view's `PowerState/...`) of a VM that keeps its disk but runs nothing
+STOPPED_POWER = {
+    "PowerState/deallocating",
+    "PowerState/deallocated",
+    "PowerState/stopping",
+    "PowerState/stopped",
+}
 GPU_IMAGE = {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
 CPU_IMAGE = {
     "publisher": "Canonical",
@@ -162,7 +170,9 @@ class AzureCompute:
         return [n for n in self.list_owned() if n.cluster_id == cluster_id]
 
     def list_owned(self) -> list[Node]:
-        vms = self.arm.list_all("providers/Microsoft.Compute/virtualMachines", COMPUTE_API)
+        vms = self.arm.list_all(  # statusOnly: each VM with its instance view (its power state)
+            "providers/Microsoft.Compute/virtualMachines", COMPUTE_API, {"statusOnly": "true"}
+        )
         ours = [vm for vm in vms if (vm.get("tags") or {}).get(MANAGED_TAG) == "true"]
         ips = self._private_ips() if ours else {}
         return sorted((self._node(vm, ips) for vm in ours), key=lambda n: n.instance_id)
@@ -176,6 +186,42 @@ class AzureCompute:
             ((r.get("tags") or {}).get(JOB_TAG, ""), (r.get("tags") or {}).get(CLUSTER_TAG)) for r in tagged
         }
         return sorted((job, cluster) for job, cluster in pairs if cluster)
+
+    # -- named clusters: stop (deallocate) and start ---------------------------------------
+
+    def stop(self, cluster_id: str) -> None:
+        """Deallocate every running VM of the cluster, as SkyPilot stops Azure VMs: the OS disk stays, the
+        compute is no longer billed. Waited for; idempotent."""
+        operations = [
+            self.arm.call("POST", self._vm_action(node, "deallocate"), COMPUTE_API, missing_ok=(404,))[1]
+            for node in self.describe(cluster_id)
+            if node.state == "running"
+        ]
+        for operation in operations:
+            self.arm.wait(operation)
+
+    def start(self, cluster_id: str, agent_env: dict[str, str]) -> list[Node]:
+        """Start the cluster's deallocated VMs; cloud-init's per-boot script brings the agent back, which
+        keeps its token on disk (`agent_env` is not needed). A VM still deallocating is retried later."""
+        nodes = self.describe(cluster_id)
+        if not nodes:
+            raise InvalidLaunchError(f"azure: cluster {cluster_id} has no VM to start (deleted?)")
+        if any(
+            node.tags.get(POWER_TAG) in ("PowerState/deallocating", "PowerState/stopping") for node in nodes
+        ):
+            raise TransientCloudError(f"azure: a VM of {cluster_id} is still deallocating")
+        operations = [
+            self.arm.call("POST", self._vm_action(node, "start"), COMPUTE_API)[1]
+            for node in nodes
+            if node.state == "stopped"
+        ]
+        for operation in operations:
+            self.arm.wait(operation)
+        return self.describe(cluster_id) if operations else nodes
+
+    def _vm_action(self, node: Node, action: str) -> str:
+        vm = self._id(self.group(node.region or ""), "Microsoft.Compute/virtualMachines", node.instance_id)
+        return f"{vm}/{action}"
 
     # -- resources -------------------------------------------------------------------------
 
@@ -346,8 +392,12 @@ class AzureCompute:
 
     @staticmethod
     def _node(vm: dict[str, Any], ips: dict[str, str]) -> Node:
-        tags = dict(vm.get("tags") or {})
         properties = vm.get("properties") or {}
+        statuses = (properties.get("instanceView") or {}).get("statuses") or []
+        power = next(
+            (str(s["code"]) for s in statuses if str(s.get("code", "")).startswith("PowerState/")), ""
+        )
+        tags = {**dict(vm.get("tags") or {}), **({POWER_TAG: power} if power else {})}
         nics = (properties.get("networkProfile") or {}).get("networkInterfaces") or [{}]
         zones = vm.get("zones") or []
         return Node(
@@ -355,7 +405,11 @@ class AzureCompute:
             cluster_id=tags.get(CLUSTER_TAG, ""),
             job_id=tags.get(JOB_TAG, ""),
             ip=ips.get(str(nics[0].get("id", "")).lower(), ""),
-            state="running" if properties.get("provisioningState") in LIVE_STATES else "terminated",
+            state="terminated"
+            if properties.get("provisioningState") not in LIVE_STATES
+            else "stopped"
+            if power in STOPPED_POWER
+            else "running",
             cloud="azure",
             region=vm.get("location", ""),
             zone=f"{vm.get('location')}-{zones[0]}" if zones else None,

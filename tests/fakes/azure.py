@@ -35,6 +35,11 @@ KINDS = {
     "microsoft.compute/virtualmachines": "Microsoft.Compute/virtualMachines",
     "microsoft.network/networksecuritygroups": "Microsoft.Network/networkSecurityGroups",
 }
+VM_ACTION_PATH = re.compile(
+    r"^/subscriptions/[^/]+/resourcegroups/(?P<group>[^/]+)/providers/microsoft\.compute/virtualmachines/"
+    r"(?P<name>[^/]+)/(?P<action>deallocate|start|powerOff)$",
+    re.IGNORECASE,
+)
 VM_KIND = "Microsoft.Compute/virtualMachines"
 NIC_KIND = "Microsoft.Network/networkInterfaces"
 IP_KIND = "Microsoft.Network/publicIPAddresses"
@@ -66,6 +71,10 @@ class FakeAzure:
     throttle_next: int = 0
     page_size: int = 100
     vm_creates: list[dict[str, Any]] = field(default_factory=list)  # every VM PUT that created a VM
+    power_calls: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # ("deallocate" | "start", name) that acted
+    slow_deallocations: bool = False  # VMs being deallocated stay deallocating
     disks: set[str] = field(default_factory=set)  # OS disks of live VMs
     lock: threading.Lock = field(default_factory=threading.Lock)
     ids: itertools.count = field(default_factory=lambda: itertools.count(4))
@@ -106,9 +115,16 @@ class FakeAzure:
                 "/providers/microsoft.network/networkinterfaces",
             ):
                 kind = VM_KIND if "compute" in rest else NIC_KIND
-                return self._page([r for r in self.resources.values() if r["type"] == kind], request)
+                chosen = [r for r in self.resources.values() if r["type"] == kind]
+                if kind == VM_KIND and request.args.get("statusOnly") == "true":
+                    chosen = [self._with_instance_view(vm) for vm in chosen]
+                chosen = [{k: v for k, v in r.items() if not k.startswith("_")} for r in chosen]
+                return self._page(chosen, request)
             if rest.startswith("/resourcegroups/") and rest.count("/") == 2 and request.method == "PUT":
                 return self._put_group(request, rest.rsplit("/", 1)[-1])
+            action = VM_ACTION_PATH.match(path)
+            if action and request.method == "POST":
+                return self._power(action["group"], action["name"], action["action"])
             match = PROVIDER_PATH.match(path)
             if match and match["kind"] in KINDS:
                 if request.method == "PUT":
@@ -309,6 +325,42 @@ class FakeAzure:
         )  # fmt: skip
 
     # -- lists and operations --------------------------------------------------------------
+
+    def _with_instance_view(self, vm: dict[str, Any]) -> dict[str, Any]:
+        """A VM as `statusOnly=true` lists it: with its instance view, whose statuses hold the power state.
+        A deallocation is over by the next listing, unless `slow_deallocations` holds it."""
+        if vm.get("_power") == "deallocating" and not self.slow_deallocations:
+            vm["_power"] = "deallocated"
+        if vm.get("_power") == "starting":
+            vm["_power"] = "running"
+        power = vm.get("_power", "running")
+        shown = {k: v for k, v in vm.items() if not k.startswith("_")}
+        state = str(vm["properties"].get("provisioningState", "")).lower()
+        statuses = [{"code": f"ProvisioningState/{state}"}, {"code": f"PowerState/{power}"}]
+        shown["properties"] = {**vm["properties"], "instanceView": {"statuses": statuses}}
+        return shown
+
+    def _power(self, group: str, name: str, action: str) -> Response:
+        """POST .../virtualMachines/{name}/deallocate | start, as ARM answers: 202 with an operation to poll;
+        starting a VM that is still deallocating is a 409 Conflict."""
+        resource_id = f"/subscriptions/{self.subscription}/resourceGroups/{group}/providers/{VM_KIND}/{name}"
+        vm = self.resources.get(resource_id.lower())
+        if vm is None or vm["properties"].get("provisioningState") == "Deleting":
+            return arm_error(404, "ResourceNotFound", f"The Resource '{VM_KIND}/{name}' was not found.")
+        power = vm.get("_power", "running")
+        if action.lower() == "deallocate" and power in ("running", "starting"):
+            vm["_power"] = "deallocating"
+            self.power_calls.append(("deallocate", name))
+        elif action.lower() == "start":
+            if power == "deallocating":
+                return arm_error(
+                    409, "OperationNotAllowed", "Operation 'start' is not allowed: deallocating."
+                )
+            if power == "deallocated":
+                vm["_power"] = "starting"
+                self.power_calls.append(("start", name))
+        headers = {"Azure-AsyncOperation": self._new_operation(resource_id, None)}
+        return Response(status=202, headers=headers)
 
     def _tagged(self, request: Request) -> Response:
         match = TAG_FILTER.match(request.args.get("$filter", ""))
