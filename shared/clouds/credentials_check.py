@@ -8,11 +8,12 @@ read enough to tell a usable file from a broken one; they are not sent anywhere.
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from shared.config.environment import process_environ
 
 OK = "ok"  # verified with the cloud
 FOUND = "found"  # present and well-formed, not verified
@@ -40,7 +41,7 @@ class CloudCheck:
 def check_clouds(
     clouds: tuple[str, ...] = CLOUDS, env: Mapping[str, str] | None = None, home: Path | None = None
 ) -> list[CloudCheck]:
-    env = os.environ if env is None else env
+    env = process_environ(env)
     home = Path(env.get("HOME") or Path.home()) if home is None else home
     checks: dict[str, Callable[[Mapping[str, str], Path], CloudCheck]] = {
         "aws": check_aws,
