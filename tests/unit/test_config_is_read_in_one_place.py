@@ -65,3 +65,19 @@ def test_the_scan_catches_every_spelling() -> None:
 def test_the_scan_lets_other_os_calls_and_names_through() -> None:
     source = "import os\nos.path.join('a')\nenviron = {}\nenviron.get('X')\nself.environ = 1\n"
     assert environment_reads(source) == []
+
+
+def test_config_objects_name_their_variables_by_constant() -> None:
+    """`env.get("SKYLESS_X")` in shared/config/ would let a name drift from env_names."""
+    literal_reads = []
+    for path in sorted((ROOT / "shared" / "config").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and node.args):
+                continue
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            first = node.args[1] if callee.startswith("env_") and len(node.args) > 1 else node.args[0]
+            if callee in ("get", "env_text", "env_int", "env_float", "env_list") and isinstance(
+                first, ast.Constant
+            ):
+                literal_reads.append(f"{path.name}:{node.lineno}")
+    assert literal_reads == []
