@@ -30,13 +30,14 @@ from local_runtime.runtime_file import (
 )
 from local_runtime.state_snapshot import restore_snapshot, save_snapshot
 from shared.config import Settings
+from shared.config.env_names import ENV_LOCAL_SNAPSHOT_SECONDS
 
 if TYPE_CHECKING:
     from moto.server import ThreadedMotoServer
 
 log = logging.getLogger("skyless.local")
 
-SNAPSHOT_EVERY_SECONDS = float(os.environ.get("SKYLESS_LOCAL_SNAPSHOT_SECONDS", "15"))
+SNAPSHOT_EVERY_SECONDS = float(os.environ.get(ENV_LOCAL_SNAPSHOT_SECONDS, "15"))
 LOCAL_USER = "local"
 
 

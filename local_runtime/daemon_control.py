@@ -22,6 +22,7 @@ from local_runtime.runtime_file import (
     runtime_log_path,
     skyless_home,
 )
+from shared.config.env_names import ENV_HOME, ENV_LOCAL_API_PORT, ENV_LOCAL_MOTO_PORT, ENV_PYTHONPATH
 from shared.errors import UserError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -84,8 +85,8 @@ def start_local_runtime(
         return existing
     private_dir(home)
     private_dir(local_dir(home))
-    moto_port = moto_port or int(os.environ.get("SKYLESS_LOCAL_MOTO_PORT", DEFAULT_MOTO_PORT))
-    api_port = api_port or int(os.environ.get("SKYLESS_LOCAL_API_PORT", DEFAULT_API_PORT))
+    moto_port = moto_port or int(os.environ.get(ENV_LOCAL_MOTO_PORT, DEFAULT_MOTO_PORT))
+    api_port = api_port or int(os.environ.get(ENV_LOCAL_API_PORT, DEFAULT_API_PORT))
     for name, port in (("--moto-port", moto_port), ("--api-port", api_port)):
         if not port_is_free(port):
             raise LocalRuntimeError(
@@ -93,8 +94,8 @@ def start_local_runtime(
                 hint=f"stop what uses it, or choose another port with `skyless local up {name} N`",
             )
     env = dict(os.environ)
-    env["SKYLESS_HOME"] = str(home)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    env[ENV_HOME] = str(home)
+    env[ENV_PYTHONPATH] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get(ENV_PYTHONPATH, "")) if p)
     log_path = runtime_log_path(home)
     with os.fdopen(open_private_log(log_path), "ab") as log:
         proc = subprocess.Popen(

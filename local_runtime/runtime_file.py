@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from local_runtime.private_files import write_private
+from shared.config.env_names import ENV_HOME
 
 DEFAULT_MOTO_PORT = 5566
 DEFAULT_API_PORT = 5567
@@ -15,7 +16,7 @@ DEFAULT_API_PORT = 5567
 
 def skyless_home() -> Path:
     """$SKYLESS_HOME, or ~/.skyless."""
-    return Path(os.environ.get("SKYLESS_HOME") or Path.home() / ".skyless")
+    return Path(os.environ.get(ENV_HOME) or Path.home() / ".skyless")
 
 
 def local_dir(home: Path | None = None) -> Path:

@@ -9,14 +9,15 @@ once pydantic's own loader is loaded, it does nothing.
 
 from __future__ import annotations
 
-import os
 import sys
 import types
 from collections.abc import Iterable
 from typing import Any
 
+from shared.config.control_plane import PYDANTIC_PLUGINS_OFF, pydantic_plugins_off
+
 LOADER = "pydantic.plugin._loader"
-OFF = ("__all__", "1", "true")
+OFF = PYDANTIC_PLUGINS_OFF
 
 
 def get_plugins() -> Iterable[Any]:
@@ -25,7 +26,7 @@ def get_plugins() -> Iterable[Any]:
 
 def install() -> bool:
     """Stand in for pydantic's plugin loader when plugins are off; answers whether it did."""
-    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in OFF or LOADER in sys.modules:
+    if not pydantic_plugins_off() or LOADER in sys.modules:
         return False
     loader = types.ModuleType(LOADER, __doc__)
     loader.get_plugins = get_plugins  # type: ignore[attr-defined]

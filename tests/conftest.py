@@ -18,6 +18,15 @@ import pytest
 from local_runtime.moto_endpoint import start_moto
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
+from shared.config.env_names import (
+    ENV_AGENT_SECRET,
+    ENV_API_URL,
+    ENV_AWS_ENDPOINT_URL,
+    ENV_HOME,
+    ENV_LOCAL_API_PORT,
+    ENV_LOCAL_MOTO_PORT,
+    ENV_PREFIX,
+)
 from shared.stack import create_stack
 
 # tests/unit (no endpoint), tests/integration (moto server, local-cloud processes, fake clouds), tests/e2e
@@ -50,9 +59,9 @@ def moto_endpoint() -> Iterator[str]:
     # concurrent writers (it copies and restores whole tables), which real DynamoDB is.
     server = start_moto(port)
     url = f"http://127.0.0.1:{port}"
-    saved = {name: os.environ.get(name) for name in [*FAKE_AWS_ENV, "AWS_ENDPOINT_URL"]}
+    saved = {name: os.environ.get(name) for name in [*FAKE_AWS_ENV, ENV_AWS_ENDPOINT_URL]}
     os.environ.update(FAKE_AWS_ENV)
-    os.environ["AWS_ENDPOINT_URL"] = url
+    os.environ[ENV_AWS_ENDPOINT_URL] = url
     try:
         yield url
     finally:
@@ -81,7 +90,7 @@ def stack(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     create_stack(settings)
     for name, value in settings.to_env().items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("SKYLESS_AGENT_SECRET", "test-agent-secret")
+    monkeypatch.setenv(ENV_AGENT_SECRET, "test-agent-secret")
     yield settings
     cloud = LocalCloud(settings.home)
     for cluster_id in {node.cluster_id for node in cloud.list_owned()}:
@@ -174,11 +183,11 @@ def local_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     from local_runtime import stop_local_runtime
 
     home = tmp_path / "skyless-home"
-    for name in ("SKYLESS_API_URL", "SKYLESS_API_KEY", "SKYLESS_PREFIX", "AWS_ENDPOINT_URL"):
+    for name in (ENV_API_URL, "SKYLESS_API_KEY", ENV_PREFIX, ENV_AWS_ENDPOINT_URL):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SKYLESS_HOME", str(home))
-    monkeypatch.setenv("SKYLESS_LOCAL_MOTO_PORT", str(_free_port()))
-    monkeypatch.setenv("SKYLESS_LOCAL_API_PORT", str(_free_port()))
+    monkeypatch.setenv(ENV_HOME, str(home))
+    monkeypatch.setenv(ENV_LOCAL_MOTO_PORT, str(_free_port()))
+    monkeypatch.setenv(ENV_LOCAL_API_PORT, str(_free_port()))
     try:
         yield home
     finally:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import gc
 import json
-import os
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -34,6 +33,7 @@ from typing import Protocol, TypeVar
 from shared.catalog.accelerators import canonical_name
 from shared.catalog.files import read_offerings, read_offerings_csv, write_compact_cache, write_offerings_csv
 from shared.catalog.offering import Offering
+from shared.config.catalog import CatalogConfig
 from shared.errors import CatalogError
 
 _EMPTY: tuple[Offering, ...] = ()
@@ -306,7 +306,7 @@ class BuiltinSource:
 
 def skyless_home() -> Path:
     """`$SKYLESS_HOME`, default ~/.skyless."""
-    return Path(os.environ.get("SKYLESS_HOME") or Path.home() / ".skyless")
+    return CatalogConfig.from_env().home
 
 
 def imported_catalog_dir() -> Path:

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import boto3
@@ -45,37 +43,14 @@ from shared.clouds.aws_network import (
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, LaunchSpec, Node, ranked
 from shared.clouds.errors import InvalidLaunchError, NoCapacityError, QuotaError
 from shared.config import Settings
+from shared.config.clouds import DEFAULT_AWS_DISK_GB, AwsConfig
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 RUNNING_STATES = ("pending", "running")
-DEFAULT_DISK_GB = 256
+DEFAULT_DISK_GB = DEFAULT_AWS_DISK_GB
 MAX_REGION_THREADS = 8
 T = TypeVar("T")
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
-
-
-@dataclass(frozen=True)
-class AwsConfig:
-    regions: tuple[str, ...] = ()  # empty: ask EC2 which regions are enabled
-    home_region: str = "us-east-1"
-    endpoint_url: str | None = None
-    instance_profile: str | None = None
-    run_as: str = "ubuntu"
-    default_disk_gb: int = DEFAULT_DISK_GB
-
-    @classmethod
-    def from_env(cls, settings: Settings) -> AwsConfig:
-        env = os.environ
-        endpoint = env.get("SKYLESS_AWS_EC2_ENDPOINT", settings.endpoint_url or "") or None
-        regions = tuple(r.strip() for r in env.get("SKYLESS_AWS_REGIONS", "").split(",") if r.strip())
-        return cls(
-            regions=regions,
-            home_region=settings.region,
-            endpoint_url=None if endpoint == "aws" else endpoint,
-            instance_profile=env.get("SKYLESS_AWS_INSTANCE_PROFILE") or None,
-            run_as=env.get("SKYLESS_AWS_RUN_AS", "ubuntu"),
-            default_disk_gb=int(env.get("SKYLESS_AWS_DISK_GB") or DEFAULT_DISK_GB),
-        )
 
 
 def client_token(spec: LaunchSpec) -> str:

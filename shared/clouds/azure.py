@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from shared.clouds.errors import CloudError, InvalidLaunchError, TransientCloudE
 from shared.clouds.node_names import node_name
 from shared.clouds.spec_fields import image_for
 from shared.clouds.startup_script import startup_script
+from shared.config.clouds import AzureConfig
 
 GROUP_API = "2021-04-01"
 NETWORK_API = "2023-09-01"
@@ -66,9 +66,8 @@ def throwaway_public_key() -> str:
     )
 
 
-def ssh_public_key_from_env() -> str:
-    if key := os.environ.get("SKYLESS_AZURE_SSH_PUBLIC_KEY"):
-        return key
+def ssh_public_key_from_home() -> str:
+    """~/.ssh's public key, else a throwaway one (the nodes are reached through skyless, not this key)."""
     for name in ("id_ed25519.pub", "id_rsa.pub"):
         path = Path("~/.ssh").expanduser() / name
         if path.exists():
@@ -108,14 +107,17 @@ class AzureCompute:
 
     @classmethod
     def from_env(cls) -> AzureCompute:
-        env = os.environ
+        return cls.from_config(AzureConfig.from_env())
+
+    @classmethod
+    def from_config(cls, config: AzureConfig) -> AzureCompute:
         arm = ArmClient(
-            env.get("AZURE_SUBSCRIPTION_ID") or cli_default_subscription(),
-            AzureCredentials.from_env(),
-            env.get("SKYLESS_AZURE_ARM_URL", DEFAULT_ARM_URL),
-            poll_seconds=float(env.get("SKYLESS_AZURE_POLL_SECONDS", "3")),
+            config.subscription_id or cli_default_subscription(config.config_dir),
+            AzureCredentials.from_config(config),
+            config.arm_url or DEFAULT_ARM_URL,
+            poll_seconds=config.poll_seconds,
         )
-        return cls(arm, env.get("SKYLESS_AZURE_RESOURCE_GROUP"), env.get("SKYLESS_AZURE_SSH_PUBLIC_KEY"))
+        return cls(arm, config.resource_group, config.ssh_public_key)
 
     def group(self, region: str) -> str:
         return self.resource_group or f"skyless-{region}"
@@ -325,7 +327,7 @@ class AzureCompute:
 
     def vm_body(self, spec: LaunchSpec, name: str, tags: dict[str, str], nic_id: str) -> dict[str, Any]:
         custom_data = base64.b64encode(startup_script(spec, run_as=ADMIN).encode()).decode()
-        key = self.ssh_public_key or ssh_public_key_from_env()
+        key = self.ssh_public_key or ssh_public_key_from_home()
         properties: dict[str, Any] = {
             "hardwareProfile": {"vmSize": spec.instance_type},
             "storageProfile": {

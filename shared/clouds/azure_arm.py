@@ -11,7 +11,6 @@ CLI's default one (~/.azure/azureProfile.json, or `$AZURE_CONFIG_DIR`)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import threading
@@ -30,6 +29,7 @@ from shared.clouds.errors import (
     TransientCloudError,
 )
 from shared.clouds.rest_client import RestClient, body_of, error_for_status, new_http_client
+from shared.config.clouds import AzureConfig
 
 DEFAULT_AUTHORITY = "https://login.microsoftonline.com"
 DEFAULT_ARM_URL = "https://management.azure.com"
@@ -56,8 +56,9 @@ HELP = (
 )
 
 
-def cli_default_subscription() -> str | None:
-    folder = Path(os.environ.get("AZURE_CONFIG_DIR") or Path.home() / ".azure")
+def cli_default_subscription(config_dir: Path | None = None) -> str | None:
+    """az's default subscription, from its profile in `config_dir` (default ~/.azure)."""
+    folder = config_dir or Path.home() / ".azure"
     try:
         profile = json.loads((folder / "azureProfile.json").read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
@@ -98,13 +99,12 @@ class AzureCredentials:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def from_env(cls) -> AzureCredentials:
-        env = os.environ
+    def from_config(cls, config: AzureConfig) -> AzureCredentials:
         return cls(
-            env.get("AZURE_TENANT_ID"),
-            env.get("AZURE_CLIENT_ID"),
-            env.get("AZURE_CLIENT_SECRET"),
-            authority=env.get("AZURE_AUTHORITY_HOST", DEFAULT_AUTHORITY).rstrip("/"),
+            config.tenant_id,
+            config.client_id,
+            config.client_secret,
+            authority=(config.authority or DEFAULT_AUTHORITY).rstrip("/"),
         )
 
     @property

@@ -8,11 +8,30 @@ read enough to tell a usable file from a broken one; they are not sent anywhere.
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from shared.config.env_names import (
+    ENV_AWS_DEFAULT_REGION,
+    ENV_AWS_ENDPOINT_URL,
+    ENV_AWS_PROFILE,
+    ENV_AWS_REGION,
+    ENV_AZURE_CLIENT_CERTIFICATE_PATH,
+    ENV_AZURE_CLIENT_ID,
+    ENV_AZURE_CLIENT_SECRET,
+    ENV_AZURE_CONFIG_DIR,
+    ENV_AZURE_SUBSCRIPTION_ID,
+    ENV_AZURE_TENANT_ID,
+    ENV_CLOUDSDK_CONFIG,
+    ENV_GOOGLE_APPLICATION_CREDENTIALS,
+    ENV_GOOGLE_CLOUD_PROJECT,
+    ENV_LAMBDA_API_KEY,
+    ENV_RUNPOD_API_KEY,
+    ENV_USER_HOME,
+)
+from shared.config.environment import process_environ
 
 OK = "ok"  # verified with the cloud
 FOUND = "found"  # present and well-formed, not verified
@@ -40,8 +59,8 @@ class CloudCheck:
 def check_clouds(
     clouds: tuple[str, ...] = CLOUDS, env: Mapping[str, str] | None = None, home: Path | None = None
 ) -> list[CloudCheck]:
-    env = os.environ if env is None else env
-    home = Path(env.get("HOME") or Path.home()) if home is None else home
+    env = process_environ(env)
+    home = Path(env.get(ENV_USER_HOME) or Path.home()) if home is None else home
     checks: dict[str, Callable[[Mapping[str, str], Path], CloudCheck]] = {
         "aws": check_aws,
         "gcp": check_gcp,
@@ -66,11 +85,11 @@ def check_aws(env: Mapping[str, str], home: Path) -> CloudCheck:
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
-    endpoint = env.get("AWS_ENDPOINT_URL") or None
+    region = env.get(ENV_AWS_REGION) or env.get(ENV_AWS_DEFAULT_REGION) or "us-east-1"
+    endpoint = env.get(ENV_AWS_ENDPOINT_URL) or None
     config = Config(connect_timeout=3, read_timeout=5, retries={"max_attempts": 1})
     try:
-        session = boto3.session.Session(profile_name=env.get("AWS_PROFILE") or None)
+        session = boto3.session.Session(profile_name=env.get(ENV_AWS_PROFILE) or None)
         sts = session.client("sts", region_name=region, endpoint_url=endpoint, config=config)
         identity = sts.get_caller_identity()
     except NoCredentialsError:
@@ -93,8 +112,9 @@ GCP_FIX = (
 
 
 def check_gcp(env: Mapping[str, str], home: Path) -> CloudCheck:
-    named = env.get("GOOGLE_APPLICATION_CREDENTIALS")
-    config_dir = Path(env["CLOUDSDK_CONFIG"]) if env.get("CLOUDSDK_CONFIG") else home / ".config" / "gcloud"
+    named = env.get(ENV_GOOGLE_APPLICATION_CREDENTIALS)
+    gcloud = env.get(ENV_CLOUDSDK_CONFIG)
+    config_dir = Path(gcloud) if gcloud else home / ".config" / "gcloud"
     path = Path(named) if named else config_dir / "application_default_credentials.json"
     source = "GOOGLE_APPLICATION_CREDENTIALS" if named else "gcloud application-default credentials"
     if not path.is_file():
@@ -108,7 +128,7 @@ def check_gcp(env: Mapping[str, str], home: Path) -> CloudCheck:
     if kind not in ("service_account", "authorized_user", "external_account", "impersonated_service_account"):
         return CloudCheck("gcp", REFUSED, f"{path} is not a Google credentials file", GCP_FIX)
     assert data is not None
-    project = env.get("GOOGLE_CLOUD_PROJECT") or data.get("project_id") or data.get("quota_project_id")
+    project = env.get(ENV_GOOGLE_CLOUD_PROJECT) or data.get("project_id") or data.get("quota_project_id")
     if not project:
         return CloudCheck("gcp", FOUND, f"{kind} credentials in {path}, but no project", GCP_FIX)
     return CloudCheck("gcp", FOUND, f"{kind} credentials in {path}, project {project}")
@@ -120,16 +140,21 @@ AZURE_FIX = (
     "Run `az login` (and `az account set --subscription ID`), or set AZURE_CLIENT_ID, AZURE_TENANT_ID, "
     "AZURE_CLIENT_SECRET and AZURE_SUBSCRIPTION_ID for a service principal."
 )
-AZURE_PRINCIPAL = ("AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "AZURE_SUBSCRIPTION_ID")
+AZURE_PRINCIPAL = (
+    ENV_AZURE_CLIENT_ID,
+    ENV_AZURE_TENANT_ID,
+    ENV_AZURE_CLIENT_SECRET,
+    ENV_AZURE_SUBSCRIPTION_ID,
+)
 
 
 def check_azure(env: Mapping[str, str], home: Path) -> CloudCheck:
     given = [name for name in AZURE_PRINCIPAL if env.get(name)]
-    if env.get("AZURE_CLIENT_CERTIFICATE_PATH") and "AZURE_CLIENT_SECRET" not in given:
-        given.append("AZURE_CLIENT_SECRET")  # a certificate stands in for the secret
+    if env.get(ENV_AZURE_CLIENT_CERTIFICATE_PATH) and ENV_AZURE_CLIENT_SECRET not in given:
+        given.append(ENV_AZURE_CLIENT_SECRET)  # a certificate stands in for the secret
     if len(given) == len(AZURE_PRINCIPAL):
         return CloudCheck("azure", FOUND, f"service principal {env['AZURE_CLIENT_ID']} from the environment")
-    config_dir = Path(env["AZURE_CONFIG_DIR"]) if env.get("AZURE_CONFIG_DIR") else home / ".azure"
+    config_dir = Path(env[ENV_AZURE_CONFIG_DIR]) if env.get(ENV_AZURE_CONFIG_DIR) else home / ".azure"
     profile = _json_file(config_dir / "azureProfile.json")
     subscriptions: list[dict[str, object]] = (profile or {}).get("subscriptions") or []  # type: ignore[assignment]
     default = next((s for s in subscriptions if s.get("isDefault")), None)
@@ -156,7 +181,7 @@ RUNPOD_FIX = (
 
 
 def check_lambda(env: Mapping[str, str], home: Path) -> CloudCheck:
-    if env.get("LAMBDA_API_KEY"):
+    if env.get(ENV_LAMBDA_API_KEY):
         return CloudCheck("lambda", FOUND, "API key from LAMBDA_API_KEY")
     path = home / ".lambda_cloud" / "lambda_keys"
     if not path.is_file():
@@ -169,7 +194,7 @@ def check_lambda(env: Mapping[str, str], home: Path) -> CloudCheck:
 
 
 def check_runpod(env: Mapping[str, str], home: Path) -> CloudCheck:
-    if env.get("RUNPOD_API_KEY"):
+    if env.get(ENV_RUNPOD_API_KEY):
         return CloudCheck("runpod", FOUND, "API key from RUNPOD_API_KEY")
     path = home / ".runpod" / "config.toml"
     if not path.is_file():

@@ -13,7 +13,6 @@ launch created are deleted before the error goes up.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import uuid
@@ -29,11 +28,12 @@ from shared.clouds.errors import (
     QuotaError,
     TransientCloudError,
 )
-from shared.clouds.gcp_auth import GcpTokenSource, bearer_headers, project_from_env
+from shared.clouds.gcp_auth import GcpTokenSource, bearer_headers, project_of
 from shared.clouds.node_names import node_name, split_cluster_id
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
 from shared.clouds.spec_fields import accelerator_of, image_for
 from shared.clouds.startup_script import startup_script
+from shared.config.clouds import GcpConfig
 
 DEFAULT_URL = "https://compute.googleapis.com/compute/v1"
 REQUEST_NAMESPACE = uuid.UUID("6f1c8d8e-93a5-4c1e-9a55-5b1f0c2b7e11")
@@ -131,14 +131,17 @@ class GcpCompute:
 
     @classmethod
     def from_env(cls, **options: Any) -> GcpCompute:
-        tokens = GcpTokenSource.from_env()
-        env = os.environ
+        return cls.from_config(GcpConfig.from_env(), **options)
+
+    @classmethod
+    def from_config(cls, config: GcpConfig, **options: Any) -> GcpCompute:
+        tokens = GcpTokenSource.from_config(config)
         return cls(
-            project_from_env(tokens),
+            project_of(config, tokens),
             tokens,
-            base_url=env.get("SKYLESS_GCP_COMPUTE_URL", DEFAULT_URL),
-            network=env.get("SKYLESS_GCP_NETWORK", "global/networks/default"),
-            poll_seconds=float(env.get("SKYLESS_GCP_POLL_SECONDS", "2")),
+            base_url=config.compute_url or DEFAULT_URL,
+            network=config.network,
+            poll_seconds=config.poll_seconds,
             **options,
         )
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from shared.clouds.errors import CloudAuthError, TransientCloudError
 from shared.clouds.rest_client import new_http_client
+from shared.config.clouds import GcpConfig
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # Compute Engine and the TPU API
 JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -67,11 +67,11 @@ class GcpTokenSource:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def from_env(cls) -> GcpTokenSource:
-        if token := os.environ.get("GOOGLE_OAUTH_ACCESS_TOKEN"):
+    def from_config(cls, config: GcpConfig) -> GcpTokenSource:
+        if token := config.access_token:
             return cls(static_token=token)
-        named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
-        gcloud = Path(os.environ.get("CLOUDSDK_CONFIG") or Path.home() / ".config" / "gcloud")
+        named = config.credentials_file
+        gcloud = config.gcloud_dir or Path.home() / ".config" / "gcloud"
         path = Path(named).expanduser() if named else gcloud / "application_default_credentials.json"
         if not named and not path.is_file():
             return cls()
@@ -126,10 +126,9 @@ class GcpTokenSource:
         return str(body["access_token"]), now + float(body.get("expires_in", 3600))
 
 
-def project_from_env(tokens: GcpTokenSource) -> str | None:
+def project_of(config: GcpConfig, tokens: GcpTokenSource) -> str | None:
     """The project to launch in: `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`, else the key file's."""
-    env = os.environ
-    return env.get("GOOGLE_CLOUD_PROJECT") or env.get("CLOUDSDK_CORE_PROJECT") or tokens.project_hint
+    return config.project or tokens.project_hint
 
 
 def bearer_headers(project: str | None, tokens: GcpTokenSource) -> dict[str, str]:

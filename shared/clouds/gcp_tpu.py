@@ -14,7 +14,6 @@ deleted before the error goes up. Nodes are listed across zones with `locations/
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from typing import Any
@@ -30,10 +29,11 @@ from shared.clouds.errors import (
     TransientCloudError,
 )
 from shared.clouds.gcp import REQUEST_NAMESPACE, GcpCompute, gcp_label
-from shared.clouds.gcp_auth import GcpTokenSource, bearer_headers, project_from_env
+from shared.clouds.gcp_auth import GcpTokenSource, bearer_headers, project_of
 from shared.clouds.node_names import node_name
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
 from shared.clouds.startup_script import startup_script
+from shared.config.clouds import GcpConfig
 
 DEFAULT_TPU_URL = "https://tpu.googleapis.com/v2"
 TPU_INSTANCE_TYPE = "TPU-VM"
@@ -116,13 +116,16 @@ class GcpTpuVms:
 
     @classmethod
     def from_env(cls, **options: Any) -> GcpTpuVms:
-        tokens = GcpTokenSource.from_env()
-        env = os.environ
+        return cls.from_config(GcpConfig.from_env(), **options)
+
+    @classmethod
+    def from_config(cls, config: GcpConfig, **options: Any) -> GcpTpuVms:
+        tokens = GcpTokenSource.from_config(config)
         return cls(
-            project_from_env(tokens),
+            project_of(config, tokens),
             tokens,
-            base_url=env.get("SKYLESS_GCP_TPU_URL", DEFAULT_TPU_URL),
-            poll_seconds=float(env.get("SKYLESS_GCP_POLL_SECONDS", "2")),
+            base_url=config.tpu_url or DEFAULT_TPU_URL,
+            poll_seconds=config.poll_seconds,
             **options,
         )
 
@@ -291,7 +294,8 @@ class GcpCloud:
 
     @classmethod
     def from_env(cls) -> GcpCloud:
-        return cls(GcpCompute.from_env(), GcpTpuVms.from_env())
+        config = GcpConfig.from_env()
+        return cls(GcpCompute.from_config(config), GcpTpuVms.from_config(config))
 
     def launch(self, spec: LaunchSpec) -> list[Node]:
         if spec.instance_type == TPU_INSTANCE_TYPE:

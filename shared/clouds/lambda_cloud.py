@@ -10,7 +10,6 @@ and a launch first looks for live instances with those names (that is the idempo
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from shared.clouds.errors import CloudAuthError, CloudError, InvalidLaunchError,
 from shared.clouds.node_names import node_name, tags_from_name
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
 from shared.clouds.startup_script import startup_script
+from shared.config.clouds import LambdaConfig
 
 DEFAULT_URL = "https://cloud.lambdalabs.com/api/v1"
 KEYS_FILE = Path("~/.lambda_cloud/lambda_keys")
@@ -43,9 +43,8 @@ def classify_lambda_error(response: httpx.Response) -> CloudError:
     return error_for_status(response.status_code, text)
 
 
-def api_key_from_env() -> str | None:
-    if key := os.environ.get("LAMBDA_API_KEY"):
-        return key
+def api_key_from_file() -> str | None:
+    """The key SkyPilot's Lambda Cloud setup keeps in ~/.lambda_cloud/lambda_keys."""
     path = KEYS_FILE.expanduser()
     if path.exists():
         for line in path.read_text().splitlines():
@@ -67,10 +66,14 @@ class LambdaCloud:
 
     @classmethod
     def from_env(cls) -> LambdaCloud:
+        return cls.from_config(LambdaConfig.from_env())
+
+    @classmethod
+    def from_config(cls, config: LambdaConfig) -> LambdaCloud:
         return cls(
-            api_key_from_env(),
-            base_url=os.environ.get("SKYLESS_LAMBDA_API_URL", DEFAULT_URL),
-            ssh_key_name=os.environ.get("SKYLESS_LAMBDA_SSH_KEY_NAME"),
+            config.api_key or api_key_from_file(),
+            base_url=config.api_url or DEFAULT_URL,
+            ssh_key_name=config.ssh_key_name,
         )
 
     def _headers(self) -> dict[str, str]:

@@ -32,6 +32,9 @@ from shared.clouds.errors import (
     QuotaError,
     TransientCloudError,
 )
+from shared.config.clouds import LocalCloudConfig
+from shared.config.env_names import ENV_PYTHONPATH
+from shared.config.environment import inherited_environ
 
 NODE_FILE = "node.json"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -104,18 +107,23 @@ class LocalCloud:
     name = "local"
 
     def __init__(
-        self, home: Path, api_url: str | None = None, agent_command: list[str] | None = None
+        self,
+        home: Path,
+        api_url: str | None = None,
+        agent_command: list[str] | None = None,
+        config: LocalCloudConfig | None = None,
     ) -> None:
         self.root = home / "local"
         self.nodes_dir = self.root / "nodes"
         self.api_url = api_url
-        override = os.environ.get("SKYLESS_LOCAL_AGENT_COMMAND")  # a JSON list; tests use a stand-in
-        self.agent_command = agent_command or (json.loads(override) if override else AGENT_COMMAND)
+        self.config = config  # None: read from the environment when used (tests change it between calls)
+        override = (config or LocalCloudConfig.from_env()).agent_command  # tests use a stand-in
+        self.agent_command = agent_command or (list(override) if override else AGENT_COMMAND)
 
     # -- capacity --------------------------------------------------------------------------
 
     def capacity_rules(self) -> dict[str, list[str]]:
-        raw = os.environ.get("SKYLESS_LOCAL_CAPACITY")
+        raw = (self.config or LocalCloudConfig.from_env()).capacity
         if not raw:
             path = self.root / "capacity.json"
             raw = path.read_text() if path.exists() else "{}"
@@ -232,8 +240,9 @@ class LocalCloud:
 
     def _spawn_agent(self, sandbox: Path, record: dict[str, Any], agent_env: dict[str, str]) -> None:
         """Start the node's agent process in its sandbox; set the record's pid and start time."""
+        inherited = inherited_environ()
         env = {
-            **os.environ,
+            **inherited,
             **agent_env,
             "SKYLESS_API_URL": agent_env.get("SKYLESS_API_URL", self.api_url or ""),
             "SKYLESS_JOB_ID": record["job_id"],
@@ -243,7 +252,9 @@ class LocalCloud:
             "SKYLESS_NODE_HOME": str(sandbox),
             "HOME": str(sandbox),  # a VM of its own: `~` is the node's, not this machine's user's
             "SKYLESS_CLOUD": "local",
-            "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p),
+            ENV_PYTHONPATH: os.pathsep.join(
+                p for p in (str(PROJECT_ROOT), inherited.get(ENV_PYTHONPATH)) if p
+            ),
         }
         command = self.agent_command
         if agent_env.get("SKYLESS_AGENT_MODE") == "cluster" and command == AGENT_COMMAND:
@@ -304,7 +315,8 @@ class LocalCloud:
         if record is None:
             raise InvalidLaunchError(f"local cloud: cluster {cluster_id} has no node of rank {rank}")
         home = str(self.node_home(cluster_id, rank))
-        env = {name: os.environ[name] for name in SHELL_PASSTHROUGH if name in os.environ}
+        inherited = inherited_environ()
+        env = {name: inherited[name] for name in SHELL_PASSTHROUGH if name in inherited}
         env.update(
             {
                 "HOME": home,

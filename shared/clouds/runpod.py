@@ -12,7 +12,6 @@ runs the node agent's boot script, passed base64-encoded in its environment.
 from __future__ import annotations
 
 import base64
-import os
 import re
 import tomllib
 from pathlib import Path
@@ -33,6 +32,7 @@ from shared.clouds.node_names import node_name, tags_from_name
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
 from shared.clouds.spec_fields import image_for
 from shared.clouds.startup_script import startup_script
+from shared.config.clouds import RunPodConfig
 
 DEFAULT_URL = "https://api.runpod.io/graphql"
 CONFIG_FILE = Path("~/.runpod/config.toml")
@@ -102,9 +102,8 @@ def classify_runpod_http_error(response: httpx.Response) -> CloudError:
     return error_for_status(response.status_code, f"{response.status_code}: {message}")
 
 
-def api_key_from_env() -> str | None:
-    if key := os.environ.get("RUNPOD_API_KEY"):
-        return key
+def api_key_from_file() -> str | None:
+    """The key `runpod config` keeps in ~/.runpod/config.toml."""
     path = CONFIG_FILE.expanduser()
     if path.exists():
         try:
@@ -150,7 +149,11 @@ class RunPod:
 
     @classmethod
     def from_env(cls) -> RunPod:
-        return cls(api_key_from_env(), base_url=os.environ.get("SKYLESS_RUNPOD_API_URL", DEFAULT_URL))
+        return cls.from_config(RunPodConfig.from_env())
+
+    @classmethod
+    def from_config(cls, config: RunPodConfig) -> RunPod:
+        return cls(config.api_key or api_key_from_file(), base_url=config.api_url or DEFAULT_URL)
 
     def _headers(self) -> dict[str, str]:
         if not self.api_key:

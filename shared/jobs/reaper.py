@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -29,11 +28,12 @@ from pynamodb.models import Model
 from shared.clouds.base import CloudProvider, Node
 from shared.clouds.errors import CloudError
 from shared.config import Settings
+from shared.config.control_plane import ReaperConfig
 from shared.states import is_terminal
 from shared.store.models import JobModel
 from shared.wiring import Wiring, current_wiring
 
-DEFAULT_GRACE_SECONDS = 300
+DEFAULT_GRACE_SECONDS = ReaperConfig.grace_seconds
 MARKS_PARTITION = "reaper-marks"
 RECORDS_PARTITION = "reaper"  # kills whose job is gone
 NAMED_CLUSTER_PREFIX = "cl-"  # shared/clusters/names.py: KEY_PREFIX
@@ -80,7 +80,7 @@ class SweepReport:
 
 
 def grace_seconds_from_env() -> int:
-    return int(os.environ.get("SKYLESS_REAPER_GRACE_SECONDS") or DEFAULT_GRACE_SECONDS)
+    return ReaperConfig.from_env().grace_seconds
 
 
 def attempt_of_cluster(cluster_id: str) -> int | None:

@@ -23,10 +23,10 @@ from functools import cache
 from pathlib import Path
 
 from shared.config import Settings
+from shared.config.control_plane import NodeCredentialsConfig
+from shared.config.env_names import ENV_AGENT_SECRET_ARN
 
-BOOT_WINDOW_SECONDS = (
-    1800  # a node boots, installs and asks for its config within this (SKYLESS_BOOT_WINDOW_SECONDS)
-)
+BOOT_WINDOW_SECONDS = NodeCredentialsConfig.boot_window_seconds  # default of SKYLESS_BOOT_WINDOW_SECONDS
 
 
 class MissingSecretError(RuntimeError):
@@ -34,15 +34,14 @@ class MissingSecretError(RuntimeError):
 
 
 def control_plane_secret(settings: Settings) -> bytes:
-    from_env = os.environ.get("SKYLESS_AGENT_SECRET")
-    if from_env:
-        return from_env.encode("utf-8")
-    arn = os.environ.get("SKYLESS_AGENT_SECRET_ARN")
-    if arn:
-        return _secret_from_secrets_manager(settings.region, settings.endpoint_url, arn)
-    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+    config = NodeCredentialsConfig.from_env()
+    if config.agent_secret:
+        return config.agent_secret.encode("utf-8")
+    if config.agent_secret_arn:
+        return _secret_from_secrets_manager(settings.region, settings.endpoint_url, config.agent_secret_arn)
+    if config.on_lambda:
         raise MissingSecretError(
-            "SKYLESS_AGENT_SECRET_ARN is not set: infra/template.yaml gives it to the functions that sign "
+            f"{ENV_AGENT_SECRET_ARN} is not set: infra/template.yaml gives it to the functions that sign "
             "or check node credentials"
         )
     return _local_secret_file(settings.local_dir / "agent-secret")
@@ -79,7 +78,7 @@ def token_hash(token: str) -> str:
 
 
 def boot_window_seconds() -> int:
-    return int(os.environ.get("SKYLESS_BOOT_WINDOW_SECONDS") or BOOT_WINDOW_SECONDS)
+    return NodeCredentialsConfig.from_env().boot_window_seconds
 
 
 def boot_token(settings: Settings, job_id: str, attempt: int, *, now: float | None = None) -> str:

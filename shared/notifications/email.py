@@ -3,20 +3,19 @@ it must be a verified identity: create_stack verifies it locally; the SAM templa
 
 from __future__ import annotations
 
-import os
-
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.aws.sessions import aws_client
 from shared.config import Settings
+from shared.config.channels import NotifyConfig
 from shared.notifications.deliveries import Delivery
 from shared.notifications.events import Notification
 
-DEFAULT_SENDER = "skyless@example.com"
+DEFAULT_SENDER = NotifyConfig.sender
 
 
 def sender_address() -> str:
-    return os.environ.get("SKYLESS_NOTIFY_FROM") or DEFAULT_SENDER
+    return NotifyConfig.from_env().sender
 
 
 def send_email(settings: Settings, address: str, notification: Notification) -> Delivery:

@@ -9,7 +9,6 @@ the URL, and never repeat what the remote answered.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -17,13 +16,14 @@ from typing import Any
 
 import httpx
 
+from shared.config.channels import NotifyConfig
 from shared.notifications.deliveries import Delivery
 from shared.notifications.events import Notification
 from shared.notifications.outbound_http import PinnedClient, RefusedDestination
 from shared.notifications.webhook_secrets import mask_webhook
 
 MAX_ATTEMPTS = 4
-BACKOFF_SECONDS = 1.0  # 1, 2, 4 ... between tries after a 5xx or a network error
+BACKOFF_SECONDS = NotifyConfig.backoff_seconds  # 1, 2, 4 ... between tries after a 5xx or a network error
 MAX_RETRY_AFTER_SECONDS = 30.0
 TIMEOUT_SECONDS = 10.0
 
@@ -146,7 +146,4 @@ def _post(
 
 
 def _backoff_from_env() -> float:
-    try:
-        return float(os.environ.get("SKYLESS_NOTIFY_BACKOFF_SECONDS", BACKOFF_SECONDS))
-    except ValueError:
-        return BACKOFF_SECONDS
+    return NotifyConfig.from_env().backoff_seconds

@@ -10,11 +10,12 @@ Endpoints can be pointed elsewhere (tests, proxies): `SKYLESS_AWS_PRICING_URL`, 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 from shared.config import Settings
+from shared.config.catalog import PriceSourcesConfig
+from shared.config.env_names import ENV_PRICE_CLOUDS
 from shared.errors import UserError
 from shared.price_refresh.quotes import PriceFetcher
 from shared.price_refresh.refresh import refresh_catalog
@@ -22,58 +23,56 @@ from shared.price_refresh.refresh import refresh_catalog
 KNOWN = ("aws", "azure", "gcp", "lambda", "runpod")
 
 
-def price_fetchers(settings: Settings, env: Mapping[str, str] | None = None) -> list[PriceFetcher]:
-    env = os.environ if env is None else env
-    named = env.get("SKYLESS_PRICE_CLOUDS")
-    if named:
-        clouds = [c.strip().lower() for c in named.split(",") if c.strip()]
+def price_fetchers(
+    settings: Settings, env: Mapping[str, str] | None = None, config: PriceSourcesConfig | None = None
+) -> list[PriceFetcher]:
+    """The sources `config` names (default: read from `env`, default this process's environment)."""
+    config = config or PriceSourcesConfig.from_env(env)
+    if config.clouds is not None:
+        clouds = list(config.clouds)
     else:
         keyed = (
-            ("gcp", env.get("SKYLESS_GCP_PRICING_KEY")),
-            ("lambda", _lambda_key(env)),
-            ("runpod", env.get("RUNPOD_API_KEY")),
+            ("gcp", config.gcp_pricing_key),
+            ("lambda", _lambda_key(config)),
+            ("runpod", config.runpod_api_key),
         )
         clouds = ["aws", "azure"] + [cloud for cloud, key in keyed if key]
     unknown = [c for c in clouds if c not in KNOWN]
     if unknown:
-        raise UserError(f"no price source for {', '.join(unknown)}", field="SKYLESS_PRICE_CLOUDS",
+        raise UserError(f"no price source for {', '.join(unknown)}", field=ENV_PRICE_CLOUDS,
                         hint=f"known: {', '.join(KNOWN)}")  # fmt: skip
-    return [_fetcher(cloud, settings, env) for cloud in clouds]
+    return [_fetcher(cloud, settings, config) for cloud in clouds]
 
 
-def _fetcher(cloud: str, settings: Settings, env: Mapping[str, str]) -> PriceFetcher:
+def _fetcher(cloud: str, settings: Settings, config: PriceSourcesConfig) -> PriceFetcher:
     if cloud == "aws":
         from shared.price_refresh.aws_prices import AwsPriceFetcher
 
-        return AwsPriceFetcher(settings.endpoint_url, env.get("SKYLESS_AWS_PRICING_URL") or None)
+        return AwsPriceFetcher(settings.endpoint_url, config.aws_pricing_url)
     if cloud == "azure":
         from shared.price_refresh.azure_prices import DEFAULT_URL, AzurePriceFetcher
 
-        return AzurePriceFetcher(env.get("SKYLESS_AZURE_PRICES_URL") or DEFAULT_URL)
+        return AzurePriceFetcher(config.azure_prices_url or DEFAULT_URL)
     if cloud == "gcp":
         from shared.price_refresh.gcp_prices import DEFAULT_URL, GcpPriceFetcher
 
-        return GcpPriceFetcher(
-            env.get("SKYLESS_GCP_PRICING_KEY", ""), env.get("SKYLESS_GCP_BILLING_URL") or DEFAULT_URL
-        )
+        return GcpPriceFetcher(config.gcp_pricing_key or "", config.gcp_billing_url or DEFAULT_URL)
     if cloud == "lambda":
         from shared.price_refresh.lambda_prices import DEFAULT_URL, LambdaPriceFetcher
 
-        return LambdaPriceFetcher(
-            env.get("LAMBDA_API_KEY", ""), env.get("SKYLESS_LAMBDA_API_URL") or DEFAULT_URL
-        )
+        return LambdaPriceFetcher(config.lambda_api_key or "", config.lambda_api_url or DEFAULT_URL)
     from shared.price_refresh.runpod_prices import DEFAULT_URL, RunPodPriceFetcher
 
-    return RunPodPriceFetcher(env.get("RUNPOD_API_KEY", ""), env.get("SKYLESS_RUNPOD_API_URL") or DEFAULT_URL)
+    return RunPodPriceFetcher(config.runpod_api_key or "", config.runpod_api_url or DEFAULT_URL)
 
 
-def _lambda_key(env: Mapping[str, str]) -> str | None:
+def _lambda_key(config: PriceSourcesConfig) -> str | None:
     """`LAMBDA_API_KEY`, else the key file the Lambda Cloud provider reads (SkyPilot's)."""
-    if env.get("LAMBDA_API_KEY"):
-        return env["LAMBDA_API_KEY"]
-    from shared.clouds.lambda_cloud import api_key_from_env
+    if config.lambda_api_key:
+        return config.lambda_api_key
+    from shared.clouds.lambda_cloud import api_key_from_file
 
-    return api_key_from_env()
+    return api_key_from_file()
 
 
 def refresh_catalog_event(event: dict[str, Any]) -> dict[str, Any]:

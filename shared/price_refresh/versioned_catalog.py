@@ -17,7 +17,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from shared.aws.object_store import ObjectStore
 from shared.catalog.files import offerings_csv_text, parse_offerings_csv
 from shared.catalog.model import Catalog, build_catalog, load_default_catalog
 from shared.catalog.offering import Offering
+from shared.config.catalog import CatalogConfig
 from shared.errors import CatalogError
 
 logger = logging.getLogger("skyless.catalog")
@@ -37,7 +37,7 @@ logger = logging.getLogger("skyless.catalog")
 PREFIX = "catalog/"
 LATEST_KEY = PREFIX + "LATEST"
 LAST_REFRESH_KEY = PREFIX + "last-refresh.json"
-DEFAULT_TTL_SECONDS = 60.0
+DEFAULT_TTL_SECONDS = CatalogConfig.ttl_seconds
 
 
 @dataclass(frozen=True)
@@ -165,8 +165,7 @@ def _sources_of(catalog: Catalog) -> list[_BuiltRows]:
 
 def ttl_seconds() -> float:
     """How long a warm process trusts its catalog before asking LATEST again (SKYLESS_CATALOG_TTL_SECONDS)."""
-    raw = os.environ.get("SKYLESS_CATALOG_TTL_SECONDS")
-    return float(raw) if raw else DEFAULT_TTL_SECONDS
+    return CatalogConfig.from_env().ttl_seconds
 
 
 class StoredCatalogLoader:

@@ -13,7 +13,6 @@ Google Cloud Storage has no backend yet: `gs://` is refused at submit unless the
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
@@ -23,8 +22,9 @@ from botocore.exceptions import ClientError
 
 from shared.aws.sessions import boto3_session
 from shared.config import Settings
+from shared.config.channels import StorageConfig
 
-CREDENTIAL_SECONDS = 3600
+CREDENTIAL_SECONDS = StorageConfig.credential_seconds
 WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
 
 
@@ -206,16 +206,16 @@ STORE_OF_CLOUD = {"aws": "s3", "gcp": "gcs"}  # where a bucket named without `st
 class StorageBackends:
     """Which backend serves which store (`SKYLESS_STORES`: `s3=aws,r2=r2` or `*=local`)."""
 
-    def __init__(self, settings: Settings, environ: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, environ: dict[str, str] | None = None, config: StorageConfig | None = None
+    ) -> None:
         self.settings = settings
-        env = dict(os.environ if environ is None else environ)
-        self.env = env
+        self.config = config = config or StorageConfig.from_env(environ)
         default = "*=local" if settings.providers.strip() == "*=local" else "s3=aws"
-        if default == "s3=aws" and env.get("SKYLESS_R2_ACCOUNT_ID"):
+        if default == "s3=aws" and config.r2_account_id:
             default += ",r2=r2"
-        self.mapping = dict(
-            pair.split("=", 1) for pair in env.get("SKYLESS_STORES", default).split(",") if "=" in pair
-        )
+        stores = default if config.stores is None else config.stores
+        self.mapping = dict(pair.split("=", 1) for pair in stores.split(",") if "=" in pair)
 
     def backend_name(self, store: str) -> str | None:
         return self.mapping.get(store) or self.mapping.get("*")
@@ -230,8 +230,8 @@ class StorageBackends:
         return None if name is None else self._build(name)
 
     def _build(self, name: str) -> BucketBackend | None:
-        env, settings = self.env, self.settings
-        seconds = int(env.get("SKYLESS_STORAGE_CREDENTIAL_SECONDS") or CREDENTIAL_SECONDS)
+        config, settings = self.config, self.settings
+        seconds = config.credential_seconds
         if name == "local":
             return S3Backend(
                 store_label="local",
@@ -245,22 +245,22 @@ class StorageBackends:
             return S3Backend(
                 store_label="aws",
                 region=settings.region,
-                endpoint_url=env.get("SKYLESS_S3_ENDPOINT") or None,
-                node_endpoint=env.get("SKYLESS_S3_ENDPOINT") or None,
-                role_arn=env.get("SKYLESS_STORAGE_ROLE_ARN"),
+                endpoint_url=config.s3_endpoint,
+                node_endpoint=config.s3_endpoint,
+                role_arn=config.storage_role_arn,
                 credential_seconds=seconds,
             )
         if name == "r2":
-            account = env.get("SKYLESS_R2_ACCOUNT_ID", "")
+            account = config.r2_account_id or ""
             return R2Backend(
                 store_label="r2",
                 region="auto",
-                endpoint_url=env.get("SKYLESS_R2_ENDPOINT") or f"https://{account}.r2.cloudflarestorage.com",
-                access_key_id=env.get("SKYLESS_R2_ACCESS_KEY_ID"),
-                secret_access_key=env.get("SKYLESS_R2_SECRET_ACCESS_KEY"),
+                endpoint_url=config.r2_endpoint or f"https://{account}.r2.cloudflarestorage.com",
+                access_key_id=config.r2_access_key_id,
+                secret_access_key=config.r2_secret_access_key,
                 credential_seconds=seconds,
                 account_id=account,
-                api_token=env.get("SKYLESS_R2_API_TOKEN"),
-                api_url=env.get("SKYLESS_CLOUDFLARE_API_URL") or "https://api.cloudflare.com/client/v4",
+                api_token=config.r2_api_token,
+                api_url=config.cloudflare_api_url,
             )
         return None

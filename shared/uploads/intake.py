@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,7 @@ from botocore.exceptions import ClientError
 
 from shared.aws.sessions import aws_client
 from shared.config import Settings
+from shared.config.channels import UploadConfig
 from shared.errors import NoOfferingError, TaskFileError, UserError
 from shared.events.sqs_batch import MalformedMessage
 from shared.jobs.run_status import write_run_status
@@ -47,7 +47,7 @@ log = logging.getLogger("skyless.uploads")
 TASKS_PREFIX = "tasks/"
 TASK_SUFFIXES = (".yaml", ".yml")
 ERROR_SUFFIX = ".error.json"
-DEFAULT_UPLOAD_OWNER = "u-local"
+DEFAULT_UPLOAD_OWNER = UploadConfig.default_owner
 OWNER_METADATA = "skyless-owner"
 ENV_METADATA = "skyless-env"
 DEADLINE_METADATA = "skyless-deadline"
@@ -129,9 +129,7 @@ def owner_of(key: str, metadata: dict[str, str]) -> str | None:
     parts = key[len(TASKS_PREFIX) :].split("/")
     if len(parts) >= 2 and parts[0]:
         return parts[0]
-    return (
-        metadata.get(OWNER_METADATA) or os.environ.get("SKYLESS_UPLOAD_OWNER", DEFAULT_UPLOAD_OWNER) or None
-    )
+    return metadata.get(OWNER_METADATA) or UploadConfig.from_env().default_owner
 
 
 def _owner_from_metadata(key: str, metadata: dict[str, str]) -> bool:

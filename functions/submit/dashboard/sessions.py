@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from http.cookies import CookieError, SimpleCookie
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from shared.config import Settings
+from shared.config.control_plane import DashboardConfig
 from shared.errors import UserError
 from shared.jobs.tokens import control_plane_secret
 from shared.store.users import User, find_user, find_user_by_key_hash, hash_api_key
@@ -28,7 +28,7 @@ SESSION_COOKIE = "skyless_session"
 SIGN_IN_COOKIE = "skyless_sign_in"
 COOKIE_PATH = "/dashboard"
 SIGN_IN_SECONDS = 3600
-DEFAULT_SESSION_SECONDS = 4 * 3600
+DEFAULT_SESSION_SECONDS = DashboardConfig.session_seconds
 
 
 class SignInNeeded(UserError):
@@ -41,12 +41,12 @@ class CsrfError(UserError):
 
 
 def session_seconds() -> int:
-    return int(os.environ.get("SKYLESS_SESSION_SECONDS") or DEFAULT_SESSION_SECONDS)
+    return DashboardConfig.from_env().session_seconds
 
 
 def session_secret(settings: Settings) -> bytes:
     """`SKYLESS_SESSION_SECRET`, else a key derived from (never equal to) the control-plane secret."""
-    configured = os.environ.get("SKYLESS_SESSION_SECRET")
+    configured = DashboardConfig.from_env().session_secret
     if configured:
         return configured.encode("utf-8")
     return hmac.new(control_plane_secret(settings), b"skyless dashboard sessions", hashlib.sha256).digest()
