@@ -3,8 +3,8 @@
 First the cloud, as SkyPilot says it (the local cloud simulates the cloud a plan names, so it refuses what
 that cloud would): Lambda Cloud has no stop at all; spot VMs are reclaimed, not kept, on AWS (one-time
 requests), Azure (evicted with Delete), RunPod (interruptible pods) and Lambda. Then skyless's provider:
-it stops only where it implements `StoppableProvider` (local, aws, gcp's Compute Engine VMs, azure; not yet TPU
-VMs or runpod).
+it stops only where it implements `StoppableProvider` (local, aws, gcp's Compute Engine VMs, azure; not
+yet TPU VMs or runpod).
 """
 
 from __future__ import annotations
