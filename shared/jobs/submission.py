@@ -90,7 +90,7 @@ def submit_job(
     check_job_storage(settings, pipeline, owner=owner, filename=filename, text=task_text)
     wiring = wiring_for(settings)
     job_id = job_id or new_job_id()
-    job = wiring.store.jobs(
+    job = wiring.store.new_job(
         job_id=job_id,
         owner=owner,
         name=pipeline.name or pipeline.tasks[0].name,

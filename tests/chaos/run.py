@@ -39,7 +39,7 @@ from shared.jobs.reconcile import reconcile
 from shared.jobs.submission import new_job_id, submit_job
 from shared.states import ALLOWED, IllegalTransition, JobState, is_terminal
 from shared.store.cooldowns import CooldownStore
-from shared.store.jobs import JobStore
+from shared.store.jobs import DynamoJobStore as JobStore
 from shared.wiring import Wiring, install_wiring, uninstall_wiring
 
 TASKS = {

@@ -288,7 +288,7 @@ def test_two_nodes_reporting_success_at_once_both_count(
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from shared.store.jobs import JobStore
+    from shared.store.jobs import DynamoJobStore as JobStore
 
     job_id = launch(stack, queues, TWO_NODE_TASK)
     report_all(stack, job_id, "running")

@@ -32,7 +32,7 @@ from shared.price_refresh.versioned_catalog import (
     read_manifest,
     read_version,
 )
-from shared.store.jobs import JobStore
+from shared.store.jobs import DynamoJobStore as JobStore
 
 D2 = Offering("azure", "eastus", None, "Standard_D2s_v5", None, 0, None, 2, 8, 0.096, 0.0192)
 D2_WEST = Offering("azure", "westus2", None, "Standard_D2s_v5", None, 0, None, 2, 8, 0.096, 0.0192)

@@ -25,7 +25,7 @@ from shared.config import Settings
 from shared.jobs.reaper import reap_orphans, reaper_records
 from shared.jobs.submission import submit_job
 from shared.states import JobState
-from shared.store.jobs import JobStore
+from shared.store.jobs import DynamoJobStore as JobStore
 from shared.wiring import wiring_for
 
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
