@@ -221,7 +221,7 @@ def firing_in(body: dict[str, Any]) -> Firing | None:
 def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
     """Submit the schedule's task for this scheduled time, once."""
     from shared.jobs.run_status import write_run_status
-    from shared.jobs.submission import submit_job
+    from shared.jobs.submission import SubmitJob, submit_job
     from shared.states import LIVE, JobState
     from shared.wiring import wiring_for
 
@@ -246,8 +246,7 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
                 f"{firing.scheduled_time}: {row.last_job_id} is still {previous.state}",
             )  # fmt: skip
             return FiringOutcome("skipped_overlap", row.last_job_id)
-    job = submit_job(
-        settings,
+    command = SubmitJob.from_text(
         owner=row.owner,
         task_text=row.task_text,
         filename=row.filename,
@@ -258,6 +257,7 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
         source="schedule",
         source_ref=row.name,
     )
+    job = submit_job(wiring_for(settings), command)
     model = schedules_model(settings)
     try:  # counted once even when two deliveries of this firing get here together
         row.update(

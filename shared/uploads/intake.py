@@ -175,7 +175,7 @@ def submit_uploads(settings: Settings, event: dict[str, Any]) -> UploadOutcome:
 
 
 def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) -> None:
-    from shared.jobs.submission import submit_job
+    from shared.jobs.submission import SubmitJob, submit_job
     from shared.wiring import wiring_for
 
     wiring = wiring_for(settings)
@@ -200,11 +200,13 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         text = body.decode("utf-8", errors="replace")
         env = env_of(upload.key, metadata)
         deadline, hours = deadline_of(upload.key, metadata)
-        notes = pipeline_notes(check_task_runs(text, filename=upload.key, env=env))
-        job = submit_job(
-            settings, owner=owner, task_text=text, filename=upload.key, env=env, job_id=upload.job_id,
+        pipeline = check_task_runs(text, filename=upload.key, env=env)  # the one parse of the file
+        notes = pipeline_notes(pipeline)
+        command = SubmitJob(
+            owner=owner, pipeline=pipeline, task_text=text, filename=upload.key, job_id=upload.job_id,
             source="upload", source_ref=upload.key, deadline=deadline, hours=hours,
         )  # fmt: skip
+        job = submit_job(wiring, command)
     except UserError as error:
         if error.field in ("deadline", "hours"):  # named as the uploader set them
             error.field, error.file = f"x-amz-meta-skyless-{error.field}", upload.key
