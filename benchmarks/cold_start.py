@@ -162,9 +162,12 @@ class Bench:
                 return sqs_event(message, kind)
 
     def submitted(self, task: str = AWS_TASK) -> str:
-        from shared.jobs.submission import submit_job
+        from shared.jobs.submission import SubmitJob, submit_job
+        from shared.wiring import wiring_for
 
-        return submit_job(self.settings, owner="u-bench", task_text=task).job_id
+        return submit_job(
+            wiring_for(self.settings), SubmitJob.from_text(owner="u-bench", task_text=task)
+        ).job_id
 
     def optimize_event(self, task: str = AWS_TASK) -> dict[str, Any]:
         self.submitted(task)

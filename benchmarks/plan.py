@@ -194,8 +194,9 @@ def handler_cold_figures(runs: int) -> None:
     from local_runtime.moto_endpoint import free_port
     from shared.aws.sessions import aws_client
     from shared.config import Settings
-    from shared.jobs.submission import submit_job
+    from shared.jobs.submission import SubmitJob, submit_job
     from shared.stack import create_stack
+    from shared.wiring import wiring_for
 
     fake = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
     os.environ.update(fake)
@@ -221,7 +222,7 @@ def handler_cold_figures(runs: int) -> None:
             phases: list[tuple[float, float, float, float]] = []
             outside = []
             for _ in range(runs):
-                submit_job(settings, owner="bench", task_text=HANDLER_TASK)
+                submit_job(wiring_for(settings), SubmitJob.from_text(owner="bench", task_text=HANDLER_TASK))
                 (message,) = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1)["Messages"]
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
                 record = {"messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"],

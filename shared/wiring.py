@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import Any
+from typing import TYPE_CHECKING
 
 from shared.aws.object_store import ObjectStore, S3ObjectStore
 from shared.aws.queues import Queues
 from shared.clouds.registry import ProviderRegistry
 from shared.config import Settings
-from shared.store.jobs import JobStore
+from shared.store.job_store import Cooldowns, JobStore
+from shared.store.jobs import DynamoJobStore
+
+if TYPE_CHECKING:
+    from shared.catalog.model import Catalog
+    from shared.price_refresh.versioned_catalog import StoredCatalogLoader
 
 
 @dataclass
@@ -20,22 +25,25 @@ class Wiring:
     queues: Queues
     objects: ObjectStore
     providers: ProviderRegistry
+    cooldown_record: Cooldowns | None = None  # None: the DynamoDB record beside the store's clusters
 
     @cached_property
-    def catalog_loader(self) -> Any:
+    def catalog_loader(self) -> StoredCatalogLoader:
         from shared.price_refresh.versioned_catalog import StoredCatalogLoader
 
         return StoredCatalogLoader(self.objects)
 
     @cached_property
-    def cooldowns(self) -> Any:
+    def cooldowns(self) -> Cooldowns:
         """Recent spot preemptions by zone (shared/store/cooldowns.py), for the cool-down policy."""
+        if self.cooldown_record is not None:
+            return self.cooldown_record
         from shared.store.cooldowns import CooldownStore
 
         return CooldownStore(self.settings)
 
     @property
-    def catalog(self) -> Any:
+    def catalog(self) -> Catalog:
         """Built-in + imported + the refreshed version in the bucket; re-read when LATEST moves (TTL)."""
         return self.catalog_loader.catalog()
 
@@ -61,7 +69,7 @@ def wiring_for(settings: Settings) -> Wiring:
 def _built_wiring(settings: Settings) -> Wiring:
     return Wiring(
         settings=settings,
-        store=JobStore(settings),
+        store=DynamoJobStore(settings),
         queues=Queues(settings),
         objects=S3ObjectStore(settings),
         providers=ProviderRegistry(settings),

@@ -14,6 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
+from memory_stack import MemoryQueueDriver, MemoryQueues, memory_stack
 
 from local_runtime.moto_endpoint import start_moto
 from shared.clouds.local import LocalCloud
@@ -73,10 +74,32 @@ def moto_endpoint() -> Iterator[str]:
                 os.environ[name] = value
 
 
+UNIT_TIER = Path(__file__).resolve().parent / "unit"
+
+
+def _in_unit_tier(request: pytest.FixtureRequest) -> bool:
+    return UNIT_TIER in Path(request.node.path).resolve().parents
+
+
 @pytest.fixture
-def stack(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+def memory_queues() -> MemoryQueues:
+    return MemoryQueues()
+
+
+@pytest.fixture
+def stack(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Settings]:
     """Fresh tables/queues/bucket under a unique prefix; the environment is set so handlers see them.
-    At the end, every local-cloud node the test started is terminated (nothing outlives a test)."""
+    At the end, every local-cloud node the test started is terminated (nothing outlives a test).
+    Under tests/unit, the same with every adapter in memory (tests/memory_stack.py), no endpoint."""
+    if _in_unit_tier(request):
+        with memory_stack(
+            tmp_path / "skyless-home", monkeypatch, request.getfixturevalue("memory_queues")
+        ) as memory:
+            yield memory
+        return
+    moto_endpoint: str = request.getfixturevalue("moto_endpoint")
     settings = Settings(
         prefix=f"t{uuid.uuid4().hex[:10]}",
         region=FAKE_AWS_ENV["AWS_DEFAULT_REGION"],
@@ -150,7 +173,9 @@ class QueueDriver:
 
 
 @pytest.fixture
-def queues(stack: Settings) -> QueueDriver:
+def queues(request: pytest.FixtureRequest, stack: Settings) -> QueueDriver | MemoryQueueDriver:
+    if _in_unit_tier(request):
+        return MemoryQueueDriver(stack, request.getfixturevalue("memory_queues"))
     return QueueDriver(stack)
 
 

@@ -34,7 +34,8 @@ def table_items_holding(endpoint_url: str, region: str, prefix: str, value: str)
     """`table: item` for every item of every `<prefix>-*` table that holds the value; also how many tables
     were scanned, so that a scan of nothing cannot pass."""
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
-    names = [n for n in dynamodb.list_tables()["TableNames"] if n.startswith(f"{prefix}-")]
+    pages = dynamodb.get_paginator("list_tables").paginate()  # one endpoint holds many tests' stacks
+    names = [n for page in pages for n in page["TableNames"] if n.startswith(f"{prefix}-")]
     assert len(names) >= 4, names  # jobs, clusters, events, schedules, users, ...
     found = []
     for name in names:

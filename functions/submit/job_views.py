@@ -32,7 +32,7 @@ from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.job_filters import job_filter
 from shared.jobs.node_claims import first_config
-from shared.jobs.submission import new_job_id, submit_job
+from shared.jobs.submission import SubmitJob, new_job_id, submit_job
 from shared.jobs.views import get_job, list_jobs, read_logs
 from shared.notifications.settings import check_email, check_webhook, store_job_override
 from shared.optimizer import Plan, locate_plan_error, plan_pipeline
@@ -63,10 +63,10 @@ def read_task(body: PlanRequest) -> Pipeline:
         raise TaskFileError(f"not readable as YAML: {exc}", file=body.filename, line=line) from None
 
 
-def plan_task_file(settings: Settings, body: PlanRequest) -> Plan:
-    """The plan for the task the body carries, on the catalog the optimize function uses (refreshed
-    prices included); errors name the body's filename."""
-    pipeline = read_task(body)
+def plan_task_file(settings: Settings, body: PlanRequest, pipeline: Pipeline | None = None) -> Plan:
+    """The plan for the task the body carries (`pipeline`, when the caller has read it already), on the
+    catalog the optimize function uses (refreshed prices included); errors name the body's filename."""
+    pipeline = pipeline if pipeline is not None else read_task(body)
     clouds = {c.lower() for c in body.clouds} if body.clouds else None
     catalog = wiring_for(settings).catalog
     try:
@@ -84,7 +84,8 @@ def dry_run(settings: Settings, body: PlanRequest) -> dict[str, Any]:
 
 def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
     check_workdir_key(caller, body.workdir_key)
-    plan_task_file(settings, body)  # a task nothing can run is refused before anything is recorded
+    pipeline = read_task(body)  # the one parse of the file (null secrets must have values: `body.secrets`)
+    plan_task_file(settings, body, pipeline)  # a task nothing can run is refused before anything is recorded
     job_id = new_job_id()
     if body.notify:
         # This job's own channels (the webhook kept as a Secrets Manager secret), stored before the job
@@ -98,21 +99,20 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         if body.notify.email:
             check_email(body.notify.email, field="notify.email")
         store_job_override(settings, job_id, slack_webhook=body.notify.slack_webhook, email=body.notify.email)
-    job = submit_job(
-        settings,
+    command = SubmitJob(
         owner=caller.user_id,
+        pipeline=pipeline,
         task_text=body.task_text(),
         filename=body.filename,
-        env=body.env,
-        secrets=body.secrets,
         minimize=body.minimize,
-        clouds=body.clouds,
+        clouds=tuple(body.clouds) if body.clouds else None,
         workdir_key=body.workdir_key,
-        file_mount_keys=body.file_mount_keys,
+        file_mount_keys=body.file_mount_keys or {},
         job_id=job_id,
         deadline=body.deadline,
         hours=body.hours,
     )
+    job = submit_job(wiring_for(settings), command)
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 
 

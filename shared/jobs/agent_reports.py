@@ -26,6 +26,7 @@ from shared.jobs.recovery import fail_job, recover_job, recovery_options
 from shared.jobs.task_records import load_pipeline_of, secrets_of
 from shared.jobs.tokens import attempt_fields
 from shared.states import HAS_NODES, JobState, is_terminal
+from shared.store.job_store import NodeFields
 from shared.store.models import ClusterModel, JobModel
 from shared.task.spec import GitWorkdir
 from shared.wiring import Wiring, wiring_for
@@ -243,7 +244,7 @@ def _apply_report(
             fields["exit_code"] = int(exit_code)
     node.update(fields)
     rank = int(node["rank"])
-    node_update = [(cluster, store.node_actions(instance_id, **fields))]
+    node_update = [NodeFields(cluster, instance_id, fields)]
     state = JobState(job.state)
 
     # A move that loses a race (another report moved the job) answers ALREADY_DONE: read again, retry.
@@ -278,7 +279,7 @@ def _move_if_step_complete(
     cluster: ClusterModel,
     nodes: dict[str, dict[str, Any]],
     phase: str,
-    node_update: list[Any],
+    node_update: list[NodeFields],
 ) -> bool | None:
     """Move the job when every node has reached the step `phase` completes; None if none is.
     `node_update` (the report's own write) goes into the move's transaction."""
@@ -311,7 +312,9 @@ def _on_node_failed(
     return fail_job(wiring, job, what)
 
 
-def _on_all_succeeded(wiring: Wiring, job: JobModel, cluster: ClusterModel, node_update: list[Any]) -> bool:
+def _on_all_succeeded(
+    wiring: Wiring, job: JobModel, cluster: ClusterModel, node_update: list[NodeFields]
+) -> bool:
     pipeline_length = len(load_pipeline_of(wiring, job).tasks)
     next_task = int(job.task_index) + 1
     if next_task < pipeline_length:

@@ -162,7 +162,7 @@ def submit_group(
     ids = [member_job_id(group.job_id, i) for i in range(len(pipeline.tasks))]
     launches: list[tuple[str, bool]] = []
     for index, (member_id, task) in enumerate(zip(ids, pipeline.tasks, strict=True)):
-        member = wiring.store.jobs(
+        member = wiring.store.new_job(
             job_id=member_id,
             owner=group.owner,
             name=task.name,

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pynamodb.exceptions import UpdateError
-
 from shared.config import Settings
 from shared.errors import AuthError
 from shared.jobs.agent_reports import agent_config
@@ -43,13 +41,4 @@ def claim_node(settings: Settings, job_id: str, instance_id: str, node_key: str)
     cluster = store.cluster(job.cluster_id) if job is not None else None
     if cluster is None:
         return False
-    claim = token_hash(node_key)
-    node = store.clusters.nodes[instance_id]
-    unclaimed_or_ours = node[CLAIM_FIELD].does_not_exist() | (node[CLAIM_FIELD] == claim)
-    try:
-        cluster.update(actions=[node[CLAIM_FIELD].set(claim)], condition=node.exists() & unclaimed_or_ours)
-    except UpdateError as error:
-        if "ConditionalCheckFailed" in (error.cause_response_code or ""):
-            return False
-        raise
-    return True
+    return store.claim_node(cluster, instance_id, CLAIM_FIELD, token_hash(node_key))

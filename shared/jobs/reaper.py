@@ -31,7 +31,7 @@ from shared.config import Settings
 from shared.config.control_plane import ReaperConfig
 from shared.states import is_terminal
 from shared.store.models import JobModel
-from shared.wiring import Wiring, current_wiring
+from shared.wiring import Wiring, current_wiring, wiring_for
 
 DEFAULT_GRACE_SECONDS = ReaperConfig.grace_seconds
 MARKS_PARTITION = "reaper-marks"
@@ -229,9 +229,7 @@ def _forget(marks: type[ReaperMark], key: str) -> None:
 
 def reaper_records(settings: Settings) -> list[dict[str, Any]]:
     """Kills whose job was gone (for operators and tests)."""
-    from shared.store.jobs import JobStore
-
     return [
         {"message": e.message, **(e.detail.as_dict() if e.detail else {})}
-        for e in JobStore(settings).timeline(RECORDS_PARTITION)
+        for e in wiring_for(settings).store.timeline(RECORDS_PARTITION)
     ]

@@ -16,6 +16,7 @@ from shared.jobs.task_records import load_pipeline_of
 from shared.jobs.tokens import attempt_fields
 from shared.optimizer.plan import Block
 from shared.states import JobState, can_move
+from shared.store.job_store import PreemptionCount
 from shared.store.models import JobModel
 from shared.wiring import Wiring
 
@@ -83,8 +84,7 @@ def recover_job(
     detail = {"cluster": old_cluster}
     counted = []  # the preemption, for every job planning spot there (shared/optimizer/cooling.py)
     if preempted and cluster is not None and cluster.use_spot:
-        place = (cluster.cloud, cluster.region, cluster.zone)
-        counted.append(wiring.cooldowns.preemption_update(*place, cluster.cluster_id))
+        counted.append(PreemptionCount(cluster.cloud, cluster.region, cluster.zone, cluster.cluster_id))
     moved = wiring.store.move(
         job, JobState.RECOVERING, cause, changes=changes, detail=detail, also_update=counted
     )

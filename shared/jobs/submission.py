@@ -1,13 +1,15 @@
-"""Submit: validate the task file, plan it, record the job PLANNED and ask for its launch (a task the catalog
-cannot place is recorded PENDING for the optimize function to fail with the reason)."""
+"""Submit: one command (`SubmitJob`, its task file parsed at the edge): check the options, plan it, record the
+job PLANNED and ask for its launch (a task the catalog cannot place is recorded PENDING for the optimize
+function to fail with the reason)."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from shared.config import Settings
 from shared.errors import NoOfferingError, UserError
 from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
@@ -19,8 +21,9 @@ from shared.jobs.tokens import agent_token, token_hash
 from shared.states import JobState
 from shared.storage.lifecycle import check_job_storage
 from shared.store.models import JobModel
+from shared.task.spec import Pipeline
 from shared.task.unsupported_fields import pipeline_notes
-from shared.wiring import Wiring, wiring_for
+from shared.wiring import Wiring
 
 OBJECTIVES = ("cost", "time")
 
@@ -51,25 +54,10 @@ def new_job_id() -> str:
     return f"job-{uuid.uuid4().hex[:12]}"
 
 
-def submit_job(
-    settings: Settings,
-    *,
-    owner: str,
-    task_text: str,
-    filename: str = "task.yaml",
-    env: dict[str, str] | None = None,
-    secrets: dict[str, str] | None = None,
-    minimize: str = "cost",
-    clouds: list[str] | None = None,
-    workdir_key: str | None = None,
-    file_mount_keys: dict[str, str] | None = None,
-    job_id: str | None = None,
-    source: str = "cli",
-    source_ref: str | None = None,
-    deadline: str | None = None,
-    hours: float | None = None,
-) -> SubmittedJob:
-    """Raises TaskFileError (file/line/field) for a bad task, UserError for a bad option.
+@dataclass(frozen=True)
+class SubmitJob:
+    """A job to submit, its task file already parsed at the edge (`pipeline`). `task_text` and `filename` are
+    what it was parsed from (errors about storage name their lines).
 
     `job_id` lets a caller with its own idempotency key (an S3 upload's bucket/key/ETag) submit
     twice safely: the second submit finds the job and sends nothing.
@@ -78,33 +66,79 @@ def submit_job(
     `deadline` (ISO 8601 time or a duration from now) and `hours` (the compute the job needs) make it a
     deadline job (shared/jobs/deadlines.py); one that cannot be met even on on-demand is a UserError.
     """
-    from shared.task.loader import load_pipeline
 
+    owner: str
+    pipeline: Pipeline
+    task_text: str
+    filename: str = "task.yaml"
+    minimize: str = "cost"
+    clouds: tuple[str, ...] | None = None
+    workdir_key: str | None = None
+    file_mount_keys: Mapping[str, str] = field(default_factory=dict)
+    job_id: str | None = None
+    source: str = "cli"
+    source_ref: str | None = None
+    deadline: str | None = None
+    hours: float | None = None
+
+    def __post_init__(self) -> None:
+        check_objective(self.minimize)
+
+    @classmethod
+    def from_text(
+        cls,
+        *,
+        owner: str,
+        task_text: str,
+        filename: str = "task.yaml",
+        env: dict[str, str] | None = None,
+        secrets: dict[str, str] | None = None,
+        minimize: str = "cost",
+        clouds: Sequence[str] | None = None,
+        **options: Any,
+    ) -> SubmitJob:
+        """The command for a task file's text, parsed here (the edge); TaskFileError names file/line/field."""
+        from shared.task.loader import load_pipeline
+
+        check_objective(minimize)
+        pipeline = load_pipeline(
+            task_text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {}
+        )
+        return cls(
+            owner=owner, pipeline=pipeline, task_text=task_text, filename=filename, minimize=minimize,
+            clouds=tuple(clouds) if clouds else None, **options,
+        )  # fmt: skip
+
+
+def check_objective(minimize: str) -> None:
     if minimize not in OBJECTIVES:
         raise UserError(f"unknown objective {minimize!r}", field="minimize", hint="use 'cost' or 'time'")
-    pipeline = load_pipeline(
-        task_text, filename=filename, env_overrides=env or {}, secret_overrides=secrets or {}
-    )
-    deadline_record = deadline_fields(settings, deadline, hours)
-    keys = file_mount_keys or {}
+
+
+def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
+    """Record the job (PLANNED with its launch asked for, or PENDING) and answer it. Raises UserError for a
+    bad option (deadline, file mounts, storage); the task file itself was checked when `command` was made."""
+    settings = wiring.settings
+    pipeline, owner, filename = command.pipeline, command.owner, command.filename
+    deadline_record = deadline_fields(settings, command.deadline, command.hours)
+    keys = dict(command.file_mount_keys)
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
-    check_job_storage(settings, pipeline, owner=owner, filename=filename, text=task_text)
-    wiring = wiring_for(settings)
-    job_id = job_id or new_job_id()
-    job = wiring.store.jobs(
+    check_job_storage(settings, pipeline, owner=owner, filename=filename, text=command.task_text)
+    job_id = command.job_id or new_job_id()
+    job = wiring.store.new_job(
         job_id=job_id,
         owner=owner,
         name=pipeline.name or pipeline.tasks[0].name,
         state=JobState.PENDING.value,
         version=0,
         attempt=0,
-        minimize=minimize,
-        clouds=json.dumps(sorted(c.lower() for c in clouds)) if clouds else None,
-        workdir_key=workdir_key,
+        minimize=command.minimize,
+        clouds=json.dumps(sorted(c.lower() for c in command.clouds)) if command.clouds else None,
+        workdir_key=command.workdir_key,
         file_mounts=encode_keys(keys),
         token_hash=token_hash(agent_token(settings, job_id, 0)),  # a new one with each attempt
-        source=source,
-        source_ref=source_ref,
+        source=command.source,
+        source_ref=command.source_ref,
         **deadline_record,
     )
     if pipeline.execution == "parallel":  # a job group: its tasks launched together, each a job of its own

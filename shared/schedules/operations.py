@@ -246,7 +246,7 @@ def firing_in(body: dict[str, Any]) -> Firing | None:
 def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
     """Submit the schedule's task for this scheduled time, once."""
     from shared.jobs.run_status import write_run_status
-    from shared.jobs.submission import submit_job
+    from shared.jobs.submission import SubmitJob, submit_job
     from shared.states import LIVE, JobState
     from shared.wiring import wiring_for
 
@@ -279,8 +279,7 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
             message = f"{firing.scheduled_time}: its secrets ({names}) are gone; nothing ran"
             store.note(f"schedule#{row.schedule_id}", "schedule_failed", message)
             return FiringOutcome("secrets_missing")
-    job = submit_job(
-        settings,
+    command = SubmitJob.from_text(
         owner=row.owner,
         task_text=row.task_text,
         filename=row.filename,
@@ -292,6 +291,7 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
         source="schedule",
         source_ref=row.name,
     )
+    job = submit_job(wiring_for(settings), command)
     model = schedules_model(settings)
     try:  # counted once even when two deliveries of this firing get here together
         row.update(

@@ -1,6 +1,7 @@
-"""DynamoDB state (pynamodb): `models` (tables bound to one Settings), `jobs` (the `JobStore`: every move
-a conditional write with its timeline event), `schedules` and `users` (their tables),
+"""DynamoDB state (pynamodb): `job_store` (the `JobStore` port the lifecycle asks, and its write contract),
+`jobs` (`DynamoJobStore`: every move a conditional write with its timeline event; `memory` holds the
+in-memory one for tests), `models` (tables bound to one Settings), `schedules` and `users` (their tables),
 `cluster_records` (named clusters, their name claims and job queues; item models in `cluster_tables`).
 """
 
-__all__ = ["cluster_records", "jobs", "models", "schedules", "users"]
+__all__ = ["cluster_records", "job_store", "jobs", "models", "schedules", "users"]

@@ -50,25 +50,49 @@ def record_model(settings: Settings) -> type[PreemptionRecord]:
     return model
 
 
-def _entry(at: float, cluster_id: str) -> str:
+def entry(at: float, cluster_id: str) -> str:
     return f"{at:.3f}#{cluster_id}"
 
 
-def _entry_time(entry: str) -> float:
-    return float(entry.split("#", 1)[0])
+def entry_time(text: str) -> float:
+    return float(text.split("#", 1)[0])
 
 
-class CooldownStore:
+class PrunedCooldowns:
+    """`cooling` over any store of the entries: it reads `preemptions()` and prunes with `_forget`."""
+
+    def preemptions(self) -> dict[str, list[str]]:
+        raise NotImplementedError
+
+    def _forget(self, place: str, entries: list[str]) -> None:
+        raise NotImplementedError
+
+    def cooling(self, now: float | None = None) -> list[Cooling]:
+        """The zones and regions cooling now. Drops entries the policy no longer counts (one DELETE each
+        zone that has some; rare, and harmless when two readers do it at once)."""
+        now = time.time() if now is None else now
+        entries = self.preemptions()
+        times = {place: [entry_time(e) for e in listed] for place, listed in entries.items()}
+        for place, listed in entries.items():
+            old = set(forgotten(times[place], now))
+            stale = [e for e in listed if entry_time(e) in old]
+            if stale:
+                self._forget(place, stale)
+        return cooling_places(times, now)
+
+
+class CooldownStore(PrunedCooldowns):
     def __init__(self, settings: Settings) -> None:
         self.model = record_model(settings)
 
     def preemption_update(
         self, cloud: str, region: str, zone: str | None, cluster_id: str, at: float | None = None
     ) -> tuple[Model, list[Action]]:
-        """(record, actions) counting one preemption of `cluster_id`, for JobStore.move(also_update=)."""
+        """(record, actions) counting one preemption of `cluster_id`, for the transaction of a job's move
+        (DynamoJobStore.move with a PreemptionCount)."""
         at = time.time() if at is None else at
         name = ATTRIBUTE_PREFIX + place_of(cloud, region, zone)
-        return self.model(cluster_id=RECORD_KEY), [Path([name]).add(Value({"SS": [_entry(at, cluster_id)]}))]
+        return self.model(cluster_id=RECORD_KEY), [Path([name]).add(Value({"SS": [entry(at, cluster_id)]}))]
 
     def preemptions(self) -> dict[str, list[str]]:
         """Each zone's entries (`"<epoch>#<cluster id>"`), from one consistent read."""
@@ -79,19 +103,6 @@ class CooldownStore:
             for name, value in item.items()
             if name.startswith(ATTRIBUTE_PREFIX)
         }
-
-    def cooling(self, now: float | None = None) -> list[Cooling]:
-        """The zones and regions cooling now. Drops entries the policy no longer counts (one DELETE each
-        zone that has some; rare, and harmless when two readers do it at once)."""
-        now = time.time() if now is None else now
-        entries = self.preemptions()
-        times = {place: [_entry_time(e) for e in listed] for place, listed in entries.items()}
-        for place, listed in entries.items():
-            old = set(forgotten(times[place], now))
-            stale = [e for e in listed if _entry_time(e) in old]
-            if stale:
-                self._forget(place, stale)
-        return cooling_places(times, now)
 
     def _forget(self, place: str, entries: list[str]) -> None:
         action = Path([ATTRIBUTE_PREFIX + place]).delete(Value({"SS": entries}))

@@ -1,7 +1,7 @@
-"""The job store: every state change is one conditional write (expected state AND version), taken
-together with its timeline event in one DynamoDB transaction. A write whose condition fails changed
-nothing and answers False: the caller treats it as "someone already did this" (a duplicate, a late or
-an out-of-order message), never as an error.
+"""The job store on DynamoDB (the `JobStore` port of shared/store/job_store.py): every state change is one
+conditional write (expected state AND version), taken together with its timeline event in one DynamoDB
+transaction. A write whose condition fails changed nothing and answers False: the caller treats it as
+"someone already did this" (a duplicate, a late or an out-of-order message), never as an error.
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
 from pynamodb.expressions.update import Action
+from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from shared.config import Settings
 from shared.states import LIVE, JobState, transition
+from shared.store.cooldowns import CooldownStore
+from shared.store.job_store import CompanionUpdate, NodeFields
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel, models_for
 
 CONDITION_FAILED = "ConditionalCheckFailed"
@@ -37,8 +40,9 @@ def _is_condition_failure(error: Exception) -> bool:
     )
 
 
-class JobStore:
+class DynamoJobStore:
     def __init__(self, settings: Settings) -> None:
+        self.settings = settings
         self.models = models_for(settings)
         self.jobs = self.models.jobs
         self.clusters = self.models.clusters
@@ -46,6 +50,9 @@ class JobStore:
         self.node_refs = self.models.node_refs
 
     # -- jobs ------------------------------------------------------------------------------
+
+    def new_job(self, **fields: Any) -> JobModel:
+        return self.jobs(**fields)
 
     def create(self, job: JobModel, message: str, detail: dict[str, Any] | None = None) -> bool:
         """Record a new job with its first timeline event; False when the id already exists."""
@@ -78,8 +85,8 @@ class JobStore:
         *,
         changes: dict[str, Any] | None = None,
         detail: dict[str, Any] | None = None,
-        also_save: Iterable[Any] = (),
-        also_update: Iterable[tuple[Any, list[Action]]] = (),
+        also_save: Iterable[ClusterModel | NodeRefModel] = (),
+        also_update: Iterable[CompanionUpdate] = (),
     ) -> bool:
         """Move `job` to `to` if it is still in the state and version we read. One transaction:
         the job, its timeline event, and any records that go with the move (a cluster, node refs)."""
@@ -97,8 +104,8 @@ class JobStore:
         changes: dict[str, Any],
         message: str | None,
         detail: dict[str, Any] | None,
-        also_save: Iterable[Any],
-        also_update: Iterable[tuple[Any, list[Action]]],
+        also_save: Iterable[ClusterModel | NodeRefModel],
+        also_update: Iterable[CompanionUpdate],
     ) -> bool:
         now = time.time()
         new_version = int(job.version) + 1
@@ -118,8 +125,8 @@ class JobStore:
                     tx.save(self._event(job.job_id, now, suffix, kind, message, state or job.state, detail))
                 for record in also_save:
                     tx.save(record)
-                for record, record_actions in also_update:
-                    tx.update(record, record_actions)
+                for target, target_actions in map(self._companion, also_update):
+                    tx.update(target, target_actions)
         except TransactWriteError as error:
             if _is_condition_failure(error):
                 return False
@@ -127,6 +134,13 @@ class JobStore:
         for name, value in values.items():
             setattr(job, name, value)
         return True
+
+    def _companion(self, update: CompanionUpdate) -> tuple[Model, list[Action]]:
+        if isinstance(update, NodeFields):
+            return update.cluster, self.node_actions(update.instance_id, **update.fields)
+        count = update
+        cooldowns = CooldownStore(self.settings)
+        return cooldowns.preemption_update(count.cloud, count.region, count.zone, count.cluster_id, count.at)
 
     def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:
         index = self.jobs.by_owner  # type: ignore[attr-defined]
@@ -207,6 +221,17 @@ class JobStore:
         condition = self.clusters.nodes[instance_id].exists()
         try:
             cluster.update(actions=self.node_actions(instance_id, **fields), condition=condition)
+        except UpdateError as error:
+            if _is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def claim_node(self, cluster: ClusterModel, instance_id: str, name: str, claim: str) -> bool:
+        node = self.clusters.nodes[instance_id]
+        unclaimed_or_ours = node[name].does_not_exist() | (node[name] == claim)
+        try:
+            cluster.update(actions=[node[name].set(claim)], condition=node.exists() & unclaimed_or_ours)
         except UpdateError as error:
             if _is_condition_failure(error):
                 return False

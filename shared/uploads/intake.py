@@ -182,7 +182,7 @@ def submit_uploads(settings: Settings, event: dict[str, Any]) -> UploadOutcome:
 
 
 def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) -> None:
-    from shared.jobs.submission import submit_job
+    from shared.jobs.submission import SubmitJob, submit_job
     from shared.wiring import wiring_for
 
     wiring = wiring_for(settings)
@@ -210,11 +210,13 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         claimed = _owner_from_metadata(upload.key, metadata)
         reference = secret_reference(settings, upload.key, metadata, owner=owner, owner_from_metadata=claimed)
         secrets = check_secrets_given(text, filename=upload.key, env=env, reference=reference)
-        notes = pipeline_notes(check_task_runs(text, filename=upload.key, env=env, secrets=secrets))
-        job = submit_job(
-            settings, owner=owner, task_text=text, filename=upload.key, env=env, secrets=secrets,
-            job_id=upload.job_id, source="upload", source_ref=upload.key, deadline=deadline, hours=hours,
+        pipeline = check_task_runs(text, filename=upload.key, env=env, secrets=secrets)  # what it runs by
+        notes = pipeline_notes(pipeline)
+        command = SubmitJob(
+            owner=owner, pipeline=pipeline, task_text=text, filename=upload.key, job_id=upload.job_id,
+            source="upload", source_ref=upload.key, deadline=deadline, hours=hours,
         )  # fmt: skip
+        job = submit_job(wiring, command)
     except UserError as error:
         if error.field in ("deadline", "hours"):  # named as the uploader set them
             error.field, error.file = f"x-amz-meta-skyless-{error.field}", upload.key

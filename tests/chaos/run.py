@@ -36,11 +36,11 @@ from shared.jobs.planning import plan_job
 from shared.jobs.provisioning import provision_job
 from shared.jobs.reaper import reap_orphans
 from shared.jobs.reconcile import reconcile
-from shared.jobs.submission import new_job_id, submit_job
+from shared.jobs.submission import SubmitJob, new_job_id, submit_job
 from shared.states import ALLOWED, IllegalTransition, JobState, is_terminal
 from shared.store.cooldowns import CooldownStore
-from shared.store.jobs import JobStore
-from shared.wiring import Wiring, install_wiring, uninstall_wiring
+from shared.store.jobs import DynamoJobStore as JobStore
+from shared.wiring import Wiring, install_wiring, uninstall_wiring, wiring_for
 
 TASKS = {
     "simple": "name: simple\nresources:\n  cpus: 1+\nrun: echo hi\n",
@@ -295,9 +295,9 @@ class ChaosRun:
 
     def _submit(self, kind: str) -> None:
         job_id = new_job_id()
+        command = SubmitJob.from_text(owner="chaos", task_text=TASKS[kind], job_id=job_id)
         for _ in range(20):  # the client retries a failed request with the same id
-            ok = self._guard("submit", lambda: submit_job(self.settings, owner="chaos", task_text=TASKS[kind],
-                                                          job_id=job_id))  # fmt: skip
+            ok = self._guard("submit", lambda: submit_job(wiring_for(self.settings), command))
             if ok:
                 break
         else:

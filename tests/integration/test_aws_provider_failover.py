@@ -16,7 +16,7 @@ from shared.clouds.aws import AwsCloud
 from shared.clouds.aws_images import forget_images
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.optimizer.plan import instance_family_of
 from shared.states import JobState
@@ -63,7 +63,7 @@ def test_capacity_then_quota_errors_move_the_job_to_the_next_candidates(
 ) -> None:
     refusals = ["InsufficientInstanceCapacity", "VcpuLimitExceeded"]
     calls = fail_run_instances(aws_provider(aws_stack), "us-east-1", refusals)
-    job = submit_job(aws_stack, owner="alice", task_text=TASK)
+    job = submit_job(wiring_for(aws_stack), SubmitJob.from_text(owner="alice", task_text=TASK))
     deliver(queues, "optimize")
     deliver(queues, "provision")
 
@@ -94,7 +94,7 @@ def test_throttling_retries_the_same_candidate_later_and_auth_failure_disables_a
     aws_stack: Settings, queues: QueueDriver, moto_endpoint: str
 ) -> None:
     fail_run_instances(aws_provider(aws_stack), "us-east-1", ["RequestLimitExceeded", "AuthFailure"])
-    job = submit_job(aws_stack, owner="alice", task_text=TASK)
+    job = submit_job(wiring_for(aws_stack), SubmitJob.from_text(owner="alice", task_text=TASK))
     deliver(queues, "optimize")
     deliver(queues, "provision")
     assert get_job(aws_stack, job.job_id, owner=None).state == JobState.PROVISIONING

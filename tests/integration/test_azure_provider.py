@@ -28,9 +28,10 @@ from shared.clouds.errors import (
 )
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
+from shared.wiring import wiring_for
 
 pytest_plugins = ["fakes.fixtures"]
 CLUSTER = "job-0123456789ab-1"
@@ -251,7 +252,8 @@ def test_a_job_with_no_capacity_on_lambda_and_runpod_lands_on_azure_and_cancel_l
     fake_lambda.no_capacity.add("*")
     fake_runpod.no_capacity.update({"NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM4-80GB"})
     job_id = submit_job(
-        settings, owner="alice", task_text=A100_TASK, clouds=["lambda", "runpod", "azure"]
+        wiring_for(settings),
+        SubmitJob.from_text(owner="alice", task_text=A100_TASK, clouds=["lambda", "runpod", "azure"]),
     ).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
     plan = get_job(settings, job_id, owner=None).plan or {}

@@ -26,9 +26,10 @@ from shared.config import Settings
 from shared.events.azure_preemptions import parse_event_grid_preemption
 from shared.events.gcp_preemptions import parse_preemption_log_entry, parse_pubsub_preemption
 from shared.jobs.agent_reports import report_agent_status
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
+from shared.wiring import wiring_for
 
 pytest_plugins = ["fakes.fixtures"]
 
@@ -42,7 +43,9 @@ def fixture_event(name: str) -> dict[str, Any]:
 
 
 def launch(settings: Settings, queues: QueueDriver, cloud: str) -> JobView:
-    job_id = submit_job(settings, owner="alice", task_text=SPOT_TASK.format(cloud=cloud)).job_id
+    job_id = submit_job(
+        wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=SPOT_TASK.format(cloud=cloud))
+    ).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
     view = get_job(settings, job_id, owner=None)

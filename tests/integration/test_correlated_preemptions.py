@@ -19,7 +19,7 @@ from functions.spot_watch.handler import handler as spot_watch_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import report_agent_status
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -51,7 +51,7 @@ def deliver(queues: QueueDriver, kind: str) -> None:
 
 
 def launch(settings: Settings, queues: QueueDriver, task: str = SPOT, owner: str = "alice") -> JobView:
-    job_id = submit_job(settings, owner=owner, task_text=task).job_id
+    job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner=owner, task_text=task)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     view = get_job(settings, job_id, owner=None)

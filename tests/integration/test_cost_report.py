@@ -18,7 +18,7 @@ from shared.catalog.model import Catalog
 from shared.catalog.offering import Offering
 from shared.config import Settings
 from shared.jobs.cost_report import ClusterRecord, JobRecord, build_report, split_by_day
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState
 from shared.store.users import create_user, find_user
 from shared.wiring import wiring_for
@@ -193,7 +193,7 @@ def _finished_job(
 ) -> str:
     """A job that ran one attempt (its cluster record) on the built-in catalog's c6i.2xlarge."""
     task = f"name: {name}\nresources:\n  cpus: 8\n  use_spot: {str(spot).lower()}\nrun: echo\n"
-    job_id = submit_job(stack, owner=owner, task_text=task).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner=owner, task_text=task)).job_id
     store = wiring_for(stack).store
     record = store.get(job_id)
     assert record is not None

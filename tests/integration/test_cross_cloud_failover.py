@@ -21,7 +21,7 @@ from shared.clouds.base import JOB_TAG
 from shared.config import Settings
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.reaper import reap_orphans
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -70,7 +70,7 @@ def test_no_room_on_aws_and_gcp_lands_the_job_on_azure_and_nothing_is_left_anywh
     aws_calls = fail_run_instances(aws, "us-east-1", ["InsufficientInstanceCapacity"] * 10)
     fake_gcp.stockout_zones.update({"us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"})
 
-    job_id = submit_job(settings, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     deliver(queues, "optimize")
     plan = get_job(settings, job_id, owner=None).plan
     assert plan is not None

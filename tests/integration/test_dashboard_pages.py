@@ -16,7 +16,7 @@ from chalice.test import Client
 
 from functions.submit.app import app
 from shared.config import Settings
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.schedules.operations import create_schedule
 from shared.states import JobState
 from shared.store.users import create_user, revoke_key
@@ -112,7 +112,9 @@ def run_a_job(
 ) -> str:
     """A job with one launched attempt (its cluster record), a timeline and a log chunk, ended as `end`."""
     task = f"name: {name!r}\nresources:\n  cpus: 2\n  use_spot: {str(spot).lower()}\nrun: echo hi\n"
-    job_id = submit_job(stack, owner=owner, task_text=task, filename="t.yaml").job_id
+    job_id = submit_job(
+        wiring_for(stack), SubmitJob.from_text(owner=owner, task_text=task, filename="t.yaml")
+    ).job_id
     store = wiring_for(stack).store
     job = store.get(job_id)
     assert job is not None
@@ -259,7 +261,8 @@ def test_every_form_post_needs_the_sessions_csrf_token(
 ) -> None:
     alice = user_id(stack, users["alice"])
     job_id = submit_job(
-        stack, owner=alice, task_text="name: x\nresources:\n  cpus: 1+\nrun: sleep 1\n"
+        wiring_for(stack),
+        SubmitJob.from_text(owner=alice, task_text="name: x\nresources:\n  cpus: 1+\nrun: sleep 1\n"),
     ).job_id
     browser = Browser(client)
     browser.sign_in(users["alice"])

@@ -19,7 +19,7 @@ from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.deadlines import deadline_fields, parse_deadline
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -65,7 +65,10 @@ def view(settings: Settings, job_id: str) -> JobView:
 
 
 def submit(settings: Settings, queues: QueueDriver, *, deadline: str, hours: float) -> str:
-    job_id = submit_job(settings, owner="alice", task_text=TASK, deadline=deadline, hours=hours).job_id
+    job_id = submit_job(
+        wiring_for(settings),
+        SubmitJob.from_text(owner="alice", task_text=TASK, deadline=deadline, hours=hours),
+    ).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     return job_id
@@ -110,7 +113,9 @@ def test_a_deadline_even_on_demand_cannot_meet_is_refused_with_the_arithmetic() 
 
 def test_a_refused_deadline_records_nothing(fast: Settings, queues: QueueDriver) -> None:
     with pytest.raises(UserError, match="cannot be met"):
-        submit_job(fast, owner="alice", task_text=TASK, deadline="1h", hours=2.0)
+        submit_job(
+            wiring_for(fast), SubmitJob.from_text(owner="alice", task_text=TASK, deadline="1h", hours=2.0)
+        )
     assert queues.receive("optimize") == []
 
 

@@ -18,7 +18,7 @@ from functions.provision.handler import handler as provision_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.planning import plan_of
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.optimizer import plan_pipeline
 from shared.states import JobState
@@ -78,7 +78,7 @@ def test_a_job_whose_kept_list_fails_is_replanned_past_it_and_reaches_a_deeper_p
     monkeypatch.setattr("shared.jobs.planning.KEPT_PER_TASK", 3)  # a short list, so that it runs out
     every = plan_pipeline(load_pipeline(AWS_ONLY), wiring_for(stack).catalog, max_candidates=None)
     zones = list(dict.fromkeys(f"aws/{c.region}/{c.zone}" for c in every.tasks[0].candidates))
-    job_id = submit_job(stack, owner="alice", task_text=AWS_ONLY).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=AWS_ONLY)).job_id
     deliver(queues, "optimize")
     job = wiring_for(stack).store.get(job_id)
     kept = plan_of(job).tasks[0].candidates if job else []  # type: ignore[union-attr]
@@ -96,7 +96,7 @@ def test_when_nothing_feasible_is_left_the_job_waits_and_says_what_it_tried(
     stack: Settings, queues: QueueDriver
 ) -> None:
     LocalCloud(stack.home).set_capacity_rules({"no_capacity": ["aws/*"]})
-    job_id = submit_job(stack, owner="alice", task_text=AWS_ONLY).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=AWS_ONLY)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     view = get_job(stack, job_id, owner=None)

@@ -27,7 +27,7 @@ from shared.clouds.gcp import GcpCompute, gcp_label, request_id
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.reaper import reap_orphans
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -264,7 +264,7 @@ def test_a_job_whose_first_zone_is_out_of_resources_lands_in_the_next_zone_and_c
 ) -> None:
     monkeypatch.setenv("SKYLESS_PROVIDERS", "gcp=gcp")
     settings = stack.with_(providers="gcp=gcp")
-    job_id = submit_job(settings, owner="alice", task_text=CPU_TASK).job_id
+    job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=CPU_TASK)).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
     candidates = get_job(settings, job_id, owner=None).plan["tasks"][0]["candidates"]  # type: ignore[index]
     first, landing = candidates[0], next(c for c in candidates[1:] if c["zone"] != candidates[0]["zone"])
@@ -347,7 +347,7 @@ def test_the_reaper_kills_a_planted_orphan_on_gcp_and_spares_a_live_jobs_vm(
 ) -> None:
     monkeypatch.setenv("SKYLESS_PROVIDERS", "gcp=gcp")
     settings = stack.with_(providers="gcp=gcp")
-    job_id = submit_job(settings, owner="alice", task_text=CPU_TASK).job_id
+    job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=CPU_TASK)).job_id
     optimize_handler(queues.event(queues.receive("optimize")), None)
     provision_handler(queues.event(queues.receive("provision")), None)
     orphan = "job-deadbeef0000-1"

@@ -18,7 +18,7 @@ from shared.clouds.gcp_tpu import GcpCloud, GcpTpuVms, tpu_startup_script
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.reaper import reap_orphans
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -134,7 +134,9 @@ def test_a_tpu_task_file_is_planned_launched_and_torn_down_through_the_handlers(
     monkeypatch.setenv("SKYLESS_PROVIDERS", "gcp=gcp")
     settings = stack.with_(providers="gcp=gcp")
     text = (FILES / "tpu_v5e_16.yaml").read_text()
-    job_id = submit_job(settings, owner="alice", task_text=text, filename="tpu_v5e_16.yaml").job_id
+    job_id = submit_job(
+        wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=text, filename="tpu_v5e_16.yaml")
+    ).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
     first = get_job(settings, job_id, owner=None).plan["tasks"][0]["candidates"][0]  # type: ignore[index]
     assert (first["instance_type"], first["accelerator"]) == ("TPU-VM", "tpu-v5litepod-16")

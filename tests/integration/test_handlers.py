@@ -24,9 +24,10 @@ from shared.config import Settings
 from shared.events.instances import parse_instance_event
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.cancellation import cancel_job
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
+from shared.wiring import wiring_for
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -59,7 +60,7 @@ def launch(
     settings: Settings, queues: QueueDriver, spot: bool = True, strategy: str = "EAGER_NEXT_REGION"
 ) -> str:
     task = TASK.format(spot="true" if spot else "false", strategy=strategy)
-    job_id = submit_job(settings, owner="alice", task_text=task).job_id
+    job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=task)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     view = get_job(settings, job_id, owner=None)
@@ -199,7 +200,7 @@ def test_reconcile_redrives_a_planned_job_whose_launch_message_was_lost(
     stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     task = TASK.format(spot="true", strategy="FAILOVER")
-    job_id = submit_job(stack, owner="alice", task_text=task).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=task)).job_id
     deliver(queues, "optimize")
     assert queues.receive("provision")  # lost
     monkeypatch.setenv("SKYLESS_STUCK_AFTER_SECONDS", "0")
@@ -211,7 +212,10 @@ def test_reconcile_redrives_a_planned_job_whose_launch_message_was_lost(
 def test_reconcile_gives_a_node_that_never_reported_the_boot_grace_before_calling_it_lost(
     stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_id = submit_job(stack, owner="alice", task_text=TASK.format(spot="true", strategy="FAILOVER")).job_id
+    job_id = submit_job(
+        wiring_for(stack),
+        SubmitJob.from_text(owner="alice", task_text=TASK.format(spot="true", strategy="FAILOVER")),
+    ).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     monkeypatch.setenv("SKYLESS_SILENT_AFTER_SECONDS", "0")

@@ -12,7 +12,7 @@ from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.job_groups import member_job_id, step_group, tell_group
 from shared.jobs.outcomes import Outcome
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState
 from shared.wiring import wiring_for
 
@@ -51,7 +51,8 @@ def group_steps(queues: Any) -> list[dict[str, Any]]:
 
 
 def submit(settings: Settings, job_id: str = "job-group000001") -> str:
-    return submit_job(settings, owner="user-1", task_text=GROUP, filename="rl.yaml", job_id=job_id).job_id
+    command = SubmitJob.from_text(owner="user-1", task_text=GROUP, filename="rl.yaml", job_id=job_id)
+    return submit_job(wiring_for(settings), command).job_id
 
 
 def test_submit_records_the_group_and_launches_each_task_once_even_when_submitted_twice(stack, queues):

@@ -19,9 +19,10 @@ from local_runtime.api_server import ApiServer, load_app
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job, read_logs
 from shared.states import JobState, is_terminal
+from shared.wiring import wiring_for
 
 COUNTER = """
 name: counter
@@ -82,7 +83,7 @@ def test_real_agents_run_a_two_node_task_to_success_and_nothing_is_left(
     api: Settings, queues: QueueDriver
 ) -> None:
     task = COUNTER.format(steps=3).replace("name: counter", "name: counter\nnum_nodes: 2")
-    job_id = submit_job(api, owner="alice", task_text=task).job_id
+    job_id = submit_job(wiring_for(api), SubmitJob.from_text(owner="alice", task_text=task)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     running = wait_for(api, job_id, lambda v: v.state == JobState.RUNNING)
@@ -98,7 +99,9 @@ def test_real_agents_run_a_two_node_task_to_success_and_nothing_is_left(
 def test_real_agent_job_preempted_while_running_recovers_in_another_region(
     api: Settings, queues: QueueDriver
 ) -> None:
-    job_id = submit_job(api, owner="alice", task_text=COUNTER.format(steps=120)).job_id
+    job_id = submit_job(
+        wiring_for(api), SubmitJob.from_text(owner="alice", task_text=COUNTER.format(steps=120))
+    ).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     started = lambda v: v.state == JobState.RUNNING and "step 1 " in log_text(api, job_id)  # noqa: E731

@@ -14,7 +14,7 @@ from functions.provision.handler import handler as provision_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import agent_config, report_agent_status
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -77,7 +77,7 @@ def report_all(settings: Settings, job_id: str, phase: str, exit_code: int | Non
 
 def test_transient_errors_retry_the_same_candidate_later_then_move_on(stack: Settings, queues: QueueDriver):
     LocalCloud(stack.home).set_capacity_rules({"transient": ["aws/us-east-1/us-east-1a"]})
-    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     assert view(stack, job_id).state == JobState.PROVISIONING
@@ -92,7 +92,7 @@ def test_transient_errors_retry_the_same_candidate_later_then_move_on(stack: Set
 
 def test_an_invalid_launch_fails_the_job_with_the_clouds_message(stack: Settings, queues: QueueDriver):
     LocalCloud(stack.home).set_capacity_rules({"invalid": ["aws"]})
-    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     failed = view(stack, job_id)
@@ -101,7 +101,7 @@ def test_an_invalid_launch_fails_the_job_with_the_clouds_message(stack: Settings
 
 
 def test_an_exit_code_listed_in_recover_on_exit_codes_relaunches(stack: Settings, queues: QueueDriver):
-    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     report_all(stack, job_id, "running")
@@ -116,7 +116,7 @@ def test_an_exit_code_listed_in_recover_on_exit_codes_relaunches(stack: Settings
 
 
 def test_a_preemption_notice_from_the_agent_starts_recovery_once(stack: Settings, queues: QueueDriver):
-    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     report_all(stack, job_id, "running")
@@ -128,7 +128,7 @@ def test_a_preemption_notice_from_the_agent_starts_recovery_once(stack: Settings
 
 
 def test_a_serial_pipeline_runs_its_tasks_one_after_another(stack: Settings, queues: QueueDriver):
-    job_id = submit_job(stack, owner="alice", task_text=PIPELINE).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=PIPELINE)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     first = view(stack, job_id)
@@ -150,7 +150,7 @@ def test_a_serial_pipeline_runs_its_tasks_one_after_another(stack: Settings, que
 def test_a_failure_report_that_loses_a_race_is_applied_on_a_fresh_read(
     stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     report_all(stack, job_id, "running")
@@ -184,7 +184,9 @@ def test_the_launch_carries_the_tasks_image_disk_ports_and_labels(
         "use_spot: true\n  image_id: ami-0123\n  disk_size: 100\n  ports: [8080, 10000-10010]\n"
         "  labels:\n    team: ml"
     )
-    job_id = submit_job(stack, owner="alice", task_text=TASK.replace("use_spot: true", extra)).job_id
+    job_id = submit_job(
+        wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK.replace("use_spot: true", extra))
+    ).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     [spec] = specs
@@ -197,7 +199,9 @@ def test_the_plan_only_names_clouds_a_provider_serves(
 ) -> None:
     monkeypatch.setenv("SKYLESS_PROVIDERS", "gcp=local")
     task = TASK.replace("  cloud: aws\n", "")
-    job_id = submit_job(stack.with_(providers="gcp=local"), owner="alice", task_text=task).job_id
+    job_id = submit_job(
+        wiring_for(stack.with_(providers="gcp=local")), SubmitJob.from_text(owner="alice", task_text=task)
+    ).job_id
     deliver(queues, "optimize")
     planned = view(stack, job_id)
     assert planned.plan is not None

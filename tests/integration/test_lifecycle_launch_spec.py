@@ -13,8 +13,9 @@ from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
+from shared.wiring import wiring_for
 
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
 GPU_TASK = """
@@ -36,7 +37,9 @@ def sleeping_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_launch_carries_the_candidates_gpus_and_the_tasks_vm_fields(stack: Settings, queues: QueueDriver):
-    job = submit_job(stack, owner="alice", task_text=GPU_TASK, filename="task.yaml")
+    job = submit_job(
+        wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=GPU_TASK, filename="task.yaml")
+    )
     for kind, handler in (("optimize", optimize_handler), ("provision", provision_handler)):
         assert handler(queues.event(queues.receive(kind)), None) == {"batchItemFailures": []}
     view = get_job(stack, job.job_id, owner=None)

@@ -16,7 +16,7 @@ from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
 from shared.config import Settings
 from shared.jobs.agent_reports import agent_config
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.tokens import agent_token
 from shared.jobs.views import get_job
 from shared.wiring import wiring_for
@@ -54,7 +54,9 @@ def raw_items(settings: Settings) -> str:
 def launch(settings: Settings, queues: QueueDriver, run: str) -> str:
     task = TASK.format(run="\n".join(f"  {line}" for line in run.splitlines()))
     secrets = {"HF_TOKEN": "hf_very_secret"}
-    job_id = submit_job(settings, owner="alice", task_text=task, secrets=secrets).job_id
+    job_id = submit_job(
+        wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=task, secrets=secrets)
+    ).job_id
     optimize_handler(queues.event(queues.receive("optimize")), None)
     provision_handler(queues.event(queues.receive("provision")), None)
     return job_id

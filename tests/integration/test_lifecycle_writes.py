@@ -13,7 +13,7 @@ from conftest import QueueDriver
 from functions.optimize.handler import handler as optimize_handler
 from shared.config import Settings
 from shared.jobs.planning import plan_of
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.wiring import wiring_for
 
@@ -36,7 +36,7 @@ def stored_bytes(settings: Settings, job_id: str) -> int:
 
 
 def test_a_planned_job_item_stays_within_two_write_units(stack: Settings, queues: QueueDriver) -> None:
-    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
     view = get_job(stack, job_id, owner=None)
     assert view.plan is not None
@@ -46,7 +46,7 @@ def test_a_planned_job_item_stays_within_two_write_units(stack: Settings, queues
 
 
 def test_a_plan_stored_as_text_by_an_older_version_still_reads(stack: Settings, queues: QueueDriver) -> None:
-    job_id = submit_job(stack, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     optimize_handler(queues.event(queues.receive("optimize")), None)
     store = wiring_for(stack).store
     job = store.get(job_id)

@@ -17,7 +17,7 @@ from local_runtime.snapshot_cipher import KEY_FILE
 from local_runtime.state_snapshot import restore_snapshot, save_snapshot
 from shared.aws.sessions import aws_client
 from shared.config import Settings
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.task_records import secrets_of
 from shared.notifications.settings import channels_for, update_user_settings
 from shared.wiring import wiring_for
@@ -44,7 +44,9 @@ def mode(path: Path) -> int:
 
 
 def plant_secrets(stack: Settings) -> str:
-    job = submit_job(stack, owner="u-alice", task_text=TASK, filename="secretive.yaml")
+    job = submit_job(
+        wiring_for(stack), SubmitJob.from_text(owner="u-alice", task_text=TASK, filename="secretive.yaml")
+    )
     update_user_settings(stack, "u-alice", slack_webhook=WEBHOOK)
     return job.job_id
 

@@ -15,8 +15,9 @@ from test_lifecycle_agents import deliver, log_text, wait_for
 
 from local_runtime.api_server import ApiServer, load_app
 from shared.config import Settings
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState, is_terminal
+from shared.wiring import wiring_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PRINT_ENV = """
@@ -61,7 +62,7 @@ def printed(text: str, stage: str) -> dict[str, str]:
 
 
 def run_to_the_end(api: Settings, queues: QueueDriver, task: str) -> tuple[str, list[str]]:
-    job_id = submit_job(api, owner="alice", task_text=task).job_id
+    job_id = submit_job(wiring_for(api), SubmitJob.from_text(owner="alice", task_text=task)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     done = wait_for(api, job_id, lambda v: is_terminal(v.state), timeout=90)

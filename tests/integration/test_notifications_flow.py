@@ -16,7 +16,7 @@ from local_runtime.events_stream import EventsStreamReader
 from shared.config import Settings
 from shared.notifications.settings import store_job_override, update_user_settings
 from shared.states import JobState
-from shared.store.jobs import JobStore
+from shared.store.jobs import DynamoJobStore as JobStore
 
 OWNER = "user-alice"
 

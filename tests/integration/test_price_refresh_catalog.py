@@ -20,7 +20,7 @@ from shared.catalog.model import Catalog, build_catalog, default_sources
 from shared.catalog.offering import Offering
 from shared.config import Settings
 from shared.jobs.planning import plan_of
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.price_refresh.merge import offering_key
 from shared.price_refresh.quotes import PriceQuote, PriceSourceError, ProviderPrices
 from shared.price_refresh.refresh import refresh_catalog
@@ -32,7 +32,8 @@ from shared.price_refresh.versioned_catalog import (
     read_manifest,
     read_version,
 )
-from shared.store.jobs import JobStore
+from shared.store.jobs import DynamoJobStore as JobStore
+from shared.wiring import wiring_for
 
 D2 = Offering("azure", "eastus", None, "Standard_D2s_v5", None, 0, None, 2, 8, 0.096, 0.0192)
 D2_WEST = Offering("azure", "westus2", None, "Standard_D2s_v5", None, 0, None, 2, 8, 0.096, 0.0192)
@@ -207,7 +208,7 @@ def retail_api() -> Iterator[tuple[RetailPricesApi, str]]:
 
 
 def planned_price(settings: Settings, queues: QueueDriver) -> float:
-    job_id = submit_job(settings, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     answer = optimize_handler(queues.event(queues.receive("optimize")), None)
     assert answer == {"batchItemFailures": []}
     job = JobStore(settings).get(job_id)

@@ -23,9 +23,9 @@ from shared.clouds.base import LaunchSpec
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.reaper import reap_orphans, reaper_records
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState
-from shared.store.jobs import JobStore
+from shared.store.jobs import DynamoJobStore as JobStore
 from shared.wiring import wiring_for
 
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -51,7 +51,7 @@ def deliver(queues: QueueDriver, kind: str) -> list[str]:
 
 
 def start_job(settings: Settings, queues: QueueDriver) -> str:
-    job = submit_job(settings, owner="alice", task_text=TASK)
+    job = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=TASK))
     deliver(queues, "optimize")
     assert deliver(queues, "provision") == []
     return job.job_id
@@ -127,7 +127,7 @@ def test_a_cluster_of_an_older_attempt_is_killed_and_the_kill_is_in_the_jobs_tim
 def test_a_crash_between_vm_created_and_vm_recorded_never_leaks_the_vm(
     stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job = submit_job(stack, owner="alice", task_text=TASK)
+    job = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK))
     deliver(queues, "optimize")
     launch_messages = queues.receive("provision")
     real_move = JobStore.move
@@ -153,7 +153,7 @@ def test_a_crash_between_vm_created_and_vm_recorded_never_leaks_the_vm(
     assert list(running(stack)) == [cluster_id]  # the same VM, not a second one
 
     # Had the job ended instead, with the VM still unrecorded, the reaper is what ends the VM.
-    orphaned = submit_job(stack, owner="alice", task_text=TASK)
+    orphaned = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK))
     deliver(queues, "optimize")
     monkeypatch.setattr(JobStore, "move", crash_on_record)
     provision_handler(queues.event(queues.receive("provision")), None)

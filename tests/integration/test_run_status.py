@@ -9,7 +9,7 @@ from local_runtime.events_stream import EventsStreamReader
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.run_status import status_key, write_run_status
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.wiring import wiring_for
 
 TASK = "name: s\nresources:\n  cloud: aws\n  cpus: 2+\nrun: echo\n"
@@ -21,9 +21,11 @@ def status_of(settings: Settings, job_id: str) -> dict[str, object]:
 
 def test_a_job_that_ends_gets_its_final_status_beside_its_logs_keeping_its_source(stack: Settings) -> None:
     reader = EventsStreamReader(stack)
-    job = submit_job(stack, owner="u-1", task_text=TASK)
+    job = submit_job(wiring_for(stack), SubmitJob.from_text(owner="u-1", task_text=TASK))
     write_run_status(stack, job.job_id, job.state, source={"key": "tasks/u-1/s.yaml"})
-    other = submit_job(stack, owner="u-1", task_text=TASK)  # still running: no final status
+    other = submit_job(
+        wiring_for(stack), SubmitJob.from_text(owner="u-1", task_text=TASK)
+    )  # still running: no final status
     cancel_job(stack, job.job_id, owner="u-1")
     records = reader.poll()
     assert records and submit_handler({"Records": records}, None) == {"batchItemFailures": []}

@@ -17,7 +17,7 @@ from functions.provision.handler import handler as provision_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import agent_config
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -32,7 +32,10 @@ def sleeping_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def launched(settings: Settings, queues: QueueDriver, name: str, **submit: Any) -> dict[str, Any]:
-    job = submit_job(settings, owner="alice", task_text=(FILES / name).read_text(), filename=name, **submit)
+    job = submit_job(
+        wiring_for(settings),
+        SubmitJob.from_text(owner="alice", task_text=(FILES / name).read_text(), filename=name, **submit),
+    )
     for kind, handler in (("optimize", optimize_handler), ("provision", provision_handler)):
         assert handler(queues.event(queues.receive(kind)), None) == {"batchItemFailures": []}
     view = get_job(settings, job.job_id, owner=None)

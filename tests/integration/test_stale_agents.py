@@ -24,9 +24,10 @@ from functions.submit.app import app
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import report_agent_status
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.tokens import agent_token
 from shared.jobs.views import get_job
+from shared.wiring import wiring_for
 
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
 SPOT = "name: train\nresources:\n  cloud: aws\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n"
@@ -40,7 +41,7 @@ def headers(token: str) -> dict[str, str]:
 def recovered_job(stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """A spot job whose attempt 0 was preempted (the job is on attempt 1); its first node's instance id."""
     monkeypatch.setenv("SKYLESS_LOCAL_AGENT_COMMAND", SLEEPER)
-    job_id = submit_job(stack, owner="alice", task_text=SPOT).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=SPOT)).job_id
     optimize_handler(queues.event(queues.receive("optimize")), None)
     provision_handler(queues.event(queues.receive("provision")), None)
     instance_id = get_job(stack, job_id, owner=None).cluster["nodes"][0]["instance_id"]  # type: ignore[index]

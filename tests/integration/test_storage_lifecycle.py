@@ -22,7 +22,7 @@ from functions.provision.handler import handler as provision_handler
 from shared.config import Settings
 from shared.errors import NotFoundError, UserError
 from shared.jobs.job_storage import fresh_node_storage
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.tokens import agent_token
 from shared.storage.backends import R2Backend, S3Backend, StorageBackends, session_policy
 from shared.storage.lifecycle import StorageFailure, prepare_job_storage, release_job_storage
@@ -58,7 +58,7 @@ def test_a_named_bucket_is_created_once_for_its_owner_and_refused_to_everyone_el
     assert (record.owner, record.store, record.created_by) == ("u-a", "gcs", job.job_id)  # gcp's store, kept
     text = f"resources:\n  cpus: 1+\nfile_mounts:\n  /c:\n    name: {name}\nrun: ls\n"
     with pytest.raises(UserError, match="belongs to another skyless user") as caught:
-        submit_job(stack, owner="u-b", task_text=text, filename="b.yaml")
+        submit_job(wiring_for(stack), SubmitJob.from_text(owner="u-b", task_text=text, filename="b.yaml"))
     assert (caught.value.field, caught.value.line) == ("file_mounts./c", 4)
     with pytest.raises(StorageFailure, match="belongs to another skyless user"):
         prepare_job_storage(stack, _job("u-b"), task, "aws")
@@ -170,7 +170,7 @@ def test_rclone_mounts_name_the_bucket_the_mode_and_the_tasks_cache_options():
 def test_fresh_credentials_go_to_a_node_of_the_current_cluster_and_to_no_one_else(stack, queues: QueueDriver):
     name = f"c-{uuid.uuid4().hex[:8]}"
     text = f"resources:\n  cloud: aws\n  cpus: 1+\nfile_mounts:\n  /ckpt:\n    name: {name}\nrun: ls\n"
-    job_id = submit_job(stack, owner="u-a", task_text=text).job_id
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="u-a", task_text=text)).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
     job = wiring_for(stack).store.get(job_id)

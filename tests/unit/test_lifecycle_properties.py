@@ -19,9 +19,10 @@ from functions.spot_watch.handler import handler as spot_watch_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import report_agent_status
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
+from shared.wiring import wiring_for
 
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
 TASK = "name: p\nresources:\n  cloud: aws\n  cpus: 2+\n  use_spot: true\nrun: echo hi\n"
@@ -54,7 +55,10 @@ def test_any_delivery_schedule_runs_each_job_once_and_loses_none(
     stack: Settings, queues: QueueDriver, seed: int
 ) -> None:
     rng = random.Random(seed)
-    job_ids = [submit_job(stack, owner="alice", task_text=TASK).job_id for _ in range(3)]
+    job_ids = [
+        submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
+        for _ in range(3)
+    ]
     delivered: list[tuple[str, dict[str, Any]]] = []
     for _ in range(60):
         pool = [(kind, record) for kind in HANDLERS for record in queues.receive(kind)]

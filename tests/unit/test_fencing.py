@@ -1,7 +1,7 @@
 """At most one live cluster per job: an attempt's launch starts only once the earlier attempts' clusters
 are gone, whatever the queue did with their teardown messages (lost, late, duplicated).
 
-Through the real handlers, against moto's server and the real local cloud; nodes run a sleeping stand-in
+Through the real handlers, on the in-memory stack and the real local cloud; nodes run a sleeping stand-in
 for the agent so that "live" is a fact about processes.
 """
 
@@ -22,7 +22,7 @@ from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import report_agent_status
 from shared.jobs.reconcile import reconcile
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -68,7 +68,7 @@ def launches_seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, set[str]]]
 
 
 def start(settings: Settings, queues: QueueDriver, task: str) -> str:
-    job_id = submit_job(settings, owner="alice", task_text=task).job_id
+    job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=task)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
     assert get_job(settings, job_id, owner=None).state == JobState.SETTING_UP

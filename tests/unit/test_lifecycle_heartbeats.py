@@ -16,7 +16,7 @@ from shared.config import Settings
 from shared.jobs.agent_reports import HEARTBEAT_WRITE_SHARE, report_agent_status
 from shared.jobs.nodes import nodes_of
 from shared.jobs.reconcile import reconcile
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState
 from shared.wiring import wiring_for
 
@@ -30,7 +30,7 @@ def sleeping_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def running_job(settings: Settings, queues: QueueDriver) -> tuple[str, str]:
-    job_id = submit_job(settings, owner="alice", task_text=TASK).job_id
+    job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     for handler, kind in ((optimize_handler, "optimize"), (provision_handler, "provision")):
         assert handler(queues.event(queues.receive(kind)), None) == {"batchItemFailures": []}
     store = wiring_for(settings).store

@@ -1,4 +1,4 @@
-"""The job lifecycle through the real handlers, against moto's server and the real local cloud.
+"""The job lifecycle through the real handlers, on the in-memory stack (tests/memory_stack.py), local cloud.
 
 Nodes here run a stand-in for the agent (a sleeping process) so that "nothing left running" is a fact
 about processes; node reports are made through the same operation the API calls.
@@ -19,7 +19,7 @@ from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import agent_config, report_agent_status
 from shared.jobs.cancellation import cancel_job
-from shared.jobs.submission import submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
 from shared.wiring import wiring_for
@@ -70,7 +70,9 @@ def live_nodes(settings: Settings, job_id: str | None = None) -> list[Any]:
 
 
 def launch(settings: Settings, queues: QueueDriver, task: str = SPOT_TASK) -> str:
-    job = submit_job(settings, owner="alice", task_text=task, filename="task.yaml")
+    job = submit_job(
+        wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=task, filename="task.yaml")
+    )
     run(queues, "optimize")
     run(queues, "provision")
     return job.job_id
@@ -84,31 +86,11 @@ def report_all(settings: Settings, job_id: str, phase: str, exit_code: int | Non
         report_agent_status(settings, job_id, instance_id=instance_id, phase=phase, exit_code=exit_code)
 
 
-def test_a_job_runs_from_submit_to_succeeded_and_its_nodes_are_torn_down(
-    stack: Settings, queues: QueueDriver
-) -> None:
-    job_id = launch(stack, queues)
-    assert state_of(stack, job_id) == JobState.SETTING_UP
-    assert len(live_nodes(stack, job_id)) == 1
-    report_all(stack, job_id, "setting_up")
-    report_all(stack, job_id, "running")
-    assert state_of(stack, job_id) == JobState.RUNNING
-    report_all(stack, job_id, "succeeded", exit_code=0)
-    assert state_of(stack, job_id) == JobState.SUCCEEDED
-    run(queues, "provision")  # the teardown
-    assert live_nodes(stack, job_id) == []
-    view = get_job(stack, job_id, owner=None)
-    assert view.cluster is not None and view.cluster["state"] == "TERMINATED"
-    states = [e["state"] for e in view.timeline if e["kind"] == "state"]
-    # planned at submit; PROVISIONING is written only when a launch has progress to keep (failover, retries)
-    assert states == ["PLANNED", "SETTING_UP", "RUNNING", "SUCCEEDED"]
-    assert [e["kind"] for e in view.timeline][-1] == "teardown"  # from the cluster record
-    seconds = (view.cost / (view.plan["tasks"][0]["candidates"][0]["hourly_price"])) * 3600  # type: ignore[index]
-    assert 0 < seconds < 120  # the cluster's price for the time it ran
-
-
 def test_every_message_delivered_twice_and_reordered_launches_once(stack: Settings, queues: QueueDriver):
-    jobs = [submit_job(stack, owner="alice", task_text=SPOT_TASK).job_id for _ in range(3)]
+    jobs = [
+        submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=SPOT_TASK)).job_id
+        for _ in range(3)
+    ]
     run(queues, "optimize", times=2, reverse=True)
     launches = run(queues, "provision", times=2, reverse=True)
     assert len(launches) == 3  # duplicates of optimize sent no extra launch
@@ -186,7 +168,7 @@ def _launch_record(job_id: str, attempt: int) -> dict[str, Any]:
 
 
 def test_cancel_before_the_launch_message_arrives_launches_nothing(stack: Settings, queues: QueueDriver):
-    job = submit_job(stack, owner="alice", task_text=SPOT_TASK)
+    job = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=SPOT_TASK))
     run(queues, "optimize")
     cancel_job(stack, job.job_id, owner="alice")
     run(queues, "provision")  # the launch, then the teardown
@@ -198,7 +180,7 @@ def test_cancel_before_the_launch_message_arrives_launches_nothing(stack: Settin
 def test_a_launch_that_completes_after_a_cancel_terminates_what_it_launched(
     stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ):
-    job = submit_job(stack, owner="alice", task_text=SPOT_TASK)
+    job = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=SPOT_TASK))
     run(queues, "optimize")
     real_launch = LocalCloud.launch
 
@@ -288,7 +270,7 @@ def test_two_nodes_reporting_success_at_once_both_count(
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from shared.store.jobs import JobStore
+    from shared.store.jobs import DynamoJobStore as JobStore
 
     job_id = launch(stack, queues, TWO_NODE_TASK)
     report_all(stack, job_id, "running")

@@ -1,0 +1,161 @@
+"""The job store's port: what the lifecycle (shared/jobs/) asks of its records, and the write contract
+both implementations keep — DynamoDB (`shared.store.jobs.DynamoJobStore`) and memory
+(`shared.store.memory.MemoryJobStore`, for tests without an endpoint). tests/unit/test_job_store_contract.py
+runs the same assertions against both.
+
+Records are the item classes of `shared.store.models` (`JobModel`, `ClusterModel`, `EventModel`,
+`NodeRefModel`) used as plain values: callers read and set their attributes, and only the store writes them.
+Build new ones with the store's `new_job` / `new_cluster` / `new_node_ref`.
+
+The contract:
+- Every job write is conditional on the (state, version) the caller read. A write whose condition fails
+  changed nothing — not the job, not its timeline, not the records written with it — and answers False;
+  the caller reads that as "someone already did this" (a duplicate, a late or out-of-order message).
+- A successful write bumps `version`, sets `updated_at`, and updates the caller's record in place.
+- A move, its timeline event and its companion writes (`also_save`, `also_update`) happen together or not
+  at all.
+- Reads are strongly consistent: a read after a successful write sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from shared.optimizer.cooling import Cooling
+from shared.states import JobState
+from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel
+
+
+@dataclass(frozen=True)
+class NodeFields:
+    """Set `fields` of one node of `cluster`; a companion write of a move (the report completing a step)."""
+
+    cluster: ClusterModel
+    instance_id: str
+    fields: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PreemptionCount:
+    """Count one spot preemption of `cluster_id` at a place, for the cool-down policy
+    (shared/optimizer/cooling.py); a companion write of the job's move to RECOVERING."""
+
+    cloud: str
+    region: str
+    zone: str | None
+    cluster_id: str
+    at: float | None = field(default=None)
+
+
+CompanionUpdate = NodeFields | PreemptionCount
+
+
+class JobStore(Protocol):
+    # -- jobs ----------------------------------------------------------------------------------------
+
+    def new_job(self, **fields: Any) -> JobModel:
+        """An unsaved job record (`create` writes it)."""
+        ...
+
+    def create(self, job: JobModel, message: str, detail: dict[str, Any] | None = None) -> bool:
+        """Record a new job with its first timeline event; False (and nothing written) when the id exists."""
+        ...
+
+    def get(self, job_id: str) -> JobModel | None:
+        """The job, or None (also for an empty or over-long id)."""
+        ...
+
+    def move(
+        self,
+        job: JobModel,
+        to: JobState,
+        message: str,
+        *,
+        changes: dict[str, Any] | None = None,
+        detail: dict[str, Any] | None = None,
+        also_save: Iterable[ClusterModel | NodeRefModel] = (),
+        also_update: Iterable[CompanionUpdate] = (),
+    ) -> bool:
+        """Move `job` to `to` if it is still in the state and version it was read in, with a "state" event
+        and the companion writes, all or nothing. IllegalTransition (before any write) for a move the
+        table of states does not allow. `changes` values of None remove the attribute."""
+        ...
+
+    def save_progress(self, job: JobModel, changes: dict[str, Any], message: str | None = None) -> bool:
+        """Record progress within a state (version-checked as a move is); a "note" event when `message`."""
+        ...
+
+    def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:
+        """The owner's newest jobs first, at most `limit`."""
+        ...
+
+    def iter_jobs_of(self, owner: str, *, since: float | None = None) -> Iterator[JobModel]:
+        """The owner's jobs newest first, created at or after `since` (epoch seconds)."""
+        ...
+
+    def iter_all_jobs(self, *, since: float | None = None) -> Iterator[JobModel]:
+        """Every user's jobs created at or after `since`, in no particular order."""
+        ...
+
+    def live_jobs(self) -> list[JobModel]:
+        """Jobs in a LIVE state (shared/states.py), in no particular order."""
+        ...
+
+    # -- timeline ------------------------------------------------------------------------------------
+
+    def note(self, job_id: str, kind: str, message: str, detail: dict[str, Any] | None = None) -> None:
+        """Append an event with no state change (unconditional; `job_id` may be any partition name)."""
+        ...
+
+    def timeline(self, job_id: str) -> list[EventModel]:
+        """The partition's events, oldest first."""
+        ...
+
+    # -- clusters and nodes --------------------------------------------------------------------------
+
+    def new_cluster(self, **fields: Any) -> ClusterModel:
+        """An unsaved cluster record (a move's `also_save` writes it)."""
+        ...
+
+    def new_node_ref(self, instance_id: str, job_id: str, cluster_id: str, rank: int) -> NodeRefModel:
+        """An unsaved instance → (job, cluster, rank) record (a move's `also_save` writes it)."""
+        ...
+
+    def cluster(self, cluster_id: str | None) -> ClusterModel | None: ...
+
+    def node_ref(self, instance_id: str) -> NodeRefModel | None: ...
+
+    def update_node(self, cluster: ClusterModel, instance_id: str, **fields: Any) -> bool:
+        """Set fields of one node of a cluster; False (nothing written) if the cluster has no such node."""
+        ...
+
+    def claim_node(self, cluster: ClusterModel, instance_id: str, name: str, claim: str) -> bool:
+        """Set the node's field `name` to `claim` if it is unset or already `claim`; False (nothing written)
+        when it holds another value or the cluster has no such node."""
+        ...
+
+    def mark_cluster_terminated(self, cluster: ClusterModel) -> bool:
+        """UP → TERMINATED (with `terminated_at`); False if the record is not UP."""
+        ...
+
+    def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:
+        """The cluster records among `cluster_ids` that exist."""
+        ...
+
+    def live_clusters(self) -> list[ClusterModel]:
+        """Cluster records in state UP."""
+        ...
+
+
+class Cooldowns(Protocol):
+    """Recent spot preemptions by zone (written by a move's `PreemptionCount`), for the cool-down policy."""
+
+    def preemptions(self) -> dict[str, list[str]]:
+        """Each place's entries (`"<epoch>#<cluster id>"`)."""
+        ...
+
+    def cooling(self, now: float | None = None) -> list[Cooling]:
+        """The zones and regions cooling now; forgets entries the policy no longer counts."""
+        ...

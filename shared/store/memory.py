@@ -1,0 +1,277 @@
+"""The job store in memory: the `JobStore` port (shared/store/job_store.py) with DynamoDB's conditions, for
+tests that run the lifecycle without an endpoint. tests/unit/test_job_store_contract.py holds it to the
+same assertions as `DynamoJobStore`.
+
+Items are kept as DynamoDB would hold them (each record's `serialize()`), and every read answers a fresh
+record built from the item, so a caller's record is a copy, as it is from DynamoDB: changing it writes
+nothing, and two readers never share one. A write checks every condition before it changes anything.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+from pynamodb.models import Model
+
+from shared.optimizer.cooling import place_of
+from shared.states import LIVE, JobState, transition
+from shared.store.cooldowns import PrunedCooldowns, entry
+from shared.store.job_store import CompanionUpdate, NodeFields, PreemptionCount
+from shared.store.jobs import _event_key as event_key
+from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel
+
+Item = dict[str, Any]
+Record = TypeVar("Record", bound=Model)
+NODE_PREFIX = "node#"
+LIVE_STATES = frozenset(s.value for s in LIVE)
+
+
+class BrokenWrite(RuntimeError):
+    """A companion write DynamoDB would refuse as invalid (not a condition): the whole write fails."""
+
+
+def _record(model: type[Record], item: Item) -> Record:
+    return model.from_raw_data(item)
+
+
+class MemoryJobStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._jobs: dict[str, Item] = {}
+        self._clusters: dict[str, Item] = {}  # cluster records and node refs (`node#<id>`), as in DynamoDB
+        self._events: dict[str, dict[str, Item]] = {}  # partition -> sort key -> item
+        self._preemptions: dict[str, set[str]] = {}  # place -> entries
+        self.cooldowns = MemoryCooldowns(self)
+
+    # -- jobs ----------------------------------------------------------------------------------------
+
+    def new_job(self, **fields: Any) -> JobModel:
+        return JobModel(**fields)
+
+    def create(self, job: JobModel, message: str, detail: dict[str, Any] | None = None) -> bool:
+        now = time.time()
+        job.created_at = job.updated_at = now
+        event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
+        with self._lock:
+            if job.job_id in self._jobs:
+                return False
+            self._jobs[job.job_id] = job.serialize()
+            self._put_event(event)
+        return True
+
+    def get(self, job_id: str) -> JobModel | None:
+        if not job_id or len(job_id) > 256:
+            return None
+        with self._lock:
+            item = self._jobs.get(job_id)
+        return _record(JobModel, item) if item is not None else None
+
+    def move(
+        self,
+        job: JobModel,
+        to: JobState,
+        message: str,
+        *,
+        changes: dict[str, Any] | None = None,
+        detail: dict[str, Any] | None = None,
+        also_save: Iterable[ClusterModel | NodeRefModel] = (),
+        also_update: Iterable[CompanionUpdate] = (),
+    ) -> bool:
+        transition(job.state, to)
+        values = {**(changes or {}), "state": to.value}
+        return self._write(job, values, message, detail, also_save, also_update)
+
+    def save_progress(self, job: JobModel, changes: dict[str, Any], message: str | None = None) -> bool:
+        return self._write(job, changes, message, None, (), ())
+
+    def _write(
+        self,
+        job: JobModel,
+        changes: dict[str, Any],
+        message: str | None,
+        detail: dict[str, Any] | None,
+        also_save: Iterable[ClusterModel | NodeRefModel],
+        also_update: Iterable[CompanionUpdate],
+    ) -> bool:
+        now = time.time()
+        new_version = int(job.version) + 1
+        values = {**changes, "version": new_version, "updated_at": now}
+        saves = list(also_save)
+        updates = list(also_update)
+        with self._lock:
+            current = self._jobs.get(job.job_id)
+            if current is None:
+                return False
+            stored = _record(JobModel, current)
+            if stored.state != job.state or int(stored.version) != int(job.version):
+                return False
+            for name, value in values.items():
+                setattr(stored, name, value)
+            cluster_items = {
+                u.cluster.cluster_id: self._node_update(u) for u in updates if isinstance(u, NodeFields)
+            }
+            self._jobs[job.job_id] = stored.serialize()
+            if message is not None:
+                state = values.get("state")
+                kind = "state" if state and state != job.state else "note"
+                event = self._event(
+                    job.job_id, now, f"v{new_version:05d}", kind, message, state or job.state, detail
+                )
+                self._put_event(event)
+            for record in saves:
+                self._clusters[record.cluster_id] = record.serialize()
+            self._clusters.update(cluster_items)
+            for update in updates:
+                if isinstance(update, PreemptionCount):
+                    at = time.time() if update.at is None else update.at
+                    place = place_of(update.cloud, update.region, update.zone)
+                    self._preemptions.setdefault(place, set()).add(entry(at, update.cluster_id))
+        for name, value in values.items():
+            setattr(job, name, value)
+        return True
+
+    def _node_update(self, update: NodeFields) -> Item:
+        """The cluster's item with the node's fields set (not stored yet); BrokenWrite for a missing node."""
+        item = self._clusters.get(update.cluster.cluster_id)
+        cluster = _record(ClusterModel, item) if item is not None else None
+        nodes = _nodes(cluster) if cluster is not None else {}
+        if cluster is None or update.instance_id not in nodes:
+            raise BrokenWrite(f"no node {update.instance_id} in cluster {update.cluster.cluster_id}")
+        nodes[update.instance_id].update(update.fields)
+        cluster.nodes = nodes
+        return cluster.serialize()
+
+    def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:
+        return list(self.iter_jobs_of(owner))[:limit]
+
+    def iter_jobs_of(self, owner: str, *, since: float | None = None) -> Iterator[JobModel]:
+        jobs = [j for j in self._all_jobs() if j.owner == owner and (since is None or j.created_at >= since)]
+        return iter(sorted(jobs, key=lambda j: j.created_at, reverse=True))
+
+    def iter_all_jobs(self, *, since: float | None = None) -> Iterator[JobModel]:
+        return iter([j for j in self._all_jobs() if since is None or j.created_at >= since])
+
+    def live_jobs(self) -> list[JobModel]:
+        return [j for j in self._all_jobs() if j.state in LIVE_STATES]
+
+    def _all_jobs(self) -> list[JobModel]:
+        with self._lock:
+            items = list(self._jobs.values())
+        return [_record(JobModel, item) for item in items]
+
+    # -- timeline ------------------------------------------------------------------------------------
+
+    def note(self, job_id: str, kind: str, message: str, detail: dict[str, Any] | None = None) -> None:
+        event = self._event(job_id, time.time(), uuid.uuid4().hex[:8], kind, message, None, detail)
+        with self._lock:
+            self._put_event(event)
+
+    def timeline(self, job_id: str) -> list[EventModel]:
+        with self._lock:
+            items = dict(self._events.get(job_id, {}))
+        return [_record(EventModel, items[at]) for at in sorted(items)]
+
+    def _put_event(self, event: EventModel) -> None:
+        self._events.setdefault(event.job_id, {})[event.at] = event.serialize()
+
+    @staticmethod
+    def _event(
+        job_id: str,
+        now: float,
+        suffix: str,
+        kind: str,
+        message: str,
+        state: str | None,
+        detail: dict[str, Any] | None,
+    ) -> EventModel:
+        return EventModel(
+            job_id=job_id,
+            at=event_key(now, suffix),
+            kind=kind,
+            message=message[:2000],
+            state=state,
+            detail=detail or None,
+        )
+
+    # -- clusters and nodes --------------------------------------------------------------------------
+
+    def new_cluster(self, **fields: Any) -> ClusterModel:
+        return ClusterModel(**fields)
+
+    def new_node_ref(self, instance_id: str, job_id: str, cluster_id: str, rank: int) -> NodeRefModel:
+        return NodeRefModel(
+            cluster_id=NODE_PREFIX + instance_id, job_id=job_id, node_cluster=cluster_id, rank=rank
+        )
+
+    def cluster(self, cluster_id: str | None) -> ClusterModel | None:
+        if not cluster_id:
+            return None
+        with self._lock:
+            item = self._clusters.get(cluster_id)
+        return _record(ClusterModel, item) if item is not None else None
+
+    def node_ref(self, instance_id: str) -> NodeRefModel | None:
+        with self._lock:
+            item = self._clusters.get(NODE_PREFIX + instance_id)
+        return _record(NodeRefModel, item) if item is not None else None
+
+    def update_node(self, cluster: ClusterModel, instance_id: str, **fields: Any) -> bool:
+        with self._lock:
+            try:
+                self._clusters[cluster.cluster_id] = self._node_update(
+                    NodeFields(cluster, instance_id, fields)
+                )
+            except BrokenWrite:
+                return False
+        return True
+
+    def claim_node(self, cluster: ClusterModel, instance_id: str, name: str, claim: str) -> bool:
+        with self._lock:
+            stored = self.cluster(cluster.cluster_id)
+            node = _nodes(stored).get(instance_id) if stored is not None else None
+            if node is None or node.get(name, claim) != claim:
+                return False
+            return self.update_node(cluster, instance_id, **{name: claim})
+
+    def mark_cluster_terminated(self, cluster: ClusterModel) -> bool:
+        with self._lock:
+            stored = self.cluster(cluster.cluster_id)
+            if stored is None or stored.state != "UP":
+                return False
+            stored.state, stored.terminated_at = "TERMINATED", time.time()
+            self._clusters[cluster.cluster_id] = stored.serialize()
+        return True
+
+    def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:
+        found = {cluster_id: self.cluster(cluster_id) for cluster_id in dict.fromkeys(cluster_ids)}
+        return {cluster_id: cluster for cluster_id, cluster in found.items() if cluster is not None}
+
+    def live_clusters(self) -> list[ClusterModel]:
+        with self._lock:
+            items = [item for key, item in self._clusters.items() if not key.startswith(NODE_PREFIX)]
+        return [c for c in (_record(ClusterModel, item) for item in items) if c.state == "UP"]
+
+
+def _nodes(cluster: ClusterModel) -> dict[str, dict[str, Any]]:
+    raw = cluster.nodes
+    data = raw.as_dict() if hasattr(raw, "as_dict") else dict(raw or {})
+    return {iid: (n.as_dict() if hasattr(n, "as_dict") else dict(n)) for iid, n in data.items()}
+
+
+class MemoryCooldowns(PrunedCooldowns):
+    """The cool-down record of a MemoryJobStore (written by its moves' PreemptionCount)."""
+
+    def __init__(self, store: MemoryJobStore) -> None:
+        self.store = store
+
+    def preemptions(self) -> dict[str, list[str]]:
+        with self.store._lock:
+            return {place: sorted(entries) for place, entries in self.store._preemptions.items() if entries}
+
+    def _forget(self, place: str, entries: list[str]) -> None:
+        with self.store._lock:
+            self.store._preemptions.get(place, set()).difference_update(entries)

@@ -1,0 +1,294 @@
+"""The `JobStore` contract (shared/store/job_store.py), one set of assertions for every implementation: here
+the in-memory store; tests/integration/test_job_store_contract_dynamo.py runs these same tests against
+DynamoDB (moto's server) too, so the fake cannot drift from the real store."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from shared.optimizer.cooling import FORGET_AFTER_SECONDS
+from shared.states import IllegalTransition, JobState
+from shared.store.job_store import Cooldowns, JobStore, NodeFields, PreemptionCount
+from shared.store.memory import MemoryJobStore
+from shared.store.models import JobModel
+
+
+@dataclass
+class StoreUnderTest:
+    store: JobStore
+    cooldowns: Cooldowns
+
+
+def memory_store() -> StoreUnderTest:
+    store = MemoryJobStore()
+    return StoreUnderTest(store, store.cooldowns)
+
+
+@pytest.fixture(params=["memory"])
+def under_test(request: pytest.FixtureRequest) -> StoreUnderTest:
+    return memory_store()
+
+
+def new_job(
+    store: JobStore, job_id: str = "job-00000000000a", owner: str = "alice", **fields: Any
+) -> JobModel:
+    values: dict[str, Any] = {
+        "owner": owner,
+        "state": JobState.PENDING.value,
+        "version": 0,
+        "token_hash": "h",
+    }
+    return store.new_job(job_id=job_id, **{**values, **fields})
+
+
+def created(store: JobStore, job_id: str = "job-00000000000a", **fields: Any) -> JobModel:
+    job = new_job(store, job_id, **fields)
+    assert store.create(job, "submitted")
+    return job
+
+
+def cluster_of(store: JobStore, job: JobModel, *instance_ids: str) -> Any:
+    return store.new_cluster(
+        cluster_id=f"{job.job_id}-0", job_id=job.job_id, attempt=0, provider="local", cloud="aws",
+        region="us-east-1", zone="us-east-1a", instance_type="m5.large", use_spot=True,
+        num_nodes=len(instance_ids),
+        state="UP", nodes={iid: {"rank": rank, "phase": "booting"} for rank, iid in enumerate(instance_ids)},
+        launched_at=time.time(),
+    )  # fmt: skip
+
+
+def launched(store: JobStore, *instance_ids: str) -> tuple[JobModel, Any]:
+    job = created(store)
+    assert store.move(job, JobState.PLANNED, "planned")
+    cluster = cluster_of(store, job, *instance_ids)
+    refs = [
+        store.new_node_ref(iid, job.job_id, cluster.cluster_id, rank) for rank, iid in enumerate(instance_ids)
+    ]
+    assert store.move(job, JobState.SETTING_UP, "launched", changes={"cluster_id": cluster.cluster_id},
+                      also_save=[cluster, *refs])  # fmt: skip
+    return job, store.cluster(cluster.cluster_id)
+
+
+def test_a_created_job_reads_back_with_its_first_event(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job = created(store, name="train")
+    stored = store.get(job.job_id)
+    assert stored is not None and (stored.owner, stored.name, stored.state, stored.version) == (
+        "alice",
+        "train",
+        "PENDING",
+        0,
+    )
+    assert stored.created_at == job.created_at and stored.updated_at == job.updated_at
+    assert [(e.kind, e.message, e.state) for e in store.timeline(job.job_id)] == [
+        ("state", "submitted", "PENDING")
+    ]
+
+
+def test_creating_an_existing_id_answers_false_and_keeps_the_first(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    created(store, name="first")
+    assert not store.create(new_job(store, name="second"), "again")
+    stored = store.get("job-00000000000a")
+    assert stored is not None and stored.name == "first"
+    assert [e.message for e in store.timeline("job-00000000000a")] == ["submitted"]
+
+
+@pytest.mark.parametrize("job_id", ["", "job-unknown", "x" * 300])
+def test_an_unknown_empty_or_overlong_id_reads_as_none(under_test: StoreUnderTest, job_id: str) -> None:
+    assert under_test.store.get(job_id) is None
+
+
+def test_a_move_bumps_the_version_updates_the_callers_record_and_records_the_event(
+    under_test: StoreUnderTest,
+) -> None:
+    store = under_test.store
+    job = created(store)
+    assert store.move(job, JobState.PLANNED, "planned", changes={"candidate_index": 3}, detail={"why": "x"})
+    assert (job.state, job.version, job.candidate_index) == ("PLANNED", 1, 3)
+    stored = store.get(job.job_id)
+    assert stored is not None and (stored.state, stored.version, stored.candidate_index) == ("PLANNED", 1, 3)
+    last = store.timeline(job.job_id)[-1]
+    assert (last.kind, last.message, last.state, last.detail.as_dict()) == (
+        "state",
+        "planned",
+        "PLANNED",
+        {"why": "x"},
+    )
+
+
+def test_a_move_from_a_stale_read_changes_nothing(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job = created(store)
+    stale = store.get(job.job_id)
+    assert stale is not None
+    assert store.move(job, JobState.PLANNED, "planned")
+    cluster = cluster_of(store, stale, "i-1")
+    assert not store.move(stale, JobState.CANCELLED, "late", changes={"reason": "late"}, also_save=[cluster])
+    assert (stale.state, stale.version) == ("PENDING", 0)  # the caller's record is untouched too
+    stored = store.get(job.job_id)
+    assert stored is not None and (stored.state, stored.version, stored.reason) == ("PLANNED", 1, None)
+    assert store.cluster(cluster.cluster_id) is None
+    assert [e.message for e in store.timeline(job.job_id)] == ["submitted", "planned"]
+
+
+def test_a_duplicate_move_from_the_same_read_succeeds_once(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    created(store)
+    first, second = store.get("job-00000000000a"), store.get("job-00000000000a")
+    assert first is not None and second is not None
+    assert store.move(first, JobState.PLANNED, "planned")
+    assert not store.move(second, JobState.PLANNED, "planned")
+
+
+def test_an_illegal_move_raises_before_writing(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job = created(store)
+    with pytest.raises(IllegalTransition):
+        store.move(job, JobState.SUCCEEDED, "done?")
+    stored = store.get(job.job_id)
+    assert stored is not None and (stored.state, stored.version) == ("PENDING", 0)
+
+
+def test_progress_is_version_checked_and_none_removes_a_field(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job = created(store, reason="old")
+    stale = store.get(job.job_id)
+    assert store.save_progress(job, {"candidate_index": 2, "reason": None}, "tried the next place")
+    stored = store.get(job.job_id)
+    assert stored is not None and (stored.state, stored.version, stored.candidate_index) == ("PENDING", 1, 2)
+    assert stored.reason is None
+    assert [(e.kind, e.state) for e in store.timeline(job.job_id)][-1] == ("note", "PENDING")
+    assert store.save_progress(job, {"candidate_index": 4})  # no message: no event
+    assert len(store.timeline(job.job_id)) == 2
+    assert stale is not None and not store.save_progress(stale, {"candidate_index": 9})
+
+
+def test_a_move_saves_its_cluster_and_node_refs_with_it(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job, cluster = launched(store, "i-b", "i-a")
+    assert cluster is not None and cluster.job_id == job.job_id and cluster.use_spot
+    ref = store.node_ref("i-a")
+    assert ref is not None and (ref.job_id, ref.node_cluster, ref.rank) == (job.job_id, cluster.cluster_id, 1)
+    assert store.node_ref("i-unknown") is None
+    assert store.cluster(None) is None and store.cluster("") is None
+    assert set(store.clusters_by_id([cluster.cluster_id, "job-none-0", cluster.cluster_id])) == {
+        cluster.cluster_id
+    }
+    assert [c.cluster_id for c in store.live_clusters()] == [cluster.cluster_id]  # node refs are not clusters
+
+
+def test_node_fields_go_with_the_move_or_not_at_all(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job, cluster = launched(store, "i-1")
+    stale = store.get(job.job_id)
+    assert store.move(
+        job, JobState.RUNNING, "running", also_update=[NodeFields(cluster, "i-1", {"phase": "running"})]
+    )
+    fresh = store.cluster(cluster.cluster_id)
+    assert fresh is not None and fresh.nodes["i-1"]["phase"] == "running"
+    assert stale is not None
+    assert not store.move(
+        stale, JobState.FAILED, "x", also_update=[NodeFields(cluster, "i-1", {"phase": "failed"})]
+    )
+    fresh = store.cluster(cluster.cluster_id)
+    assert fresh is not None and fresh.nodes["i-1"]["phase"] == "running"
+
+
+def test_a_preemption_is_counted_with_the_move_or_not_at_all(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job, cluster = launched(store, "i-1")
+    stale = store.get(job.job_id)
+    count = PreemptionCount("aws", "us-east-1", "us-east-1a", cluster.cluster_id, at=time.time())
+    assert store.move(job, JobState.RECOVERING, "preempted", also_update=[count])
+    assert stale is not None and not store.move(stale, JobState.RECOVERING, "again", also_update=[count])
+    counted = under_test.cooldowns.preemptions()
+    assert list(counted) == ["aws/us-east-1/us-east-1a"] and len(counted["aws/us-east-1/us-east-1a"]) == 1
+    assert counted["aws/us-east-1/us-east-1a"][0].endswith("#" + cluster.cluster_id)
+    under_test.cooldowns.cooling(now=time.time() + FORGET_AFTER_SECONDS + 60)  # prunes what no longer counts
+    assert under_test.cooldowns.preemptions() == {}
+
+
+def test_update_node_answers_false_for_a_node_the_cluster_does_not_have(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    _, cluster = launched(store, "i-1")
+    assert store.update_node(cluster, "i-1", phase="running", heartbeat_at=5.0)
+    assert not store.update_node(cluster, "i-2", phase="running")
+    fresh = store.cluster(cluster.cluster_id)
+    assert fresh is not None and dict(fresh.nodes["i-1"]) == {
+        "rank": 0,
+        "phase": "running",
+        "heartbeat_at": 5.0,
+    }
+    assert set(fresh.nodes.as_dict()) == {"i-1"}
+
+
+def test_a_node_is_claimed_by_one_key_only(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    _, cluster = launched(store, "i-1")
+    assert store.claim_node(cluster, "i-1", "boot_claim", "key-a")
+    assert store.claim_node(cluster, "i-1", "boot_claim", "key-a")  # the same agent asking again
+    assert not store.claim_node(cluster, "i-1", "boot_claim", "key-b")
+    assert not store.claim_node(cluster, "i-9", "boot_claim", "key-a")
+    fresh = store.cluster(cluster.cluster_id)
+    assert fresh is not None and fresh.nodes["i-1"]["boot_claim"] == "key-a"
+
+
+def test_a_cluster_is_marked_terminated_once(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    _, cluster = launched(store, "i-1")
+    assert store.mark_cluster_terminated(cluster)
+    assert not store.mark_cluster_terminated(cluster)
+    fresh = store.cluster(cluster.cluster_id)
+    assert fresh is not None and fresh.state == "TERMINATED" and fresh.terminated_at is not None
+    assert store.live_clusters() == []
+    assert not store.mark_cluster_terminated(cluster_of(store, new_job(store, "job-nothere"), "i-2"))
+
+
+def test_queries_by_owner_time_and_state(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    ids = [f"job-00000000000{n}" for n in range(4)]
+    for n, job_id in enumerate(ids):
+        created(store, job_id, owner="bob" if n == 3 else "alice")
+        time.sleep(0.01)
+    middle = store.get(ids[1])
+    assert middle is not None
+    assert [j.job_id for j in store.jobs_of("alice")] == [ids[2], ids[1], ids[0]]
+    assert [j.job_id for j in store.jobs_of("alice", limit=2)] == [ids[2], ids[1]]
+    assert [j.job_id for j in store.iter_jobs_of("alice", since=middle.created_at)] == [ids[2], ids[1]]
+    assert sorted(j.job_id for j in store.iter_all_jobs(since=middle.created_at)) == ids[1:]
+    assert sorted(j.job_id for j in store.iter_all_jobs()) == ids
+    done = store.get(ids[0])
+    assert done is not None and store.move(done, JobState.CANCELLED, "cancelled")
+    assert sorted(j.job_id for j in store.live_jobs()) == ids[1:]
+    assert store.jobs_of("nobody") == []
+
+
+def test_notes_append_to_any_partition_in_time_order(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job = created(store)
+    store.note(job.job_id, "node", "rank 0 booted", {"rank": 0})
+    store.note("reaper", "reaper", "killed x")
+    store.note(job.job_id, "block", "blocked a zone")
+    assert [(e.kind, e.message, e.state) for e in store.timeline(job.job_id)] == [
+        ("state", "submitted", "PENDING"), ("node", "rank 0 booted", None), ("block", "blocked a zone", None),
+    ]  # fmt: skip
+    assert [e.message for e in store.timeline("reaper")] == ["killed x"]
+    assert store.timeline("job-none") == []
+
+
+def test_a_read_record_is_a_copy(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    job, cluster = launched(store, "i-1")
+    read = store.get(job.job_id)
+    assert read is not None
+    read.state, read.name = "RUNNING", "changed"
+    cluster.state = "TERMINATED"
+    stored = store.get(job.job_id)
+    assert stored is not None and (stored.state, stored.name) == ("SETTING_UP", None)
+    fresh = store.cluster(cluster.cluster_id)
+    assert fresh is not None and fresh.state == "UP"
