@@ -42,6 +42,7 @@ from shared.clouds.aws_network import (
 )
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, LaunchSpec, Node, ranked
 from shared.clouds.errors import InvalidLaunchError, NoCapacityError, QuotaError
+from shared.clouds.spec_fields import container_image_for
 from shared.config import Settings
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
@@ -187,6 +188,7 @@ class AwsCloud:
                 boot_token=spec.agent_env.get("SKYLESS_BOOT_TOKEN", ""),
                 cloud="aws",
                 run_as=self.config.run_as,
+                container=container_image_for(spec) is not None,
             ),
             "BlockDeviceMappings": [
                 {
@@ -305,4 +307,3 @@ def _node(instance: dict[str, Any], region: str) -> Node:
         use_spot=instance.get("InstanceLifecycle") == "spot",
         tags=tags,
     )
-

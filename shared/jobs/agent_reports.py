@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.config import Settings
 from shared.errors import NotFoundError
+from shared.jobs.containers import node_container
 from shared.jobs.costs import cost_with
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
 from shared.jobs.job_storage import storage_for_node
@@ -68,6 +69,7 @@ class AgentConfig:
     workdir_git: dict[str, str | None] | None = None  # {url, ref}: a git workdir the node clones
     attempt: int = 0  # the job's attempt (SKYLESS_ATTEMPT); task_id stays the same across attempts
     storage: list[dict[str, Any]] = field(default_factory=list)  # bucket mounts (shared.jobs.job_storage)
+    container: dict[str, Any] | None = None  # docker:<image>: {image, registry, username} (jobs.containers)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -140,6 +142,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         run_env=stages.run,
         attempt=int(job.attempt),
         storage=storage_for_node(wiring, job, task, cluster),
+        container=node_container(settings, task, cluster.cloud, cluster.region),
     )
 
 

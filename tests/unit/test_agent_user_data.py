@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-import gzip
+import bz2
 import re
 import subprocess
 
@@ -20,7 +20,7 @@ def test_user_data_carries_the_agent_less_only_docstrings_and_annotations_and_fi
 
     script = _render()
     packed = re.search(r"echo (\S+) \| base64 -d", script).group(1)
-    shipped = gzip.decompress(base64.b64decode(packed)).decode()
+    shipped = bz2.decompress(base64.b64decode(packed)).decode()
     original = ast.parse(AGENT_SOURCE.read_text())
     assert ast.dump(ast.parse(shipped)) == ast.dump(strip_for_shipping(original))
     assert '"""' not in shipped and "-> dict" not in shipped

@@ -1,0 +1,59 @@
+"""A task's container (`image_id: docker:<image>`) at submit and on its node.
+
+At submit a task whose container no provider it may run on can honour is refused, naming the field and its
+line; it is never accepted to fail at launch. On the node the agent gets the image and the registry to log
+in to (the password stays among the task's envs and secrets, which only the agent's config fetch carries).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.clouds.containers import IMAGE_IS_NODE_PROVIDERS, container_problem
+from shared.config import Settings
+from shared.errors import TaskFileError
+from shared.task.container_image import container_image
+from shared.task.loader import task_field_line
+from shared.wiring import wiring_for
+
+IMAGE_FIELD = ("resources", "image_id")
+
+
+def check_containers(
+    settings: Settings, pipeline: Any, *, filename: str, text: str, clouds: list[str] | None = None
+) -> None:
+    """TaskFileError for the first task that runs in a container on a provider that cannot run it. The
+    providers asked are those serving the clouds the task may be planned on: its own pins, else the
+    job's `clouds`, else every cloud some provider serves (failover may reach any of them)."""
+    registry = wiring_for(settings).providers
+    for index, task in enumerate(pipeline.tasks):
+        image = container_image(task)
+        if image is None:
+            continue
+        pinned = {r.cloud for r in task.resource_choice().requests}
+        may_use = pinned if None not in pinned else {c.lower() for c in clouds or ()}
+        if may_use:
+            providers = {registry.provider_name(c) or "" for c in may_use}
+        else:
+            providers = set(registry.mapping.values())
+        for provider in sorted(providers):
+            problem = container_problem(provider, private_registry=image.registry is not None)
+            if problem:
+                raise TaskFileError(
+                    f"docker:{image.image} cannot run here: {problem}",
+                    file=filename,
+                    line=task_field_line(text, index, IMAGE_FIELD),
+                    field="resources.image_id",
+                    hint="give a machine image, or pin clouds whose provider can run it (resources.cloud)",
+                )
+
+
+def node_container(settings: Settings, task: Any, cloud: str, region: str | None) -> dict[str, Any] | None:
+    """The agent config's `container`: {image, registry, username}; None when the task runs on the machine's
+    own OS, or on a provider that boots the image as the node (the agent already runs inside it)."""
+    image = container_image(task, region)
+    if image is None:
+        return None
+    if wiring_for(settings).providers.provider_name(cloud) in IMAGE_IS_NODE_PROVIDERS:
+        return None
+    return image.as_config()
