@@ -118,6 +118,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         job_id=job.job_id,
     )
     group = pipeline.name if pipeline.execution == "parallel" else None
+    secrets = secrets_of(wiring, job, task_index)
     stages = node_env(
         place=place, rank=rank, node_ips=node_ips, task_ids=task_ids, task_index=task_index, job_group=group
     )
@@ -129,7 +130,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         task_id=task_ids[task_index],
         setup=task.setup,
         run=task.run,
-        envs={**task.envs, **secrets_of(wiring, job, task_index)},
+        envs={**task.envs, **secrets},
         workdir_url=workdir_url,
         workdir_git=_git_source(task.workdir),
         file_mounts=node_file_mounts(wiring.objects, settings.bucket, task, decode_keys(job.file_mounts)),
@@ -142,7 +143,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         run_env=stages.run,
         attempt=int(job.attempt),
         storage=storage_for_node(wiring, job, task, cluster),
-        container=node_container(settings, task, cluster.cloud, cluster.region),
+        container=node_container(settings, task, cluster.cloud, cluster.region, secrets),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from shared.clouds.containers import IMAGE_IS_NODE_PROVIDERS, container_problem
 from shared.config import Settings
 from shared.errors import TaskFileError
-from shared.task.container_image import container_image
+from shared.task.container_image import DOCKER_PASSWORD, container_image
 from shared.task.loader import task_field_line
 from shared.wiring import wiring_for
 
@@ -48,10 +48,21 @@ def check_containers(
                 )
 
 
-def node_container(settings: Settings, task: Any, cloud: str, region: str | None) -> dict[str, Any] | None:
+def keep_registry_password_secret(pipeline: Any) -> None:
+    """A SKYPILOT_DOCKER_PASSWORD given as an env (`--env`, as SkyPilot's docs show) is kept as a secret:
+    in the job's bucket, not in its table record. The node sees the same variable either way."""
+    for task in pipeline.tasks:
+        if DOCKER_PASSWORD in task.envs:
+            task.secrets[DOCKER_PASSWORD] = task.envs.pop(DOCKER_PASSWORD)
+
+
+def node_container(
+    settings: Settings, task: Any, cloud: str, region: str | None, secret_names: Any = ()
+) -> dict[str, Any] | None:
     """The agent config's `container`: {image, registry, username}; None when the task runs on the machine's
-    own OS, or on a provider that boots the image as the node (the agent already runs inside it)."""
-    image = container_image(task, region)
+    own OS, or on a provider that boots the image as the node (the agent already runs inside it).
+    `secret_names`: the job's secrets, kept in its bucket rather than in the stored task."""
+    image = container_image(task, region, secret_names=secret_names)
     if image is None:
         return None
     if wiring_for(settings).providers.provider_name(cloud) in IMAGE_IS_NODE_PROVIDERS:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from shared.config import Settings
 from shared.errors import NoOfferingError, UserError
-from shared.jobs.containers import check_containers
+from shared.jobs.containers import check_containers, keep_registry_password_secret
 from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.messages import send_launch, send_optimize
@@ -90,6 +90,7 @@ def submit_job(
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     check_job_storage(settings, pipeline, owner=owner, filename=filename, text=task_text)
     check_containers(settings, pipeline, filename=filename, text=task_text, clouds=clouds)
+    keep_registry_password_secret(pipeline)
     wiring = wiring_for(settings)
     job_id = job_id or new_job_id()
     job = wiring.store.jobs(

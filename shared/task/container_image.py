@@ -41,13 +41,13 @@ def docker_image_name(image_id: str | Mapping[str, str] | None, region: str | No
     return image_id[len(DOCKER_PREFIX) :].strip() or None
 
 
-def container_image(task: Any, region: str | None = None, *, deferred: Any = ()) -> ContainerImage | None:
-    """The task's container (None when it runs on the machine's own OS). `deferred`: the null secrets a
-    plan left for launch (`pipeline.deferred_secrets`), which will have values by then."""
+def container_image(task: Any, region: str | None = None, *, secret_names: Any = ()) -> ContainerImage | None:
+    """The task's container (None when it runs on the machine's own OS). `secret_names`: secrets kept apart
+    from the task (the null ones a plan leaves for launch, or those a job keeps in its bucket)."""
     name = docker_image_name(task.resources.image_id, region)
     if name is None:
         return None
-    values = {**(task.envs or {}), **(task.secrets or {}), **dict.fromkeys(deferred, "")}
+    values = {**(task.envs or {}), **(task.secrets or {}), **dict.fromkeys(secret_names, "")}
     # A null secret is still to come (planning before launch); at launch every secret has its value.
     login = bool(values.get(DOCKER_USERNAME) and values.get(DOCKER_SERVER)) and DOCKER_PASSWORD in values
     server = str(values[DOCKER_SERVER]).rstrip("/") if login else None
@@ -62,7 +62,7 @@ def container_notes(pipeline: Any) -> list[str]:
     notes = []
     for index, task in enumerate(pipeline.tasks):
         image = container_image(
-            task, deferred=(getattr(pipeline, "deferred_secrets", None) or {}).get(index, ())
+            task, secret_names=(getattr(pipeline, "deferred_secrets", None) or {}).get(index, ())
         )
         if image is None:
             continue
