@@ -27,16 +27,19 @@ def check_containers(
     job's `clouds`, else every cloud some provider serves (failover may reach any of them)."""
     registry = wiring_for(settings).providers
     for index, task in enumerate(pipeline.tasks):
-        image = container_image(task)
-        if image is None:
-            continue
         pinned = {r.cloud for r in task.resource_choice().requests}
         may_use = pinned if None not in pinned else {c.lower() for c in clouds or ()}
-        if may_use:
-            providers = {registry.provider_name(c) or "" for c in may_use}
-        else:
-            providers = set(registry.mapping.values())
-        for provider in sorted(providers):
+        # (cloud, provider): each cloud the task may run on; a `*` provider serves the clouds the task pins
+        # and, for an alternative that pins none (None), any cloud
+        places = {(c, registry.provider_name(c) or "") for c in may_use} or {
+            (cloud, provider)
+            for written, provider in registry.mapping.items()
+            for cloud in (pinned if written == "*" else {written})
+        }
+        for cloud, provider in sorted(places, key=lambda place: (place[1], place[0] or "")):
+            image = container_image(task, cloud=cloud)
+            if image is None:
+                continue
             problem = container_problem(provider, private_registry=image.registry is not None)
             if problem:
                 raise TaskFileError(
@@ -62,7 +65,7 @@ def node_container(
     """The agent config's `container`: {image, registry, username}; None when the task runs on the machine's
     own OS, or on a provider that boots the image as the node (the agent already runs inside it).
     `secret_names`: the job's secrets, kept in its bucket rather than in the stored task."""
-    image = container_image(task, region, secret_names=secret_names)
+    image = container_image(task, region, cloud=cloud, secret_names=secret_names)
     if image is None:
         return None
     if wiring_for(settings).providers.provider_name(cloud) in IMAGE_IS_NODE_PROVIDERS:

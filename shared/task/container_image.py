@@ -41,10 +41,23 @@ def docker_image_name(image_id: str | Mapping[str, str] | None, region: str | No
     return image_id[len(DOCKER_PREFIX) :].strip() or None
 
 
-def container_image(task: Any, region: str | None = None, *, secret_names: Any = ()) -> ContainerImage | None:
-    """The task's container (None when it runs on the machine's own OS). `secret_names`: secrets kept apart
-    from the task (the null ones a plan leaves for launch, or those a job keeps in its bucket)."""
-    name = docker_image_name(task.resources.image_id, region)
+def image_id_for(resources: Any, cloud: str | None) -> Any:
+    """The `image_id` a node on `cloud` gets: that of an `any_of`/`ordered` alternative pinned to the cloud
+    that writes one (`image_id: null` too, as SkyPilot's gpt2 example does for Lambda), else the top
+    level's."""
+    if cloud is not None:
+        for alternative in [*(resources.any_of or ()), *(resources.ordered or ())]:
+            if alternative.location()[0] == cloud.lower() and "image_id" in alternative.model_fields_set:
+                return alternative.image_id
+    return resources.image_id
+
+
+def container_image(
+    task: Any, region: str | None = None, *, cloud: str | None = None, secret_names: Any = ()
+) -> ContainerImage | None:
+    """The task's container on `cloud` (None when it runs on the machine's own OS). `secret_names`: secrets
+    kept apart from the task (the null ones a plan leaves for launch, or those a job keeps in its bucket)."""
+    name = docker_image_name(image_id_for(task.resources, cloud), region)
     if name is None:
         return None
     values = {**(task.envs or {}), **(task.secrets or {}), **dict.fromkeys(secret_names, "")}

@@ -187,3 +187,31 @@ def test_a_password_given_with_env_as_skypilots_docs_show_is_kept_out_of_the_job
     record = wiring.store.get(job_id)
     assert record is not None and PASSWORD not in json.dumps(record.attribute_values, default=str)
     assert secrets_of(wiring, record, 0) == {"SKYPILOT_DOCKER_PASSWORD": PASSWORD}
+
+
+ANY_OF = """\
+resources:
+  cpus: 2+
+  image_id: docker:nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04
+  any_of:
+    - infra: lambda
+      image_id: null
+    - infra: gcp
+run: nvidia-smi
+"""
+
+
+@pytest.mark.parametrize(("cloud", "container"), [("lambda", False), ("gcp", True)])
+def test_an_alternative_that_sets_image_id_null_runs_on_the_base_image_of_its_cloud(
+    cloud: str, container: bool, clouds: Settings, queues: QueueDriver, request: pytest.FixtureRequest
+) -> None:
+    job_id = submit_job(clouds, owner="alice", task_text=ANY_OF, clouds=[cloud]).job_id
+    assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+    view = get_job(clouds, job_id, owner=None)
+    assert view.state == JobState.SETTING_UP and view.cluster is not None, view.timeline[-1]
+    script, _ = boot_script(cloud, clouds, request, job_id)
+    assert ("docker.io" in script) is container
+    config = agent_config(clouds, job_id, view.cluster["nodes"][0]["instance_id"])
+    assert config is not None
+    expected = {"image": "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04", "registry": None, "username": None}
+    assert config.container == (expected if container else None)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from shared.task import container_notes, load_pipeline
-from shared.task.container_image import container_image, docker_image_name
+from pathlib import Path
+
+from shared.task import container_notes, load_pipeline, load_pipeline_file
+from shared.task.container_image import container_image, docker_image_name, image_id_for
+
+SKYPILOT_FILES = Path(__file__).resolve().parents[1] / "fixtures" / "skypilot" / "accepted"
 
 PRIVATE = """\
 resources:
@@ -61,3 +65,13 @@ def test_plan_notes_say_where_setup_and_run_run_and_the_registry_login():
         "123.dkr.ecr.us-east-1.amazonaws.com/my-image:v1 (docker or podman on each node, logged in to "
         "123.dkr.ecr.us-east-1.amazonaws.com as AWS); the workdir is /root/sky_workdir there"
     ]
+
+
+def test_an_alternative_pinned_to_a_cloud_overrides_the_image_as_skypilots_gpt2_example_does_for_lambda():
+    pipeline = load_pipeline_file(SKYPILOT_FILES / "gpt2_pipeline.yaml", {"BUCKET_NAME": "my-bucket"})
+    train = pipeline.tasks[1]
+    assert image_id_for(train.resources, "lambda") is None  # `image_id: null` in the lambda alternative
+    assert image_id_for(train.resources, "aws") == "docker:nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"
+    assert container_image(train, cloud="lambda") is None
+    on_gcp = container_image(train, cloud="gcp")
+    assert on_gcp is not None and on_gcp.image == "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"
