@@ -307,3 +307,4 @@ def _node(instance: dict[str, Any], region: str) -> Node:
         use_spot=instance.get("InstanceLifecycle") == "spot",
         tags=tags,
     )
+
