@@ -137,7 +137,7 @@ class LocalCloud:
         records = self._read_cluster(cluster_id)
         for record in records:
             self._stop(record, new_state="terminated")
-        if any(container_image_for_record(r) for r in records):
+        if any(_runs_containers(r) for r in records):
             remove_cluster_containers(cluster_id)  # a VM's containers go with it; a local node's do not
 
     def describe(self, cluster_id: str) -> list[Node]:
@@ -291,7 +291,7 @@ class LocalCloud:
         )
 
 
-def container_image_for_record(record: dict[str, Any]) -> bool:
+def _runs_containers(record: dict[str, Any]) -> bool:
     image = (record.get("hardware") or {}).get("image_id")
     images = image.values() if isinstance(image, dict) else [image]
     return any(is_container_image(i) for i in images)

@@ -132,9 +132,9 @@ def test_a_task_without_a_container_gets_no_docker_setup_in_user_data(
     assert config is not None and config.container is None
 
 
-def post(client: Client, key: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def post(client: Client, key: str, body: dict[str, Any], path: str = "/jobs") -> tuple[int, dict[str, Any]]:
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    answer = client.http.post("/jobs", headers=headers, body=json.dumps(body))
+    answer = client.http.post(path, headers=headers, body=json.dumps(body))
     return answer.status_code, answer.json_body
 
 
@@ -150,6 +150,10 @@ def test_the_local_cloud_without_docker_or_podman_refuses_the_submit_naming_fiel
     assert status == 400
     assert (error["file"], error["line"], error["field"]) == ("public_image.yaml", 4, "resources.image_id")
     assert "neither works on this machine" in error["message"] and "docker:ubuntu:22.04" in error["message"]
+    with Client(app) as client:
+        body = {"task": text, "filename": "public_image.yaml", "name": "nightly", "cron": "0 3 * * *"}
+        status, error = post(client, key, body, "/schedules")  # refused now, not when it fires
+    assert status == 400 and (error["line"], error["field"]) == (4, "resources.image_id")
 
 
 def test_the_local_cloud_with_a_runtime_accepts_it_and_its_agent_gets_the_container(
