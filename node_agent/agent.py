@@ -708,7 +708,8 @@ class Container:
         self.runtime, self.name, self.image, self.binds, self.gpus = runtime, name, image, binds, gpus
 
     def run_argv(self, labels: dict[str, str]) -> list[str]:
-        argv = [self.runtime, "run", "-d", "--name", self.name, "--network", "host"]
+        # --stop-timeout 0: `rm -f` kills at once (podman would wait 10 s on a PID 1 that ignores SIGTERM)
+        argv = [self.runtime, "run", "-d", "--name", self.name, "--network", "host", "--stop-timeout", "0"]
         for key, value in sorted(labels.items()):
             argv += ["--label", f"{key}={value}"]
         if self.gpus:
@@ -731,8 +732,11 @@ class Container:
                            capture_output=True, timeout=30)  # fmt: skip
 
     def remove(self) -> None:
+        """In a session of its own: a node whose process group is killed meanwhile does not cut it short
+        (podman would forget the container while it still runs)."""
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run([self.runtime, "rm", "-f", self.name], capture_output=True, timeout=120)
+            subprocess.run([self.runtime, "rm", "-f", self.name], capture_output=True, timeout=120,
+                           start_new_session=True)  # fmt: skip
 
 
 class TaskRunner:

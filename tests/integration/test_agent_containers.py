@@ -121,7 +121,7 @@ def test_agent_logs_in_with_the_password_on_stdin_starts_the_container_and_execs
     assert all("pw-secret-123" not in " ".join(c["argv"]) for c in calls)  # never on a command line
     name_ = f"skyless-{job}-i-rank1"
     assert calls[3]["argv"] == [
-        "docker", "run", "-d", "--name", name_, "--network", "host",
+        "docker", "run", "-d", "--name", name_, "--network", "host", "--stop-timeout", "0",
         "--label", f"skyless-cluster=c-{job}", "--label", f"skyless-job={job}",
         "--gpus", "all",  # the config's gpus_per_node is 8, on a VM
         "-v", f"{home}/sky_workdir:/root/sky_workdir",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 from conftest import QueueDriver
@@ -75,8 +77,27 @@ def test_cancelling_a_running_container_job_stops_the_task_and_removes_its_conta
     deliver(queues, "provision")
     wait_for(settings, job_id, lambda v: v.state == JobState.RUNNING, timeout=120)
     wait_for(settings, job_id, lambda v: "rank 0 of 2" in log_text(settings, job_id, 0), timeout=30)
-    assert len(containers_of(job_id, extra)) == 2  # one per node
+    boxes = containers_of(job_id, extra)
+    assert len(boxes) == 2  # one per node
+    pids = [int(pid) for pid in podman_out(extra, "inspect", "--format", "{{.State.Pid}}", *boxes).split()]
     cancel_job(settings, job_id, owner=None)
     deliver(queues, "provision")  # the teardown terminates the nodes and what they left running
     assert live_nodes(settings) == []
     assert containers_of(job_id, extra) == []
+    time.sleep(1)
+    assert [pid for pid in pids if alive(pid)] == []  # gone for real, not only from podman's records
+
+
+def podman_out(extra: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        ["podman", *args], capture_output=True, text=True, env={**os.environ, **extra}, timeout=60
+    )
+    return done.stdout
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")

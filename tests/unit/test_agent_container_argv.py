@@ -10,7 +10,7 @@ BINDS = [["/home/ubuntu/sky_workdir", "/root/sky_workdir"], ["/data", "/data"]]
 def test_docker_run_starts_one_container_on_the_host_network_with_the_binds_and_gpus():
     box = Container("docker", "skyless-j-1-i-0", "nvcr.io/nvidia/pytorch:24.01-py3", BINDS, gpus=True)
     assert box.run_argv({"skyless-job": "j-1", "skyless-cluster": "j-1-0"}) == [
-        "docker", "run", "-d", "--name", "skyless-j-1-i-0", "--network", "host",
+        "docker", "run", "-d", "--name", "skyless-j-1-i-0", "--network", "host", "--stop-timeout", "0",
         "--label", "skyless-cluster=j-1-0", "--label", "skyless-job=j-1",
         "--gpus", "all",
         "-v", "/home/ubuntu/sky_workdir:/root/sky_workdir", "-v", "/data:/data",
@@ -20,7 +20,7 @@ def test_docker_run_starts_one_container_on_the_host_network_with_the_binds_and_
 
 def test_podman_asks_for_gpus_through_cdi_and_a_cpu_task_gets_none():
     gpu = Container("podman", "c", "img", [], gpus=True).run_argv({})
-    assert gpu == ["podman", "run", "-d", "--name", "c", "--network", "host",
+    assert gpu == ["podman", "run", "-d", "--name", "c", "--network", "host", "--stop-timeout", "0",
                    "--device", "nvidia.com/gpu=all", "--entrypoint", "sleep", "img", "infinity"]  # fmt: skip
     cpu = Container("docker", "c", "img", [], gpus=False).run_argv({})
     assert "--gpus" not in cpu and "--device" not in cpu
