@@ -187,10 +187,21 @@ def needed_secrets(pipeline: Any) -> list[dict[str, Any]]:
 
 
 def plan_notes(pipeline: Any, *, ignored_overrides: bool = False) -> list[str]:
-    """What the user should know beside the plan: fields not acted on, secrets launch will need."""
-    from shared.task import pipeline_notes
+    """What the user should know beside the plan: fields not acted on, secrets launch will need, where
+    a container runs (and that this machine cannot run it, for the local runtime)."""
+    from shared.task import container_notes, pipeline_notes
 
     notes = pipeline_notes(pipeline)
+    containers = container_notes(pipeline)
+    notes += containers
+    if containers:
+        from shared.clouds.containers import local_runtime
+
+        if local_runtime() is None:
+            notes.append(
+                "resources.image_id: neither docker nor podman works on this machine: the local runtime "
+                "refuses this task at launch (a deployed stack runs it on the cloud's VMs)"
+            )
     for needed in needed_secrets(pipeline):
         flags = " ".join(f"--secret {name}=..." for name in needed["secrets"])
         notes.append(

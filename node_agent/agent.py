@@ -19,6 +19,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -680,6 +681,64 @@ def skypilot_env(config: dict[str, Any], stage: str) -> dict[str, str]:
     return env
 
 
+CONTAINER_HOME = "/root"  # `~` inside a task's container, as SkyPilot's containers run as root
+
+
+def container_runtime() -> str | None:
+    """docker, else podman: the first that answers here (a docker client without its daemon does not)."""
+    for name in ("docker", "podman"):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            if subprocess.run([name, "info"], capture_output=True, timeout=60).returncode == 0:
+                return name
+    return None
+
+
+def container_path(path: str) -> str:
+    """Where a mount's path is inside the container: `~` is CONTAINER_HOME, absolute paths stay."""
+    path = path.rstrip("/") or "/"
+    if path == "~" or path.startswith("~/"):
+        return CONTAINER_HOME + path[1:]
+    return path if path.startswith("/") else f"{CONTAINER_HOME}/{path}"
+
+
+class Container:
+    """The node's one container (`image_id: docker:...`): started once, `setup` and `run` exec'd in it."""
+
+    def __init__(self, runtime: str, name: str, image: str, binds: list[list[str]], gpus: bool) -> None:
+        self.runtime, self.name, self.image, self.binds, self.gpus = runtime, name, image, binds, gpus
+
+    def run_argv(self, labels: dict[str, str]) -> list[str]:
+        # --stop-timeout 0: `rm -f` kills at once (podman would wait 10 s on a PID 1 that ignores SIGTERM)
+        argv = [self.runtime, "run", "-d", "--name", self.name, "--network", "host", "--stop-timeout", "0"]
+        for key, value in sorted(labels.items()):
+            argv += ["--label", f"{key}={value}"]
+        if self.gpus:
+            argv += ["--gpus", "all"] if self.runtime == "docker" else ["--device", "nvidia.com/gpu=all"]
+        for host, inside in self.binds:
+            argv += ["-v", f"{host}:{inside}"]
+        return [*argv, "--entrypoint", "sleep", self.image, "infinity"]
+
+    def exec_argv(self, script: str, names: list[str]) -> list[str]:
+        """Values stay in the exec's environment: `-e NAME` passes them without putting them in argv."""
+        argv = [self.runtime, "exec", "-w", container_path("~/sky_workdir")]
+        for name in sorted(names):
+            argv += ["-e", name]
+        return [*argv, self.name, "bash", "-c", script]
+
+    def signal(self, name: str) -> None:
+        """Send every process in the container but its init `name` (docker exec passes no signals on)."""
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run([self.runtime, "exec", self.name, "bash", "-c", f"kill -{name} -1"],
+                           capture_output=True, timeout=30)  # fmt: skip
+
+    def remove(self) -> None:
+        """In a session of its own: a node whose process group is killed meanwhile does not cut it short
+        (podman would forget the container while it still runs)."""
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run([self.runtime, "rm", "-f", self.name], capture_output=True, timeout=120,
+                           start_new_session=True)  # fmt: skip
+
+
 class TaskRunner:
     """Runs one bash script in its own process group, streaming its output to the log shipper."""
 
@@ -693,13 +752,16 @@ class TaskRunner:
         # Otherwise the task gets a session of its own so signals reach all of it and nothing else.
         self.shares_agent_group = os.getpgrp() == os.getpid()
         self.command_prefix: list[str] = []  # e.g. the private mount namespace of a local node
+        self.container: Container | None = None  # the task's `image_id: docker:...`, once started
 
-    def run(self, script: str, cwd: Path, env: dict[str, str]) -> int:
+    def run(self, script: str, cwd: Path, env: dict[str, str], names: Any = ()) -> int:
+        """`names`: the variables a container gets (the host's own environment stays outside)."""
         with self.lock:
             if self.terminated:
                 return 143
+            box = self.container
             self.process = subprocess.Popen(
-                [*self.command_prefix, "bash", "-c", script],
+                box.exec_argv(script, list(names)) if box else [*self.command_prefix, "bash", "-c", script],
                 cwd=str(cwd),
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -722,10 +784,14 @@ class TaskRunner:
             process = self.process
         if process is not None and process.poll() is None:
             self._signal_task(process, signal.SIGTERM)
+            if self.container is not None:
+                threading.Thread(target=self.container.signal, args=("TERM",), daemon=True).start()
 
     def kill(self) -> None:
         """SIGKILL whatever is left of the task (in a shared group, that ends the agent as well)."""
         process = self.process
+        if self.container is not None:
+            self.container.remove()
         if process is not None and process.poll() is None:
             self._signal_task(process, signal.SIGKILL)
 
@@ -903,11 +969,10 @@ class Agent:
         self.instance_id = env.get("SKYLESS_INSTANCE_ID", "")
         self.node_ip = env.get("SKYLESS_NODE_IP", "127.0.0.1")
         self.cloud = env.get("SKYLESS_CLOUD", "local")
+        self.cluster_id = env.get("SKYLESS_CLUSTER_ID", "")
         self.watcher = metadata_watcher(self.cloud, env)
         self.home = home
-        self.api = ApiClient(
-            env["SKYLESS_API_URL"], self.job_id, self.instance_id, env["SKYLESS_BOOT_TOKEN"]
-        )
+        self.api = ApiClient(env["SKYLESS_API_URL"], self.job_id, self.instance_id, env["SKYLESS_BOOT_TOKEN"])
         self.preempted = threading.Event()
         self.finished = threading.Event()
         self.runner: TaskRunner | None = None
@@ -1066,8 +1131,9 @@ class Agent:
         env = dict(os.environ)
         for name in ("SKYLESS_BOOT_TOKEN", "SKYLESS_AGENT_TOKEN"):
             env.pop(name, None)
-        setup_env = {**env, **skypilot_env(config, "setup")}
-        run_env = {**env, **skypilot_env(config, "run")}
+        stages = {stage: skypilot_env(config, stage) for stage in ("setup", "run")}
+        setup_env, run_env = {**env, **stages["setup"]}, {**env, **stages["run"]}
+        box = config.get("container")
         add_job_group_hosts(config)
         try:
             self.api.report("setting_up")
@@ -1079,7 +1145,7 @@ class Agent:
                 sandboxed = self.cloud == "local"
                 mounts = config.get("file_mounts") or []
                 paths = [m["path"] for m in mounts] + [e["path"] for e in config.get("storage") or []]
-                binds = namespace_binds(paths, self.home) if sandboxed else []
+                binds = namespace_binds(paths, self.home) if sandboxed and not box else []
                 if binds:
                     self.runner.command_prefix = namespace_command(binds, self.home, workdir)
                 notes = fetch_file_mounts(mounts, self.home, sandboxed)
@@ -1092,18 +1158,76 @@ class Agent:
                 return self.finish("failed", 1, f"fetching workdir/file mounts failed: {error}", shipper)
             if self.preempted.is_set() or self.cancelled.is_set():
                 return self.finish("failed", 143, None, shipper)
+            if box:
+                problem = self.start_container(box, config, paths, workdir, shipper)
+                if problem:
+                    shipper.write(f"skyless: {problem}\n".encode())
+                    return self.finish("failed", 1, problem, shipper)
             if config.get("setup"):
-                code = self.runner.run(config["setup"], workdir, setup_env)
+                code = self.runner.run(config["setup"], workdir, setup_env, stages["setup"])
                 if code != 0:
                     return self.finish("failed", code, f"setup exited with {code}", shipper)
             if not self.preempted.is_set() and not self.cancelled.is_set():
                 self.api.report("running")
-            code = self.runner.run(config["run"], workdir, run_env) if config.get("run") else 0
+            code = self.runner.run(config["run"], workdir, run_env, stages["run"]) if config.get("run") else 0
             return self.finish("succeeded" if code == 0 else "failed", code, None, shipper)
         finally:
             self.finished.set()
 
+    def start_container(
+        self,
+        box: dict[str, Any],
+        config: dict[str, Any],
+        paths: list[str],
+        workdir: Path,
+        shipper: LogShipper,
+    ) -> str | None:
+        """Log in (the password goes on stdin), start the node's container with the workdir and mounts
+        bound in, and forget the login (the pull is done); answer what went wrong, or None."""
+        runtime = container_runtime()
+        if runtime is None:
+            return (
+                f"image_id docker:{box['image']}: no container runtime (docker or podman) works on this node"
+            )
+        logins = self.home / ".skyless-registry"  # not the user's own docker login; removed once pulled
+        env = dict(os.environ)
+        name = "".join(
+            c if c.isalnum() or c in "_.-" else "-" for c in f"skyless-{self.job_id}-{self.instance_id}"
+        )
+        sandboxed = self.cloud == "local"
+        binds = [[str(workdir), container_path("~/sky_workdir")]]
+        binds += [[str(mount_path(p, self.home, sandboxed)), container_path(p)] for p in paths]
+        gpus = int(config.get("gpus_per_node") or 0) > 0 and not sandboxed
+        container = Container(runtime, name, box["image"], binds, gpus)
+        container.remove()  # an earlier agent's, on this node
+        labels = {"skyless-job": self.job_id, "skyless-cluster": self.cluster_id}
+        steps: list[tuple[list[str], str | None]] = [(container.run_argv(labels), None)]
+        if box.get("registry"):
+            password = str((config.get("envs") or {}).get("SKYPILOT_DOCKER_PASSWORD") or "")
+            login = [runtime, "login", "--username", box["username"], "--password-stdin", box["registry"]]
+            steps.insert(0, (login, password))
+            env.update(DOCKER_CONFIG=str(logins), REGISTRY_AUTH_FILE=str(logins / "auth.json"))
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            for argv, stdin in steps:
+                try:
+                    done = subprocess.run(
+                        argv, input=(stdin or "").encode(), capture_output=True, timeout=3600, env=env
+                    )
+                except (OSError, subprocess.TimeoutExpired) as error:
+                    return f"{runtime} {argv[1]} failed for {box['image']}: {error}"
+                shipper.write(done.stderr[-2000:])
+                if done.returncode != 0:
+                    return f"{runtime} {argv[1]} failed for {box['image']}: {done.stderr.decode()[-300:]}"
+        finally:
+            shutil.rmtree(logins, ignore_errors=True)
+        if self.runner is not None:
+            self.runner.container = container
+        return None
+
     def finish(self, phase: str, code: int, message: str | None, shipper: LogShipper) -> int:
+        if self.runner is not None and self.runner.container is not None:
+            self.runner.container.remove()
         if not self.preempted.is_set():
             errors = self.write_back("the end of the task")  # before the node lets go
             for error in errors:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import base64
-import gzip
+import bz2
 import shlex
 from functools import cache
 from pathlib import Path
@@ -33,12 +33,27 @@ _IDENTITY = {
     ),
 }
 PER_BOOT = 'B=/var/lib/cloud/scripts/per-boot; [ -d $B ] && cp "$0" $B/skyless-agent.sh\n'
+_UNPACK = "python3 -c 'import bz2,sys;sys.stdout.buffer.write(bz2.decompress(sys.stdin.buffer.read()))'"
 _FALLBACK_IDENTITY = 'INSTANCE_ID=$(hostname)\nNODE_IP=$(hostname -I | cut -d" " -f1)\n'
 
 
+# Only the local cloud runs these (its nodes run agent.py from this folder, never from user-data): a VM's
+# agent never reaches them (`sandboxed` is the local cloud; `--mount-namespace` comes from namespace_command).
+LOCAL_CLOUD_ONLY = frozenset(
+    {"enter_mount_namespace", "namespace_binds", "namespace_command", "mount_namespace_works"}
+)
+
+
 def strip_for_shipping(tree: ast.AST) -> ast.AST:
-    """The agent's syntax tree without docstrings and annotations: what runs is unchanged, and it
-    leaves room under EC2's 16 KB user-data limit (comments go too, since the tree has none)."""
+    """The agent's syntax tree without docstrings, annotations and the local cloud's own functions: what
+    a VM runs is unchanged, and it leaves room under EC2's 16 KB user-data limit (comments go too, since
+    the tree has none)."""
+    if isinstance(tree, ast.Module):
+        tree.body = [
+            node
+            for node in tree.body
+            if not (isinstance(node, ast.FunctionDef) and node.name in LOCAL_CLOUD_ONLY)
+        ]
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and body:
@@ -82,12 +97,14 @@ def render_user_data(
     cloud: str,
     run_as: str | None = None,
     extra_env: dict[str, str] | None = None,
+    container: bool = False,
 ) -> str:
     """A bash user-data script: unpack the agent, learn this VM's id and IP, start the agent detached.
 
     The only credential in it is the boot token (shared.jobs.tokens): it expires with the boot window and
     buys one config fetch per node, so the script opens nothing once the agent has started.
-    The agent file travels gzipped and base64-encoded, which keeps the script under EC2's 16 KB limit.
+    The agent file travels bzip2-compressed (a tenth smaller than gzip; python3 unpacks it, so no bzip2
+    binary is needed) and base64-encoded, which keeps the script under EC2's 16 KB limit.
     The agent runs in its own session (setsid) from the user's home, so ~/sky_workdir is where SkyPilot
     puts it and stopping the agent's process group stops the task with it.
 
@@ -105,8 +122,8 @@ def render_user_data(
             for name in ("agent.py", "cluster_agent.py")
         )
     else:
-        packed = base64.b64encode(gzip.compress(shipped_agent_source().encode(), 9, mtime=0)).decode()
-        unpack = f"echo {packed} | base64 -d | gunzip > /opt/skyless/agent.py\n"
+        packed = base64.b64encode(bz2.compress(shipped_agent_source().encode(), 9)).decode()
+        unpack = f"echo {packed} | base64 -d | {_UNPACK} > /opt/skyless/agent.py\n"
     home = f"/home/{run_as}" if run_as else "/root"
     env = {
         "SKYLESS_API_URL": api_url,
@@ -134,7 +151,22 @@ def render_user_data(
         + 'export SKYLESS_INSTANCE_ID="$INSTANCE_ID" SKYLESS_NODE_IP="$NODE_IP"\n'
         + "touch /var/log/skyless-agent.log\n"
         + (PER_BOOT if cluster else "")
+        + (container_runtime_setup(run_as) if container else "")
         + f"cd {home}\n"
         + launch
         + "\n"
     )
+
+
+def container_runtime_setup(run_as: str | None) -> str:
+    """For a task with `image_id: docker:...`: docker from the distribution when the image has neither
+    docker nor podman (the GPU images have docker and NVIDIA's container toolkit), usable by the agent's user.
+    A failed install is the agent's to report: it finds no container runtime and fails the job saying so."""
+    install = (
+        "if ! command -v docker >/dev/null && ! command -v podman >/dev/null; then\n"
+        "  (export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq docker.io"
+        " && systemctl start docker) >> /var/log/skyless-agent.log 2>&1 || true\nfi\n"
+    )
+    if run_as:
+        install += f"getent group docker >/dev/null && usermod -aG docker {shlex.quote(run_as)} || true\n"
+    return install

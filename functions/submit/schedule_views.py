@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from functions.submit.job_views import plan_task_file
+from functions.submit.job_views import plan_task_file, read_task
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.config import Settings
+from shared.jobs.containers import check_containers
 from shared.schedules.operations import (
     create_schedule,
     delete_schedule,
@@ -44,6 +45,8 @@ def view_of(row: ScheduleModel) -> ScheduleView:
 
 def create(settings: Settings, caller: User, body: CreateScheduleRequest) -> ScheduleView:
     plan_task_file(settings, body)  # a task nothing can run is refused now, not at 3 a.m.
+    task_text = body.task_text()
+    check_containers(settings, read_task(body), filename=body.filename, text=task_text, clouds=body.clouds)
     row = create_schedule(
         settings,
         owner=caller.user_id,

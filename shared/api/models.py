@@ -247,6 +247,9 @@ class AgentConfigResponse(BaseModel):
     storage: list[dict[str, Any]] = Field(
         default_factory=list, description="Bucket mounts with credentials scoped to each (shared/storage)."
     )
+    container: dict[str, Any] | None = Field(
+        None, description="image_id docker:<image>: {image, registry, username}; setup and run run in it."
+    )
     agent_token: str = Field(description="What the agent reports status with (Authorization: Bearer).")
 
 

@@ -42,6 +42,7 @@ from shared.clouds.aws_network import (
 )
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, MANAGED_TAG, LaunchSpec, Node, ranked
 from shared.clouds.errors import InvalidLaunchError, NoCapacityError, QuotaError
+from shared.clouds.spec_fields import container_image_for
 from shared.config import Settings
 from shared.config.clouds import DEFAULT_AWS_DISK_GB, AwsConfig
 
@@ -205,6 +206,7 @@ class AwsCloud:
                 cloud="aws",
                 run_as=self.config.run_as,
                 extra_env=cluster_agent_env(spec.agent_env),
+                container=container_image_for(spec) is not None,
             ),
             "BlockDeviceMappings": [
                 {

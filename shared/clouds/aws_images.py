@@ -69,7 +69,7 @@ def requested_image(image_id: str | dict[str, str] | None, region: str) -> str |
     if image_id is None or image_id.startswith("skypilot:"):
         return None
     if image_id.startswith("docker:"):
-        raise InvalidLaunchError(f"image_id {image_id!r}: docker images are not supported by skyless on AWS")
+        return None  # the default image; the node agent runs the container on it
     return image_id
 
 

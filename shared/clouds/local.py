@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.clouds.base import CLUSTER_TAG, JOB_TAG, RANK_TAG, LaunchSpec, Node
+from shared.clouds.containers import is_container_image, remove_cluster_containers
 from shared.clouds.errors import (
     CloudAuthError,
     InvalidLaunchError,
@@ -166,8 +167,11 @@ class LocalCloud:
         return [self._start_node(spec, rank) for rank in range(spec.num_nodes)]
 
     def terminate(self, cluster_id: str) -> None:
-        for record in self._read_cluster(cluster_id):
+        records = self._read_cluster(cluster_id)
+        for record in records:
             self._stop(record, new_state="terminated")
+        if any(_runs_containers(r) for r in records):
+            remove_cluster_containers(cluster_id)  # a VM's containers go with it; a local node's do not
 
     def describe(self, cluster_id: str) -> list[Node]:
         return [self._node(r) for r in self._read_cluster(cluster_id)]
@@ -399,6 +403,12 @@ class LocalCloud:
             use_spot=record["use_spot"],
             tags={**record["tags"], JOB_TAG: record["job_id"], CLUSTER_TAG: record["cluster_id"]},
         )
+
+
+def _runs_containers(record: dict[str, Any]) -> bool:
+    image = (record.get("hardware") or {}).get("image_id")
+    images = image.values() if isinstance(image, dict) else [image]
+    return any(is_container_image(i) for i in images)
 
 
 def _hardware(spec: LaunchSpec) -> dict[str, Any]:

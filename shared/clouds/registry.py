@@ -34,6 +34,10 @@ class ProviderRegistry:
             raise CloudAuthError(f"no provider configured for cloud {cloud!r} (SKYLESS_PROVIDERS)")
         return self.build(name)
 
+    def provider_name(self, cloud: str) -> str | None:
+        """The name of the provider serving `cloud` (None: none is configured), without building it."""
+        return self.mapping.get(cloud.lower()) or self.mapping.get("*")
+
     def served_clouds(self) -> set[str] | None:
         """The clouds some provider serves; None when every cloud is (`*=...`)."""
         return None if "*" in self.mapping else set(self.mapping)

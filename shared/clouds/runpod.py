@@ -30,7 +30,7 @@ from shared.clouds.errors import (
 )
 from shared.clouds.node_names import node_name, tags_from_name
 from shared.clouds.rest_client import RestClient, body_of, error_for_status
-from shared.clouds.spec_fields import image_for
+from shared.clouds.spec_fields import container_image_for, image_for
 from shared.clouds.startup_script import startup_script
 from shared.config.clouds import RunPodConfig
 
@@ -203,8 +203,8 @@ class RunPod:
     def pod_input(
         self, spec: LaunchSpec, name: str, count: int, gpu_type: str, cloud_type: str
     ) -> dict[str, Any]:
-        boot = startup_script(spec, pinned_id=name)
-        image = (image_for(spec) or DEFAULT_IMAGE).removeprefix("docker:")
+        boot = startup_script(spec, pinned_id=name, container=False)  # the agent runs inside the image
+        image = container_image_for(spec) or image_for(spec) or DEFAULT_IMAGE  # the pod is the image
         env = {
             "SKYLESS_BOOT": base64.b64encode(boot.encode()).decode(),
             "SKYLESS_REGION": spec.region,

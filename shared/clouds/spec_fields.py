@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from shared.clouds.base import LaunchSpec
+from shared.clouds.containers import is_container_image
 
 
 def image_for(spec: LaunchSpec) -> str | None:
-    """The task's `image_id`: one image, or SkyPilot's `{region: image}` form (None when no entry fits)."""
-    if isinstance(spec.image_id, dict):
-        return spec.image_id.get(spec.region)
-    return spec.image_id
+    """The machine image the task's `image_id` names: one image, or SkyPilot's `{region: image}` form (None
+    when no entry fits, or for a container, `docker:<image>`, which runs on the cloud's default image)."""
+    image = spec.image_id.get(spec.region) if isinstance(spec.image_id, dict) else spec.image_id
+    return None if image is None or is_container_image(image) else image
+
+
+def container_image_for(spec: LaunchSpec) -> str | None:
+    """The image after `docker:` when the task runs in a container, else None."""
+    image = spec.image_id.get(spec.region) if isinstance(spec.image_id, dict) else spec.image_id
+    return image.removeprefix("docker:") if image is not None and is_container_image(image) else None
 
 
 def accelerator_of(spec: LaunchSpec) -> tuple[str | None, int]:

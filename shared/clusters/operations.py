@@ -30,7 +30,7 @@ from shared.clusters.states import ACCEPTS_EXEC, ACCEPTS_JOBS, ClusterState
 from shared.clusters.stopping import STOP_HINT, stop_refusal
 from shared.clusters.tokens import cluster_token_hash
 from shared.config import Settings
-from shared.errors import ConflictError, NotFoundError, UserError
+from shared.errors import ConflictError, NotFoundError, TaskFileError, UserError
 from shared.jobs.file_mounts import check_file_mounts
 from shared.store.cluster_records import ClusterJobModel, ClusterStore, NamedClusterModel
 from shared.wiring import Wiring, wiring_for
@@ -88,6 +88,25 @@ def refuse_task_buckets(pipeline: Any, *, bucket: str, filename: str) -> None:
             )
 
 
+def refuse_containers(pipeline: Any, *, filename: str, text: str) -> None:
+    """`image_id: docker:...` runs `setup` and `run` in a container for managed jobs (shared/jobs/containers);
+    a cluster's agent runs jobs on the node's own OS, so such a task is refused here, naming the field."""
+    from shared.task.container_image import container_image
+    from shared.task.loader import task_field_line
+
+    task = pipeline.tasks[0]
+    alternatives = [*(task.resources.any_of or ()), *(task.resources.ordered or ())]
+    clouds = {None, *(alternative.location()[0] for alternative in alternatives)}
+    if any(container_image(task, cloud=cloud) is not None for cloud in clouds):
+        raise TaskFileError(
+            "containers (image_id: docker:...) run for managed jobs, not yet on named clusters",
+            file=filename,
+            line=task_field_line(text, 0, ("resources", "image_id")),
+            field="resources.image_id",
+            hint="launch it as a managed job (no -c), or give a machine image",
+        )
+
+
 def load_single_task(
     text: str, *, filename: str, env: dict[str, str] | None, secrets: dict[str, str] | None
 ) -> Any:
@@ -125,6 +144,7 @@ def launch_on_cluster(
     task = pipeline.tasks[0]
     keys = file_mount_keys or {}
     refuse_task_buckets(pipeline, bucket=settings.bucket, filename=filename)
+    refuse_containers(pipeline, filename=filename, text=task_text)
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     wiring, store = _store(settings)
     autostop = _autostop_wanted(task, idle_minutes, down)
@@ -323,6 +343,7 @@ def exec_on_cluster(
     else:
         assert task_text is not None
         pipeline = load_single_task(task_text, filename=filename, env=env, secrets=secrets)
+        refuse_containers(pipeline, filename=filename, text=task_text)
     keys = file_mount_keys or {}
     refuse_task_buckets(pipeline, bucket=settings.bucket, filename=filename)
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)

@@ -6,7 +6,9 @@ config, phases, heartbeats), `recovery` (preemptions and lost nodes), `instance_
 events), `cancellation`, and the sweeps `reconcile` (lost events, silent nodes, stuck jobs) and `reaper`
 (VMs no job owns).
 Beside them: `job_storage` (the jobs side of bucket mounts), `node_claims` (each node fetches its config
-once, with its boot token), `deadlines` (a deadline job's record, and what `plan --deadline` prices).
+once, with its boot token), `deadlines` (a deadline job's record, and what `plan --deadline` prices),
+`containers` (a task's `docker:` image: refused at submit where no provider can run it, and the node's
+config).
 Reads for the API: `views`, `job_filters`, `blocks` (places a job may not use again), `cost_report`;
 `run_status` writes runs/<job>/status.json. The other modules are the steps' parts.
 """
@@ -15,6 +17,7 @@ __all__ = [
     "agent_reports",
     "blocks",
     "cancellation",
+    "containers",
     "cost_report",
     "deadlines",
     "file_mounts",

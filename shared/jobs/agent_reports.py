@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.config import Settings
 from shared.errors import NotFoundError
+from shared.jobs.containers import node_container
 from shared.jobs.costs import cost_with
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
 from shared.jobs.job_groups import group_view, tell_group
@@ -70,6 +71,7 @@ class AgentConfig:
     workdir_git: dict[str, str | None] | None = None  # {url, ref}: a git workdir the node clones
     attempt: int = 0  # the job's attempt (SKYLESS_ATTEMPT); task_id stays the same across attempts
     storage: list[dict[str, Any]] = field(default_factory=list)  # bucket mounts (shared.jobs.job_storage)
+    container: dict[str, Any] | None = None  # docker:<image>: {image, registry, username} (jobs.containers)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -131,6 +133,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
             job_id=job.job_id,
         )
         id_index = task_index
+    secrets = secrets_of(wiring, job, task_index)
     stages = node_env(
         place=place,
         rank=rank,
@@ -151,7 +154,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         task_id=task_ids[id_index],
         setup=task.setup,
         run=task.run,
-        envs={**task.envs, **secrets_of(wiring, job, task_index)},
+        envs={**task.envs, **secrets},
         workdir_url=workdir_url,
         workdir_git=_git_source(task.workdir),
         file_mounts=node_file_mounts(wiring.objects, settings.bucket, task, decode_keys(job.file_mounts)),
@@ -164,6 +167,7 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
         run_env=stages.run,
         attempt=int(job.attempt),
         storage=storage_for_node(wiring, job, task, cluster),
+        container=node_container(settings, task, cluster.cloud, cluster.region, secrets),
     )
 
 

@@ -51,6 +51,7 @@ from shared.jobs.tokens import agent_token, boot_token, token_hash
 from shared.optimizer.plan import Block, Candidate, Plan
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
+from shared.task.container_image import image_id_for
 from shared.wiring import Wiring, current_wiring
 
 MAX_DELAY_SECONDS = 900
@@ -164,14 +165,14 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
         plan, index = replanned, 0
 
 
-def task_launch_fields(wiring: Wiring, job: JobModel) -> dict[str, Any]:
-    """What the task's resources say about the VM beyond its shape: image, disk, ports, labels."""
+def task_launch_fields(wiring: Wiring, job: JobModel, cloud: str | None = None) -> dict[str, Any]:
+    """What the task's resources say about the VM on `cloud` beyond its shape: image, disk, ports, labels."""
     resources = load_pipeline_of(wiring, job).tasks[int(job.task_index)].resources
     ports = resources.ports
     listed = [] if ports is None else ports if isinstance(ports, list) else [ports]
     disk = resources.disk_size_gib()
     return {
-        "image_id": resources.image_id,
+        "image_id": image_id_for(resources, cloud),
         "disk_size_gb": None if disk is None else int(disk),
         "ports": tuple(str(p) for p in listed),
         "labels": dict(resources.labels or {}),
@@ -200,7 +201,7 @@ def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
             # user-data's only credential: one config fetch per node, within the boot window
             "SKYLESS_BOOT_TOKEN": boot_token(wiring.settings, job.job_id, int(job.attempt)),
         },
-        **task_launch_fields(wiring, job),
+        **task_launch_fields(wiring, job, candidate.cloud),
     )
     return provider.launch(spec)
 

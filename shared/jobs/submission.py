@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.errors import NoOfferingError, UserError
+from shared.jobs.containers import check_containers, keep_registry_password_secret
 from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.job_groups import submit_group
@@ -124,6 +125,9 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
     keys = dict(command.file_mount_keys)
     check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     check_job_storage(settings, pipeline, owner=owner, filename=filename, text=command.task_text)
+    clouds = list(command.clouds) if command.clouds else None
+    check_containers(settings, pipeline, filename=filename, text=command.task_text, clouds=clouds)
+    keep_registry_password_secret(pipeline)
     job_id = command.job_id or new_job_id()
     job = wiring.store.new_job(
         job_id=job_id,

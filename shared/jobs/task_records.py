@@ -13,7 +13,16 @@ MAX_INLINE_TASK_BYTES = 8 * 1024
 
 
 def pipeline_json(pipeline: Any) -> dict[str, Any]:
-    return pipeline.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data = pipeline.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for task, written in zip(pipeline.tasks, data["tasks"], strict=True):
+        for key in ("any_of", "ordered"):
+            alternatives = zip(
+                getattr(task.resources, key) or (), written["resources"].get(key) or (), strict=True
+            )
+            for alternative, dumped in alternatives:
+                if alternative.image_id is None and "image_id" in alternative.model_fields_set:
+                    dumped["image_id"] = None  # `image_id: null` overrides the task's image there (SkyPilot)
+    return data
 
 
 def store_pipeline(wiring: Wiring, job: JobModel, pipeline: Any) -> None:

@@ -5,10 +5,11 @@ naming the file, line and field.
 pydantic models of the task and its `resources:`; `values` parses SkyPilot's small languages (`A100:8`,
 `4+`, `2x`, `infra`); `positions` keeps each field's line; `strict_model` turns unknown fields into
 "did you mean" errors; `requests` is what the optimizer reads from a task; `unsupported_fields` says which
-fields are read but not acted on; `overrides` applies `sky launch`'s resource options; `limits` is the
-task-file size limit. Pure: no I/O but reading files.
+fields are read but not acted on; `container_image` reads `image_id: docker:...`; `overrides` applies
+`sky launch`'s resource options; `limits` is the task-file size limit. Pure: no I/O but reading files.
 """
 
+from shared.task.container_image import container_notes
 from shared.task.limits import MAX_TASK_FILE_BYTES, read_task_file
 from shared.task.loader import load_pipeline, load_pipeline_file
 from shared.task.overrides import Overridden, ResourceOverrides, apply_overrides
@@ -26,6 +27,7 @@ __all__ = [
     "ResourceRequest",
     "Task",
     "apply_overrides",
+    "container_notes",
     "load_pipeline",
     "load_pipeline_file",
     "pipeline_notes",

@@ -214,3 +214,13 @@ def test_null_secrets_need_values_on_launch_and_exec_and_the_values_stay_out_of_
 
 def holds_nothing(answer: Any, value: str) -> bool:
     return value not in json.dumps(answer)
+
+
+def test_a_container_task_is_refused_on_a_cluster_naming_the_field_and_its_line(alice: Caller) -> None:
+    task = "name: dev\nresources:\n  cpus: 2+\n  image_id: docker:python:3.11-slim\nrun: echo r\n"
+    refused = alice.post("/clusters/dev/launch", {"task": task, "filename": "dev.yaml"})
+    assert refused.status_code == 400, refused.json_body
+    body = refused.json_body
+    assert (body["field"], body["file"], body["line"]) == ("resources.image_id", "dev.yaml", 4)
+    assert "not yet on named clusters" in body["message"]
+    assert alice.get("/clusters").json_body["clusters"] == []  # nothing was made

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-import gzip
+import bz2
 import re
 import subprocess
 
@@ -20,7 +20,7 @@ def test_user_data_carries_the_agent_less_only_docstrings_and_annotations_and_fi
 
     script = _render()
     packed = re.search(r"echo (\S+) \| base64 -d", script).group(1)
-    shipped = gzip.decompress(base64.b64decode(packed)).decode()
+    shipped = bz2.decompress(base64.b64decode(packed)).decode()
     original = ast.parse(AGENT_SOURCE.read_text())
     assert ast.dump(ast.parse(shipped)) == ast.dump(strip_for_shipping(original))
     assert '"""' not in shipped and "-> dict" not in shipped
@@ -54,3 +54,23 @@ def test_agent_source_is_python_3_8_syntax_and_stdlib_only():
         for alias in node.names
     }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported - set(sys.stdlib_module_names)
+
+
+def test_a_container_task_gets_docker_made_usable_and_still_fits_ec2s_limit():
+    from node_agent.user_data import LOCAL_CLOUD_ONLY, shipped_agent_source
+
+    real = {
+        "api_url": "https://abcdefghij.execute-api.us-east-1.amazonaws.com",
+        "job_id": "job-123456789012",
+        "cluster_id": "job-123456789012-0",
+        "boot_token": "boot.0.1234567890." + "a" * 64,
+        "cloud": "aws",
+    }
+    script = render_user_data(**real, run_as="ubuntu", container=True)
+    assert "apt-get install -y -qq docker.io" in script and "usermod -aG docker ubuntu" in script
+    assert script.index("docker.io") < script.index("setsid python3")  # docker is there before the agent
+    assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
+    assert len(script.encode()) < 16 * 1024
+    assert "docker" not in render_user_data(**real, run_as="ubuntu")
+    shipped = shipped_agent_source()
+    assert all(f"def {name}(" not in shipped for name in LOCAL_CLOUD_ONLY)  # a VM never runs them
