@@ -11,8 +11,10 @@ file-mount sources are skipped: they live on the user's machine, not in the file
 Enabled clouds are faked by replacing `sky.check.get_cached_enabled_clouds_or_refresh`; the network is cut.
 What SkyPilot would look up online is answered instead, never guessed into a verdict: a region or zone of a
 cloud whose catalog is not in the folder (e.g. `region: us-east-1` on a disabled AWS) is taken as valid,
-GCP image tags are taken as valid (images.csv is not in the folder), and an image's size as fitting any disk
-(the cloud's API would be asked). skyless checks none of these at plan time either.
+GCP image tags are taken as valid (images.csv is not in the folder), an image's size as fitting any disk
+(the cloud's API would be asked), an instance type of such a cloud as existing, and a Kubernetes context as
+present in the kubeconfig with every feature (machine state, not the file's). skyless checks none of these at
+plan time either. Any look-up still reaching the network is reported as "unknown", never as a verdict.
 """
 
 from __future__ import annotations
@@ -69,7 +71,16 @@ def _lenient_where_no_catalog(catalog_clouds: set[str]) -> None:
     from sky.utils import registry
 
     for cloud in registry.CLOUD_REGISTRY.values():
-        type(cloud).get_image_size = lambda self, image_id, region: 0.0
+        kind = type(cloud)
+        kind.get_image_size = lambda self, image_id, region: 0.0
+        kind.is_image_tag_valid = classmethod(lambda cls, image_tag, region: True)
+        if str(cloud).lower() not in catalog_clouds:
+            kind.instance_type_exists = lambda self, instance_type: True
+    # A Kubernetes context and its nodes' labels are this machine's cluster, not something the file says.
+    from sky.clouds import kubernetes
+
+    kubernetes.Kubernetes.validate_region_zone = lambda self, region, zone: (region, zone)
+    kubernetes.Kubernetes._unsupported_features_for_resources = classmethod(lambda cls, *a, **k: {})
 
 
 def _first_line(error: BaseException) -> str:

@@ -97,6 +97,13 @@ def main() -> None:
     parser.add_argument("--clouds", default=None)
     parser.add_argument("--skypilot-python", default=os.environ.get("SKYPILOT_PYTHON"))
     parser.add_argument("--json", type=Path, default=None, help="Also write every row to this file.")
+    parser.add_argument(
+        "--skypilot-verdicts",
+        type=Path,
+        default=None,
+        help="Reuse SkyPilot's verdicts from this file when it exists (they do not depend on skyless's code, "
+        "and take minutes), else compute and write them there.",
+    )
     args = parser.parse_args()
 
     from shared.catalog import Catalog, load_skypilot_folder
@@ -112,15 +119,25 @@ def main() -> None:
     crashes = {f: r for f, r in ours.items() if r["verdict"] == "crash"}
     for file, row in crashes.items():
         print(f"  CRASH {file}: {row['reason']}")
-    if not args.skypilot_python:
+    cached = args.skypilot_verdicts
+    if cached is not None and cached.exists():
+        by_name = json.loads(cached.read_text())
+        theirs = {str(p): by_name[os.path.relpath(p, ROOT)] for p in files}
+        print(f"SkyPilot: {dict(Counter(r['verdict'] for r in theirs.values()))} (from {cached})")
+    elif not args.skypilot_python:
         print("no --skypilot-python (or $SKYPILOT_PYTHON): SkyPilot's verdicts not computed")
         return
-    started = time.perf_counter()
-    theirs = skypilot_verdicts(files, args.skypilot_python, args.catalog, clouds)
-    print(
-        f"SkyPilot: {dict(Counter(r['verdict'] for r in theirs.values()))} "
-        f"in {time.perf_counter() - started:.1f} s"
-    )
+    else:
+        started = time.perf_counter()
+        theirs = skypilot_verdicts(files, args.skypilot_python, args.catalog, clouds)
+        print(
+            f"SkyPilot: {dict(Counter(r['verdict'] for r in theirs.values()))} "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
+        if cached is not None:
+            cached.write_text(
+                json.dumps({os.path.relpath(f, ROOT): row for f, row in theirs.items()}, indent=1)
+            )
     rows = []
     for path in files:
         file = str(path)

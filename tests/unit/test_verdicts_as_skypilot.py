@@ -4,6 +4,7 @@ header fields it ignores, the `service:` section it checks; and every real file 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,29 @@ def test_every_corpus_file_plans_to_one_verdict_without_a_traceback(shared_catal
             verdicts["planned"] += 1
     assert sum(verdicts.values()) == len(CORPUS)
     assert all(verdicts.values()), verdicts  # the corpus exercises all three verdicts
+
+
+def _plan(*args: str, home: Path) -> tuple[int, str, str]:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(app, ["plan", *args], env={"COLUMNS": "200", "SKYLESS_HOME": str(home)})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_skyless_plan_says_the_ignored_job_group_field_and_plans(tmp_path: Path) -> None:
+    code, out, _ = _plan(str(FILES / "job_group_placement.yaml"), "--json", home=tmp_path)
+    body = json.loads(out)
+    assert code == 0 and len(body["tasks"]) == 2
+    assert any(n.startswith("job group header: placement: read, ignored") for n in body["notes"])
+
+
+def test_skyless_plan_refuses_a_bad_service_with_file_line_and_field(tmp_path: Path) -> None:
+    code, out, _ = _plan(str(FILES / "service_unknown_field.yaml"), "--json", home=tmp_path)
+    body = json.loads(out)
+    assert code == 2 and body["line"] == 5 and body["field"] == "service.replica_policy.init_replicas"
+    assert (
+        body["file"].endswith("service_unknown_field.yaml") and "did you mean 'min_replicas'" in body["hint"]
+    )
