@@ -2,8 +2,9 @@
 
 Documents are read the way sky/utils/dag_utils.py reads them: a first document holding only `name`
 (or `name` + `execution: serial`) names a chain; a first document with `execution: parallel` is a
-job-group header; otherwise every document is a task. Unknown header keys are errors here (SkyPilot
-only warns about them in job groups).
+job-group header; otherwise every document is a task. Unknown pipeline-header keys are errors; unknown
+job-group header keys (e.g. `placement`) are kept as `ignored_header_fields` and said at plan and launch,
+as SkyPilot only warns about them and goes on, except near-misses of a known key (`primary_task`): typos.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def load_pipeline(
         for key in ("primary_tasks", "termination_delay", "inter_connection"):
             if key in header.value:
                 fields[key] = header.value[key]
+        ignored = [str(key) for key in header.value if key not in JOB_GROUP_HEADER_FIELDS]
+        fields["ignored_header_fields"] = ignored or None
     pipeline = Pipeline.model_validate(fields)
     pipeline.deferred_secrets = {index: names for index, names in deferred.items() if names}
     return pipeline
@@ -144,7 +147,10 @@ def _split_header(documents: list[Document], filename: str) -> tuple[Document | 
     first = documents[0]
     keys = set(first.value)
     if len(documents) >= 2 and first.value.get("execution") == "parallel":
-        _check_header_keys(first, JOB_GROUP_HEADER_FIELDS, "job group header", filename)
+        # SkyPilot warns about unknown keys and goes on; a near-miss of a known one is refused as a typo.
+        others = [k for k in first.value if k not in JOB_GROUP_HEADER_FIELDS]
+        kept = [k for k in others if not did_you_mean(str(k), list(JOB_GROUP_HEADER_FIELDS))]
+        _check_header_keys(first, (*JOB_GROUP_HEADER_FIELDS, *kept), "job group header", filename)
         return first, documents[1:], "parallel"
     if keys and keys <= set(CHAIN_HEADER_FIELDS) and "name" in keys:
         execution = first.value.get("execution", "serial")
@@ -312,6 +318,8 @@ def _task_file_error(error: ValidationError, document: Document, filename: str) 
             if kind not in expected:
                 expected.append(kind)
         message = f"expected {' or '.join(expected)}; found {found}"
+    elif detail["type"] == "missing":
+        message = f"missing required field {detail['loc'][-1]!r}"
     else:
         message = detail["msg"].removeprefix("Value error, ")
         if (

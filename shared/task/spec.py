@@ -26,6 +26,7 @@ from pydantic import (
 from shared.catalog.accelerators import canonical_name
 from shared.task.requests import ResourceChoice, ResourceRequest
 from shared.task.resources import ResourceFields, Resources
+from shared.task.service_spec import ServiceSpec
 from shared.task.strict_model import SpecModel
 from shared.task.values import DURATION, ENV_NAME, STORAGE_MODES, STORES, parse_cpus, parse_memory
 
@@ -160,7 +161,7 @@ class Task(SpecModel):
     job: JobOptions | None = None
     resources: Resources = Field(default_factory=Resources)
     file_mounts: dict[str, str | StorageObject] | None = None
-    service: dict[str, Any] | None = None
+    service: ServiceSpec | None = None
     pool: dict[str, Any] | None = None
     setup: str | None = None
     run: str | None = None
@@ -303,6 +304,7 @@ class Pipeline(SpecModel):
     primary_tasks: list[str] | None = None
     termination_delay: StrictInt | str | dict[str, StrictInt | str] | None = None
     inter_connection: Any = None
+    ignored_header_fields: list[str] | None = None  # job-group header keys SkyPilot warns about and ignores
     # Null secrets left for launch to fill (only when loaded for planning): task index -> names.
     _deferred_secrets: dict[int, list[str]] = PrivateAttr(default_factory=dict)
 

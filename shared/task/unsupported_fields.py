@@ -65,8 +65,14 @@ def unsupported_notes(task: Any) -> list[str]:
 
 
 def pipeline_notes(pipeline: Any) -> list[str]:
-    """Every task's unsupported-field notes, each prefixed with its task's name (or number)."""
-    return [
+    """Every task's unsupported-field notes, each prefixed with its task's name (or number), after the
+    job-group header fields that are ignored."""
+    header = [
+        f"job group header: {name}: read, ignored (SkyPilot 0.14.1 also ignores header fields it does not "
+        "know, with a warning)"
+        for name in getattr(pipeline, "ignored_header_fields", None) or ()
+    ]
+    return header + [
         f"{task.name or f'task #{i + 1}'}: {note}"
         for i, task in enumerate(pipeline.tasks)
         for note in unsupported_notes(task)

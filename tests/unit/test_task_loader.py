@@ -134,7 +134,7 @@ def test_git_workdir_is_read_as_url_and_ref() -> None:
 
 def test_service_and_pool_are_read_and_reported_unsupported() -> None:
     task = load("service:\n  replicas: 2\npool:\n  workers: 1\nrun: echo\n").tasks[0]
-    assert task.service == {"replicas": 2}
+    assert task.service is not None and task.service.model_dump(exclude_none=True) == {"replicas": 2}
     assert task.unsupported == [
         "service: read, not run: the task runs as one job, not a SkyServe service (no replicas, "
         "no load balancer)",
