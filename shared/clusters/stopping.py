@@ -10,7 +10,6 @@ yet TPU VMs or runpod).
 from __future__ import annotations
 
 from shared.clouds.base import StoppableProvider
-from shared.clouds.gcp_tpu import TPU_INSTANCE_TYPE
 
 CLOUD_NAMES = {"aws": "AWS", "gcp": "GCP", "azure": "Azure", "lambda": "Lambda Cloud", "runpod": "RunPod"}
 CANNOT_STOP = {"lambda": "Lambda Cloud does not support stopping instances"}
@@ -34,8 +33,11 @@ def stop_refusal(
     refusal = cloud_stop_refusal(cloud, use_spot)
     if refusal is not None:
         return refusal
-    if instance_type == TPU_INSTANCE_TYPE:
-        return "skyless cannot stop and start TPU VMs yet"
+    if cloud.lower() == "gcp":
+        from shared.clouds.gcp_tpu import TPU_INSTANCE_TYPE  # the GCP client, only where it is needed
+
+        if instance_type == TPU_INSTANCE_TYPE:
+            return "skyless cannot stop and start TPU VMs yet"
     if not isinstance(provider, StoppableProvider):
         name = getattr(provider, "name", "?")
         return f"skyless's {name} provider cannot stop and start VMs yet"
