@@ -187,8 +187,13 @@ def get_job(settings: Settings, job_id: str, *, owner: str | None) -> JobView:
         raise NotFoundError(f"no job {job_id}", field="job_id")
     cooling = [] if is_terminal(job.state) else _plan_cooling(wiring, plan_of(job))
     view = job_view(job, store.cluster(job.cluster_id), store.timeline(job_id), cooling)
+    return with_group(wiring, job, view)
+
+
+def with_group(wiring: Wiring, job: JobModel, view: JobView) -> JobView:
+    """The view with its job group's tasks (a group) or its group's id (a task of one)."""
     if job.group_tasks or job.group_id:
-        view = replace(view, group=group_tasks_of(wiring, job), group_id=job.group_id)
+        return replace(view, group=group_tasks_of(wiring, job), group_id=job.group_id)
     return view
 
 

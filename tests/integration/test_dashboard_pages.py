@@ -478,3 +478,26 @@ def test_signing_in_and_reading_a_page_through_http_api_events(
     page_event["cookies"] = [session.split(";", 1)[0]]
     page = handler(page_event, None)
     assert page["statusCode"] == 200 and "Your jobs" in page["body"]
+
+
+def test_a_job_groups_page_lists_its_tasks_and_a_tasks_page_links_its_group(
+    client: Client, stack: Settings, users: dict[str, str]
+) -> None:
+    group_text = (
+        "name: rl\nexecution: parallel\nprimary_tasks: [trainer]\n---\nname: trainer\nrun: echo t\n"
+        "---\nname: replay-buffer\nrun: echo r\n"
+    )
+    owner = user_id(stack, users["alice"])
+    group_id = submit_job(
+        wiring_for(stack), SubmitJob.from_text(owner=owner, task_text=group_text, filename="rl.yaml")
+    ).job_id
+    browser = Browser(client)
+    browser.sign_in(users["alice"])
+
+    page = text(browser.get(f"/dashboard/jobs/{group_id}"))
+    assert 'id="group-tasks"' in page and ">trainer</a>" in page and ">replay-buffer</a>" in page
+    assert "primary" in page and "auxiliary" in page
+    task_page = text(browser.get(f"/dashboard/jobs/{group_id}-t1"))
+    assert f'href="/dashboard/jobs/{group_id}"' in task_page and "A task of job group" in task_page
+    listing = text(browser.get("/dashboard"))
+    assert group_id in listing and f"{group_id}-t1" not in listing  # the group stands for its tasks

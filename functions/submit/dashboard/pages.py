@@ -41,7 +41,7 @@ from shared.jobs.blocks import blocks_of
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.cost_report import cost_report, job_attempts
 from shared.jobs.job_filters import job_filter, parse_days, parse_flag, parse_group
-from shared.jobs.views import job_view, list_jobs, read_logs
+from shared.jobs.views import job_view, list_jobs, read_logs, with_group
 from shared.notifications.settings import user_settings
 from shared.schedules.operations import list_schedules
 from shared.states import JobState, is_terminal
@@ -315,7 +315,7 @@ def _job_context(request: PageRequest, job_id: str) -> dict[str, Any]:
     if job is None or job.owner != _owner(request):
         raise NotFoundError(f"no job {job_id[:40]}", field="job_id")
     cluster = store.cluster(job.cluster_id)
-    view = job_view(job, cluster, store.timeline(job_id))
+    view = with_group(wiring_for(request.settings), job, job_view(job, cluster, store.timeline(job_id)))
     now = time.time()
     attempts = job_attempts(request.settings, job, now=now)
     live = not is_terminal(job.state)
