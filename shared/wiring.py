@@ -13,6 +13,7 @@ from shared.config import Settings
 from shared.store.job_store import Cooldowns, JobStore
 from shared.store.jobs import DynamoJobStore
 from shared.store.notifications import DynamoNotificationStore, NotificationStore
+from shared.store.reaper_marks import DynamoReaperMarks, ReaperMarks
 from shared.store.schedules import DynamoScheduleStore, ScheduleStore
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class Wiring:
     cooldown_record: Cooldowns | None = None  # None: the DynamoDB record beside the store's clusters
     schedule_records: ScheduleStore | None = None  # None: the schedules table
     notification_records: NotificationStore | None = None  # None: the notifications table
+    reaper_mark_records: ReaperMarks | None = None  # None: the events table's `reaper-marks` partition
 
     @cached_property
     def catalog_loader(self) -> StoredCatalogLoader:
@@ -55,6 +57,11 @@ class Wiring:
     def notifications(self) -> NotificationStore:
         """Notification settings, per-job overrides and send claims (shared/store/notifications.py)."""
         return self.notification_records or DynamoNotificationStore(self.settings)
+
+    @cached_property
+    def reaper_marks(self) -> ReaperMarks:
+        """The orphan reaper's marks of clusters no live job owns (shared/store/reaper_marks.py)."""
+        return self.reaper_mark_records or DynamoReaperMarks(self.settings)
 
     @property
     def catalog(self) -> Catalog:

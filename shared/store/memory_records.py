@@ -1,6 +1,7 @@
-"""The schedule and notification stores in memory (`ScheduleStore`: shared/store/schedules.py,
-`NotificationStore`: shared/store/notifications.py) with DynamoDB's conditions, for tests without an endpoint.
-tests/unit/test_schedule_store_contract.py and test_notification_store_contract.py hold them to the same
+"""The schedule and notification stores and the reaper's marks in memory (`ScheduleStore`:
+shared/store/schedules.py, `NotificationStore`: shared/store/notifications.py, `ReaperMarks`:
+shared/store/reaper_marks.py) with DynamoDB's conditions, for tests without an endpoint.
+tests/unit/test_{schedule_store,notification_store,reaper_marks}_contract.py hold them to the same
 assertions as the DynamoDB adapters. As in shared/store/memory.py, items are kept serialized and every read
 answers a fresh record: a caller's record is a copy.
 """
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from shared.store.notifications import NotificationItem
+from shared.store.reaper_marks import MARKS_PARTITION, ReaperMark, mark_key
 from shared.store.schedules import ScheduleModel
 
 Item = dict[str, Any]
@@ -122,3 +124,42 @@ class MemoryNotificationStore:
     def finish_send(self, key: str, *, ok: bool, attempts: int) -> None:
         self.save(NotificationItem(pk=key, status="sent" if ok else "failed", attempts=attempts,
                                    updated_at=time.time()))  # fmt: skip
+
+
+class MemoryReaperMarks:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._marks: dict[str, Item] = {}
+
+    def of_provider(self, provider: str) -> dict[str, ReaperMark]:
+        prefix = mark_key(provider, "")
+        with self._lock:
+            found = [
+                ReaperMark.from_raw_data(item) for key, item in self._marks.items() if key.startswith(prefix)
+            ]
+        return {mark.cluster_id: mark for mark in found}
+
+    def mark(self, provider: str, cluster_id: str, *, now: float, job_id: str, reason: str) -> ReaperMark:
+        key = mark_key(provider, cluster_id)
+        with self._lock:
+            if key in self._marks:
+                return ReaperMark.from_raw_data(self._marks[key])
+            mark = ReaperMark(MARKS_PARTITION, key, first_seen=now, state="suspect", owner_job=job_id or None,
+                              reason=reason)  # fmt: skip
+            self._marks[key] = mark.serialize()
+        return mark
+
+    def claim_kill(self, mark: ReaperMark) -> bool:
+        with self._lock:
+            item = self._marks.get(mark.at)
+            if item is None or ReaperMark.from_raw_data(item).state != "suspect":
+                return False
+            stored = ReaperMark.from_raw_data(item)
+            stored.state = "killed"
+            self._marks[mark.at] = stored.serialize()
+        mark.state = "killed"
+        return True
+
+    def forget(self, provider: str, cluster_id: str) -> None:
+        with self._lock:
+            self._marks.pop(mark_key(provider, cluster_id), None)
