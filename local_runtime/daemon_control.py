@@ -90,7 +90,8 @@ def start_local_runtime(
     for name, port in (("--moto-port", moto_port), ("--api-port", api_port)):
         if not port_is_free(port):
             raise LocalRuntimeError(
-                f"port {port} on 127.0.0.1 is already in use", field=name,
+                f"port {port} on 127.0.0.1 is already in use",
+                field=name,
                 hint=f"stop what uses it, or choose another port with `skyless local up {name} N`",
             )
     env = dict(os.environ)
@@ -99,17 +100,31 @@ def start_local_runtime(
     log_path = runtime_log_path(home)
     with os.fdopen(open_private_log(log_path), "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "local_runtime.daemon", "--home", str(home),
-             "--moto-port", str(moto_port), "--api-port", str(api_port)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=env, cwd=str(home), start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "local_runtime.daemon",
+                "--home",
+                str(home),
+                "--moto-port",
+                str(moto_port),
+                "--api-port",
+                str(api_port),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(home),
+            start_new_session=True,
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise LocalRuntimeError(
                 f"the local runtime exited during start (code {proc.returncode})",
-                file=str(log_path), hint="read the log for the cause",
+                file=str(log_path),
+                hint="read the log for the cause",
             )
         info = read_runtime_info(home)
         if info is not None and info.pid == proc.pid:
@@ -118,7 +133,8 @@ def start_local_runtime(
     proc.terminate()
     raise LocalRuntimeError(
         f"the local runtime did not become ready within {timeout:.0f} s",
-        file=str(log_path), hint="read the log for the cause",
+        file=str(log_path),
+        hint="read the log for the cause",
     )
 
 

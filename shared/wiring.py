@@ -12,6 +12,9 @@ from shared.clouds.registry import ProviderRegistry
 from shared.config import Settings
 from shared.store.job_store import Cooldowns, JobStore
 from shared.store.jobs import DynamoJobStore
+from shared.store.notifications import DynamoNotificationStore, NotificationStore
+from shared.store.reaper_marks import DynamoReaperMarks, ReaperMarks
+from shared.store.schedules import DynamoScheduleStore, ScheduleStore
 
 if TYPE_CHECKING:
     from shared.catalog.model import Catalog
@@ -26,6 +29,9 @@ class Wiring:
     objects: ObjectStore
     providers: ProviderRegistry
     cooldown_record: Cooldowns | None = None  # None: the DynamoDB record beside the store's clusters
+    schedule_records: ScheduleStore | None = None  # None: the schedules table
+    notification_records: NotificationStore | None = None  # None: the notifications table
+    reaper_mark_records: ReaperMarks | None = None  # None: the events table's `reaper-marks` partition
 
     @cached_property
     def catalog_loader(self) -> StoredCatalogLoader:
@@ -41,6 +47,21 @@ class Wiring:
         from shared.store.cooldowns import CooldownStore
 
         return CooldownStore(self.settings)
+
+    @cached_property
+    def schedules(self) -> ScheduleStore:
+        """Users' cron schedules (shared/store/schedules.py)."""
+        return self.schedule_records or DynamoScheduleStore(self.settings)
+
+    @cached_property
+    def notifications(self) -> NotificationStore:
+        """Notification settings, per-job overrides and send claims (shared/store/notifications.py)."""
+        return self.notification_records or DynamoNotificationStore(self.settings)
+
+    @cached_property
+    def reaper_marks(self) -> ReaperMarks:
+        """The orphan reaper's marks of clusters no live job owns (shared/store/reaper_marks.py)."""
+        return self.reaper_mark_records or DynamoReaperMarks(self.settings)
 
     @property
     def catalog(self) -> Catalog:

@@ -1,6 +1,7 @@
 """The unit tier's `stack` and `queues` (tests/conftest.py answers these for a test under tests/unit): the
 same fixtures with every adapter in memory (the job store: shared/store/memory.py, held to DynamoDB's
-contract by tests/unit/test_job_store_contract.py; queues; bucket; the local cloud's processes as ever), so
+contract by tests/unit/test_job_store_contract.py; schedules, notification settings and the reaper's marks:
+shared/store/memory_records.py, likewise; queues; bucket; the local cloud's processes as ever), so
 lifecycle tests written against a stack run there unchanged and without an endpoint. Any AWS call that
 slips past the wiring goes to a port where nothing listens, and fails.
 """
@@ -22,6 +23,7 @@ from shared.clouds.local import LocalCloud
 from shared.clouds.registry import ProviderRegistry
 from shared.config import Settings
 from shared.store.memory import MemoryJobStore
+from shared.store.memory_records import MemoryNotificationStore, MemoryReaperMarks, MemoryScheduleStore
 from shared.wiring import Wiring, install_wiring, uninstall_wiring
 
 NOWHERE = "http://127.0.0.1:9"
@@ -110,7 +112,11 @@ def memory_stack(home: Path, monkeypatch: pytest.MonkeyPatch, queues: MemoryQueu
     assert Settings.from_env() == settings  # handlers find the memory wiring from their environment
     store = MemoryJobStore()
     objects = MemoryObjects()
-    wiring = Wiring(settings, store, queues, objects, ProviderRegistry(settings), store.cooldowns)  # type: ignore[arg-type]
+    wiring = Wiring(
+        settings, store, queues, objects, ProviderRegistry(settings), store.cooldowns,  # type: ignore[arg-type]
+        schedule_records=MemoryScheduleStore(), notification_records=MemoryNotificationStore(),
+        reaper_mark_records=MemoryReaperMarks(),
+    )  # fmt: skip
     install_wiring(wiring)
     try:
         yield settings

@@ -28,12 +28,12 @@ from shared.api.models import (
 from shared.aws.object_store import S3ObjectStore
 from shared.config import Settings
 from shared.errors import NoOfferingError, NotFoundError, TaskFileError, UserError
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.job_filters import job_filter
 from shared.jobs.node_claims import first_config
 from shared.jobs.submission import SubmitJob, new_job_id, submit_job
-from shared.jobs.views import get_job, list_jobs, read_logs
+from shared.jobs.views import ReadLogs, get_job, list_jobs, read_logs
 from shared.notifications.settings import check_email, check_webhook, store_job_override
 from shared.optimizer import Plan, locate_plan_error, plan_pipeline
 from shared.store.users import User
@@ -120,24 +120,24 @@ def list_for(settings: Settings, caller: User, params: Mapping[str, str] | None 
     params = params or {}
     where = job_filter(state=params.get("state"), since=params.get("since"), name=params.get("name"),
                        limit=params.get("limit"))  # fmt: skip
-    jobs = list_jobs(settings, owner=caller.user_id, where=where)
+    jobs = list_jobs(wiring_for(settings), owner=caller.user_id, where=where)
     return JobList(jobs=[JobSummary.model_validate(job.as_dict()) for job in jobs])
 
 
 def detail(settings: Settings, caller: User, job_id: str) -> JobDetail:
     check_id(job_id)
-    return JobDetail.model_validate(get_job(settings, job_id, owner=caller.user_id).as_dict())
+    return JobDetail.model_validate(get_job(wiring_for(settings), job_id, owner=caller.user_id).as_dict())
 
 
 def cancel(settings: Settings, caller: User, job_id: str) -> JobDetail:
     check_id(job_id)
-    cancel_job(settings, job_id, owner=caller.user_id)
+    cancel_job(wiring_for(settings), job_id, owner=caller.user_id)
     return detail(settings, caller, job_id)
 
 
 def logs(settings: Settings, caller: User, job_id: str, *, rank: int, after: str | None) -> LogsResponse:
     check_id(job_id)
-    page = read_logs(settings, job_id, owner=caller.user_id, rank=rank, after=after)
+    page = read_logs(wiring_for(settings), ReadLogs(job_id, caller.user_id, rank=rank, after=after))
     return LogsResponse(job_id=page.job_id, rank=page.rank, text=page.text, cursor=page.cursor,
                         finished=page.finished)  # fmt: skip
 
@@ -153,14 +153,8 @@ def agent_config(settings: Settings, job_id: str, instance_id: str, caller: Boot
 
 
 def agent_status(settings: Settings, job_id: str, body: AgentStatusRequest) -> AgentStatusResponse:
-    status = report_agent_status(
-        settings,
-        job_id,
-        instance_id=body.instance_id,
-        phase=body.phase,
-        exit_code=body.exit_code,
-        message=body.message,
-    )
+    report = AgentReport(job_id, body.instance_id, body.phase, exit_code=body.exit_code, message=body.message)
+    status = report_agent_status(wiring_for(settings), report)
     return AgentStatusResponse(
         job_id=status.job_id, state=status.state, cancel=status.cancel, stop=status.stop
     )

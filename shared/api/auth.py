@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from shared.config import Settings
 from shared.errors import AuthError, UserError
-from shared.store.models import models_for
 from shared.store.users import User, find_user
+from shared.wiring import wiring_for
 
 
 class StaleAttemptError(UserError):
@@ -61,11 +61,7 @@ def authenticate_user(headers: Mapping[str, str], settings: Settings) -> User:
 def authenticate_agent(headers: Mapping[str, str], job_id: str, settings: Settings) -> None:
     """The caller holds `job_id`'s token. An unknown job answers the same as a wrong token."""
     token = bearer_token(headers)
-    jobs = models_for(settings).jobs
-    try:
-        job = jobs.get(job_id) if 0 < len(job_id) <= 256 else None
-    except jobs.DoesNotExist:
-        job = None
+    job = wiring_for(settings).store.get(job_id)
     if job is None:
         raise AuthError("credentials not recognised for this job", field="Authorization")
     if secret_matches(token, job.token_hash):
@@ -110,11 +106,7 @@ def authenticate_boot(headers: Mapping[str, str], job_id: str, settings: Setting
 
     token = bearer_token(headers)
     node_key = {name.lower(): value for name, value in headers.items()}.get(NODE_KEY_HEADER, "").strip()
-    jobs = models_for(settings).jobs
-    try:
-        job = jobs.get(job_id) if 0 < len(job_id) <= 256 else None
-    except jobs.DoesNotExist:
-        job = None
+    job = wiring_for(settings).store.get(job_id)
     if job is None:
         raise AuthError("credentials not recognised for this job", field="Authorization")
     if not check_boot_token(settings, job_id, int(job.attempt), token):

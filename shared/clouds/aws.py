@@ -326,4 +326,3 @@ def _node(instance: dict[str, Any], region: str) -> Node:
         tags=tags,
         public_ip=instance.get("PublicIpAddress"),
     )
-

@@ -18,14 +18,7 @@ import zlib
 from typing import Any
 
 from shared.clouds.base import LaunchSpec, Node
-from shared.clouds.errors import (
-    CloudAuthError,
-    CloudError,
-    InvalidLaunchError,
-    NoCapacityError,
-    QuotaError,
-    TransientCloudError,
-)
+from shared.clouds.errors import CloudError, InvalidLaunchError, TransientCloudError
 from shared.clusters.facts import active_of
 from shared.clusters.messages import ClusterMessage, send_cluster_step
 from shared.clusters.names import provider_cluster_id
@@ -40,10 +33,9 @@ from shared.clusters.steps import (
     write_in_step,
 )
 from shared.jobs.blocks import (
+    block_for,
     blocks_json,
     blocks_of,
-    cloud_block,
-    family_block,
     is_blocked,
     sticky,
     zone_block,
@@ -110,7 +102,7 @@ def launch_cluster_nodes(
         except InvalidLaunchError as error:
             return _give_up(wiring, store, cluster, f"{candidate_text(candidate)}: {error.message}")
         except CloudError as error:
-            blocks.append(_block_for(candidate, error))
+            blocks.append(block_for(candidate, error))
             tried.append(f"{candidate.place} {candidate.instance_type}: {error.message}")
         else:
             return _record_launch(wiring, store, cluster, candidate, blocks, nodes)
@@ -145,15 +137,6 @@ def _launch(wiring: Wiring, cluster: NamedClusterModel, candidate: Candidate, ta
         labels={**(resources.labels or {}), "skyless-cluster-name": cluster.name},
     )
     return provider.launch(spec)
-
-
-def _block_for(candidate: Candidate, error: CloudError) -> Block:
-    if isinstance(error, QuotaError):
-        return family_block(candidate, f"quota: {error.message}")
-    if isinstance(error, CloudAuthError):
-        return cloud_block(candidate, f"auth: {error.message}")
-    assert isinstance(error, NoCapacityError), error
-    return zone_block(candidate, f"no capacity: {error.message}")
 
 
 def _record_launch(

@@ -11,7 +11,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from shared.config import Settings
 from shared.errors import NotFoundError
 from shared.jobs.containers import node_container
 from shared.jobs.costs import cost_with
@@ -30,7 +29,7 @@ from shared.states import HAS_NODES, JobState, is_terminal
 from shared.store.job_store import NodeFields
 from shared.store.models import ClusterModel, JobModel
 from shared.task.spec import GitWorkdir
-from shared.wiring import Wiring, wiring_for
+from shared.wiring import Wiring
 
 PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
 ATTEMPTS_ON_RACE = 3
@@ -47,6 +46,17 @@ class AgentStatus:
     state: str
     cancel: bool  # the job is over (cancelled, failed elsewhere): the agent stops its task
     stop: bool = False  # the node has no part in the job now: kill the task's process group and exit
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """What one node tells about its part of a job (the caller has checked the job token: shared.api.auth)."""
+
+    job_id: str
+    instance_id: str
+    phase: str  # one of PHASES
+    exit_code: int | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,10 +88,10 @@ class AgentConfig:
         return asdict(self)
 
 
-def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConfig | None:
+def agent_config(wiring: Wiring, job_id: str, instance_id: str) -> AgentConfig | None:
     """The node's config, or None while the cluster is not fully recorded (the API answers 425).
     NotFoundError when the instance is not a node of the job's current cluster (it should stop)."""
-    wiring = wiring_for(settings)
+    settings = wiring.settings
     job = wiring.store.get(job_id)
     if job is None:
         raise NotFoundError(f"no job {job_id}", field="job_id")
@@ -184,19 +194,12 @@ def _git_source(workdir: Any) -> dict[str, str | None] | None:
     return {"url": workdir.url, "ref": workdir.ref} if isinstance(workdir, GitWorkdir) else None
 
 
-def report_agent_status(
-    settings: Settings,
-    job_id: str,
-    *,
-    instance_id: str,
-    phase: str,
-    exit_code: int | None = None,
-    message: str | None = None,
-) -> AgentStatus:
+def report_agent_status(wiring: Wiring, report: AgentReport) -> AgentStatus:
     """Record a node's report and move the job when the report completes a step. Idempotent."""
+    job_id, instance_id, phase = report.job_id, report.instance_id, report.phase
+    exit_code, message = report.exit_code, report.message
     if phase not in PHASES:
         raise ValueError(f"unknown phase {phase!r}")
-    wiring = wiring_for(settings)
     for _ in range(ATTEMPTS_ON_RACE):
         job = wiring.store.get(job_id)
         if job is None:

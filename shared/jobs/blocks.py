@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from shared.clouds.errors import CloudAuthError, CloudError, NoCapacityError, QuotaError
 from shared.optimizer.plan import Block, Candidate, instance_family_of
 from shared.store.models import JobModel
 
@@ -34,6 +35,17 @@ def family_block(candidate: Candidate, reason: str) -> Block:
 
 def cloud_block(candidate: Candidate, reason: str) -> Block:
     return Block(cloud=candidate.cloud, reason=reason)
+
+
+def block_for(candidate: Candidate, error: CloudError) -> Block:
+    """What a refused launch blocks (shared/clouds/errors.py's taxonomy): quota the instance family in that
+    region, auth the whole cloud, no capacity the zone. Jobs and named clusters fail over by the same rule."""
+    if isinstance(error, QuotaError):
+        return family_block(candidate, f"quota: {error.message}")
+    if isinstance(error, CloudAuthError):
+        return cloud_block(candidate, f"auth: {error.message}")
+    assert isinstance(error, NoCapacityError), error
+    return zone_block(candidate, f"no capacity: {error.message}")
 
 
 def is_blocked(candidate: Candidate, blocks: list[Block]) -> bool:

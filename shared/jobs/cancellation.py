@@ -4,21 +4,19 @@ it launched (shared.jobs.provisioning)."""
 
 from __future__ import annotations
 
-from shared.config import Settings
 from shared.errors import ConflictError, NotFoundError
 from shared.jobs.costs import cost_with
 from shared.jobs.job_groups import step_group, tell_group
 from shared.jobs.messages import cluster_id_for, send_teardown
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
-from shared.wiring import wiring_for
+from shared.wiring import Wiring
 
 ATTEMPTS_ON_RACE = 5
 
 
-def cancel_job(settings: Settings, job_id: str, *, owner: str | None) -> JobModel:
+def cancel_job(wiring: Wiring, job_id: str, *, owner: str | None) -> JobModel:
     """`owner=None` skips the ownership check (the operator, tests). Returns the job as it now stands."""
-    wiring = wiring_for(settings)
     for _ in range(ATTEMPTS_ON_RACE):
         job = wiring.store.get(job_id)
         if job is None or (owner is not None and job.owner != owner):

@@ -26,7 +26,7 @@ def first_config(
 ) -> dict[str, Any] | None:
     """The node's config with its agent token; None while not every node is known (answer 425).
     AuthError when another agent already fetched this node's config with the boot token."""
-    config = agent_config(settings, job_id, instance_id)
+    config = agent_config(wiring_for(settings), job_id, instance_id)
     if config is None:
         return None
     if not claim_node(settings, job_id, instance_id, node_key):

@@ -14,20 +14,12 @@ import time
 from typing import Any
 
 from shared.clouds.base import LaunchSpec, Node, ranked
-from shared.clouds.errors import (
-    CloudAuthError,
-    CloudError,
-    InvalidLaunchError,
-    NoCapacityError,
-    QuotaError,
-    TransientCloudError,
-)
+from shared.clouds.errors import CloudError, InvalidLaunchError, TransientCloudError
 from shared.errors import NoOfferingError
+from shared.jobs.blocks import block_for as _block_for  # deadline_launch asks for it here
 from shared.jobs.blocks import (
     blocks_json,
     blocks_of,
-    cloud_block,
-    family_block,
     is_blocked,
     sticky,
     zone_block,
@@ -204,15 +196,6 @@ def _launch(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
         **task_launch_fields(wiring, job, candidate.cloud),
     )
     return provider.launch(spec)
-
-
-def _block_for(candidate: Candidate, error: CloudError) -> Block:
-    if isinstance(error, QuotaError):
-        return family_block(candidate, f"quota: {error.message}")
-    if isinstance(error, CloudAuthError):
-        return cloud_block(candidate, f"auth: {error.message}")
-    assert isinstance(error, NoCapacityError), error
-    return zone_block(candidate, f"no capacity: {error.message}")
 
 
 def _record_launch(

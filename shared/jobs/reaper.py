@@ -6,24 +6,19 @@ and the cluster's attempt is the job's current one (a launched-but-unrecorded cl
 attempt is owned: the redriven launch will find and record it, since launches are idempotent).
 
 The grace period runs from the first sweep that saw a cluster unowned (a mark in the events table, under
-the partition `reaper-marks`), so it works the same on clouds that report no launch time. A kill is
-recorded once, in the job's timeline, or under the partition `reaper` when the job is gone: the mark's
-conditional move from "suspect" to "killed" decides which of two overlapping sweeps writes it.
+the partition `reaper-marks`: `wiring.reaper_marks`, shared/store/reaper_marks.py), so it works the same
+on clouds that report no launch time. A kill is recorded once, in the job's timeline, or under the partition
+`reaper` when the job is gone: the mark's conditional move from "suspect" to "killed" decides which of two
+overlapping sweeps writes it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
-
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import DeleteError, PutError, UpdateError
-from pynamodb.models import Model
 
 from shared.clouds.base import CloudProvider, Node
 from shared.clouds.errors import CloudError
@@ -34,38 +29,9 @@ from shared.store.models import JobModel
 from shared.wiring import Wiring, current_wiring, wiring_for
 
 DEFAULT_GRACE_SECONDS = ReaperConfig.grace_seconds
-MARKS_PARTITION = "reaper-marks"
 RECORDS_PARTITION = "reaper"  # kills whose job is gone
 NAMED_CLUSTER_PREFIX = "cl-"  # shared/clusters/names.py: KEY_PREFIX
 log = logging.getLogger(__name__)
-
-
-class ReaperMark(Model):
-    """One cluster seen unowned: since when, and whether it has been killed."""
-
-    class Meta:
-        table_name = "unbound-events"
-
-    job_id = UnicodeAttribute(hash_key=True)  # always MARKS_PARTITION
-    at = UnicodeAttribute(range_key=True)  # "mark#<provider>#<cluster id>"
-    first_seen = NumberAttribute()
-    state = UnicodeAttribute()  # "suspect" | "killed"
-    owner_job = UnicodeAttribute(null=True)
-    reason = UnicodeAttribute(null=True)
-
-
-@cache
-def marks_model(settings: Settings) -> type[ReaperMark]:
-    meta = type(
-        "Meta",
-        (),
-        {
-            "table_name": settings.table_name("events"),
-            "region": settings.region,
-            "host": settings.endpoint_url,
-        },
-    )
-    return type(f"ReaperMark_{settings.prefix}", (ReaperMark,), {"Meta": meta})
 
 
 @dataclass
@@ -125,7 +91,7 @@ def reap_orphans(
     wiring = wiring or current_wiring()
     now = time.time() if now is None else now
     grace = grace_seconds_from_env() if grace_seconds is None else grace_seconds
-    marks = marks_model(wiring.settings)
+    marks = wiring.reaper_marks
     report = SweepReport()
     jobs: dict[str, JobModel | None] = {}
     for name in sorted(set(wiring.providers.mapping.values())):
@@ -136,24 +102,22 @@ def reap_orphans(
             log.warning("reaper: cannot list %s: %s", name, error.message)
             report.failed.append(name)
             continue
-        prefix = f"mark#{provider.name}#"
-        seen_before = marks.query(MARKS_PARTITION, marks.at.startswith(prefix), consistent_read=True)
-        known = {mark.at: mark for mark in seen_before}
-        for key in set(known) - {prefix + cluster_id for cluster_id in clusters}:
-            _forget(marks, key)  # that cluster is gone
+        known = marks.of_provider(provider.name)
+        for gone in set(known) - set(clusters):
+            marks.forget(provider.name, gone)  # that cluster is gone
         for cluster_id, (job_id, attempt, nodes) in sorted(clusters.items()):
             if job_id not in jobs:
                 jobs[job_id] = wiring.store.get(job_id) if job_id else None
             reason = orphan_reason(jobs[job_id], cluster_id, attempt)
             if is_named_cluster(job_id):  # a named cluster's nodes: STOPPED ones are still its own
                 reason = named_cluster_orphan_reason(wiring.settings, job_id, cluster_id)
-            key = prefix + cluster_id
             if reason is None:
-                if key in known:
-                    _forget(marks, key)  # owned after all (recorded late)
+                if cluster_id in known:
+                    marks.forget(provider.name, cluster_id)  # owned after all (recorded late)
                 report.owned.append(cluster_id)
                 continue
-            mark = known.get(key) or _mark(marks, key, now, job_id, reason)
+            mark = known.get(cluster_id) or marks.mark(provider.name, cluster_id, now=now, job_id=job_id,
+                                                       reason=reason)  # fmt: skip
             if now - float(mark.first_seen) < grace:
                 report.in_grace.append(cluster_id)
                 continue
@@ -164,7 +128,7 @@ def reap_orphans(
                 report.failed.append(provider.name)
                 continue
             report.killed.append(cluster_id)
-            if _claim_kill(marks, mark):
+            if marks.claim_kill(mark):  # one of two overlapping sweeps records the kill
                 _record_kill(wiring, jobs[job_id], job_id, provider.name, cluster_id, reason, nodes)
     return report
 
@@ -186,25 +150,6 @@ def _owned_clusters(provider: CloudProvider) -> dict[str, tuple[str, int | None,
     return clusters
 
 
-def _mark(marks: type[ReaperMark], key: str, now: float, job_id: str, reason: str) -> ReaperMark:
-    mark = marks(MARKS_PARTITION, key, first_seen=now, state="suspect", owner_job=job_id or None)
-    mark.reason = reason
-    try:
-        mark.save(condition=marks.at.does_not_exist())
-    except PutError:
-        return marks.get(MARKS_PARTITION, key, consistent_read=True)  # seen before: keep its first sighting
-    return mark
-
-
-def _claim_kill(marks: type[ReaperMark], mark: ReaperMark) -> bool:
-    """True for the one sweep that moves the mark to "killed" (and so writes the record)."""
-    try:
-        mark.update(actions=[marks.state.set("killed")], condition=marks.state == "suspect")
-    except UpdateError:
-        return False
-    return True
-
-
 def _record_kill(
     wiring: Wiring,
     job: JobModel | None,
@@ -220,11 +165,6 @@ def _record_kill(
         wiring.store.note(job_id, "reaper", message, detail)
     else:
         wiring.store.note(RECORDS_PARTITION, "reaper", message, {**detail, "job": job_id})
-
-
-def _forget(marks: type[ReaperMark], key: str) -> None:
-    with contextlib.suppress(DeleteError):
-        marks(MARKS_PARTITION, key).delete()
 
 
 def reaper_records(settings: Settings) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.config import Settings
 from shared.errors import NotFoundError, UserError
 from shared.jobs.blocks import blocks_of
 from shared.jobs.costs import cost_with
@@ -19,7 +18,7 @@ from shared.optimizer.cooling import Cooling
 from shared.optimizer.plan import Block, Plan
 from shared.states import is_terminal
 from shared.store.models import ClusterModel, EventModel, JobModel
-from shared.wiring import Wiring, wiring_for
+from shared.wiring import Wiring
 
 MAX_LOG_CHUNKS_PER_READ = 50
 
@@ -59,6 +58,17 @@ class JobView:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ReadLogs:
+    """Which log to read: node `rank` of `job_id`, after the cursor `after` (a key an earlier read answered);
+    `owner=None` skips the ownership check."""
+
+    job_id: str
+    owner: str | None
+    rank: int = 0
+    after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,9 +188,8 @@ def _event_dict(event: EventModel) -> dict[str, Any]:
     }
 
 
-def get_job(settings: Settings, job_id: str, *, owner: str | None) -> JobView:
+def get_job(wiring: Wiring, job_id: str, *, owner: str | None) -> JobView:
     """NotFoundError for a job that does not exist or is not `owner`'s (None: anyone's)."""
-    wiring = wiring_for(settings)
     store = wiring.store
     job = store.get(job_id)
     if job is None or (owner is not None and job.owner != owner):
@@ -219,10 +228,10 @@ class JobFilter:
 MAX_JOBS_EXAMINED = 5000  # a filter that matches little stops here rather than reading every job
 
 
-def list_jobs(settings: Settings, *, owner: str, where: JobFilter | None = None) -> list[JobView]:
+def list_jobs(wiring: Wiring, *, owner: str, where: JobFilter | None = None) -> list[JobView]:
     """The owner's jobs, newest first (no timelines); a live job's cost counts its cluster up to now."""
     where = where or JobFilter()
-    store = wiring_for(settings).store
+    store = wiring.store
     jobs: list[JobModel] = []
     for examined, job in enumerate(store.iter_jobs_of(owner, since=where.since), start=1):
         if where.admits(job):
@@ -234,10 +243,9 @@ def list_jobs(settings: Settings, *, owner: str, where: JobFilter | None = None)
     return [job_view(job, clusters.get(job.cluster_id or ""), None) for job in jobs]
 
 
-def read_logs(settings: Settings, job_id: str, *, owner: str | None, rank: int = 0, after: str | None = None
-              ) -> LogPage:  # fmt: skip
-    """The text of a node's log chunks after the cursor `after` (a key an earlier read answered)."""
-    wiring = wiring_for(settings)
+def read_logs(wiring: Wiring, command: ReadLogs) -> LogPage:
+    """The text of a node's log chunks after the command's cursor."""
+    job_id, owner, rank, after = command.job_id, command.owner, command.rank, command.after
     job = wiring.store.get(job_id)
     if job is None or (owner is not None and job.owner != owner):
         raise NotFoundError(f"no job {job_id}", field="job_id")

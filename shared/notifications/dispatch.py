@@ -25,7 +25,7 @@ from shared.notifications.events import (
     record_from_image,
     topic_of,
 )
-from shared.notifications.records import claim_send, finish_send, send_key
+from shared.notifications.records import send_key
 from shared.notifications.settings import Channels, channels_for
 from shared.notifications.slack import post_to_slack, slack_payload
 from shared.notifications.webhook_secrets import mask_webhook
@@ -61,15 +61,16 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
     if TOPIC_GATE.get(topic, topic) not in channels.topics:
         return []
     notification = compose(topic, record, facts_for(settings, record))
+    records = wiring_for(settings).notifications
     deliveries = []
     for channel, target in (("slack", channels.slack_webhook), ("email", channels.email)):
         if not target:
             continue
         key = send_key(record.job_id, record.at, channel)
-        if not claim_send(settings, key):
+        if not records.claim_send(key):
             continue
         delivery = deliver(settings, channel, target, notification)
-        finish_send(settings, key, ok=delivery.ok, attempts=delivery.attempts)
+        records.finish_send(key, ok=delivery.ok, attempts=delivery.attempts)
         store.note(
             record.job_id,
             NOTIFY_KIND,

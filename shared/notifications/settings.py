@@ -16,7 +16,6 @@ from shared.config import Settings
 from shared.errors import UserError
 from shared.notifications.events import DEFAULT_TOPICS, TOPICS
 from shared.notifications.outbound_http import check_public_url
-from shared.notifications.records import notifications_model, read_item
 from shared.notifications.webhook_secrets import (
     delete_webhook,
     job_secret_name,
@@ -25,6 +24,7 @@ from shared.notifications.webhook_secrets import (
     store_webhook,
     user_secret_name,
 )
+from shared.store.notifications import NotificationStore
 
 EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MAX_URL_CHARS = 2048
@@ -82,8 +82,14 @@ def check_topics(topics: list[str], field: str = "on") -> tuple[str, ...]:
     return tuple(dict.fromkeys(topics))
 
 
+def _records(settings: Settings) -> NotificationStore:
+    from shared.wiring import wiring_for
+
+    return wiring_for(settings).notifications
+
+
 def user_settings(settings: Settings, owner: str) -> UserNotificationSettings:
-    item = read_item(settings, f"user#{owner}")
+    item = _records(settings).read(f"user#{owner}")
     if item is None:
         return UserNotificationSettings(None, None, DEFAULT_TOPICS)
     url = read_webhook(settings, item.slack_secret) if item.slack_secret else None
@@ -100,8 +106,8 @@ def update_user_settings(
     topics: list[str] | _Unset | None = UNSET,
 ) -> UserNotificationSettings:
     """Change what is given; None (or "") clears a channel. Idempotent."""
-    model = notifications_model(settings)
-    item = read_item(settings, f"user#{owner}") or model(pk=f"user#{owner}")
+    records = _records(settings)
+    item = records.read(f"user#{owner}") or records.new_item(f"user#{owner}")
     if not isinstance(slack_webhook, _Unset):
         secret = user_secret_name(settings, owner)
         if slack_webhook:
@@ -115,7 +121,7 @@ def update_user_settings(
     if not isinstance(topics, _Unset):
         item.topics = list(check_topics(topics)) if topics is not None else None  # type: ignore[arg-type]
     item.updated_at = time.time()
-    item.save()
+    records.save(item)
     return user_settings(settings, owner)
 
 
@@ -125,20 +131,21 @@ def store_job_override(
     """One job's channels instead of its owner's (either or both)."""
     if not slack_webhook and not email:
         return
-    model = notifications_model(settings)
-    item = model(pk=f"job#{job_id}", updated_at=time.time())
+    records = _records(settings)
+    item = records.new_item(f"job#{job_id}", updated_at=time.time())
     if slack_webhook:
         url = check_webhook(slack_webhook, allow_loopback=settings.allow_loopback_webhooks)
         item.slack_secret = store_webhook(settings, job_secret_name(settings, job_id), url)
     if email:
         item.email = check_email(email)
-    item.save()
+    records.save(item)
 
 
 def channels_for(settings: Settings, owner: str, job_id: str | None) -> Channels:
     """The owner's channels, each replaced by the job's override when it has one."""
-    user = read_item(settings, f"user#{owner}")
-    job = read_item(settings, f"job#{job_id}") if job_id else None
+    records = _records(settings)
+    user = records.read(f"user#{owner}")
+    job = records.read(f"job#{job_id}") if job_id else None
     slack_secret = (job.slack_secret if job else None) or (user.slack_secret if user else None)
     email = (job.email if job else None) or (user.email if user else None)
     topics = DEFAULT_TOPICS if user is None or user.topics is None else tuple(str(t) for t in user.topics)

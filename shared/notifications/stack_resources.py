@@ -6,7 +6,7 @@ from __future__ import annotations
 from shared.aws.sessions import aws_client
 from shared.config import Settings
 from shared.notifications.email import sender_address
-from shared.notifications.records import ensure_notifications_table
+from shared.store.notifications import ensure_notifications_table
 
 STREAM_VIEW = "NEW_IMAGE"
 

@@ -23,8 +23,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
-from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
-from pynamodb.expressions.update import Action
 
 from shared.aws.sessions import aws_client
 from shared.config import Settings
@@ -37,7 +35,7 @@ from shared.schedules.schedule_secrets import (
     split_secrets,
     store_schedule_secrets,
 )
-from shared.store.schedules import ScheduleModel, schedules_model
+from shared.store.schedules import ScheduleModel, ScheduleStore
 
 log = logging.getLogger("skyless.schedules")
 
@@ -109,7 +107,8 @@ def create_schedule(
         task_text, filename=filename, env=env or {}, secrets=secrets or {}
     )
     created = time.time() if now is None else now
-    row = schedules_model(settings)(
+    store = _schedules(settings)
+    row = store.new_schedule(
         owner,
         name,
         schedule_id=f"sch-{uuid.uuid4().hex[:12]}",
@@ -128,13 +127,15 @@ def create_schedule(
     if secret_values:
         store_schedule_secrets(settings, row.schedule_id, secret_values)
     try:
-        row.save(condition=schedules_model(settings).owner.does_not_exist())
-    except PutError as error:
+        created_row = store.create(row)
+    except Exception:
         if secret_values:
             delete_schedule_secrets(settings, row.schedule_id)
-        if "ConditionalCheckFailed" in str(error.cause_response_code or error):
-            raise ConflictError(f"you already have a schedule named {name!r}", field="name") from None
         raise
+    if not created_row:
+        if secret_values:
+            delete_schedule_secrets(settings, row.schedule_id)
+        raise ConflictError(f"you already have a schedule named {name!r}", field="name")
     _put_aws_schedule(settings, row, expression)
     return row
 
@@ -145,14 +146,14 @@ def secret_names_of(row: ScheduleModel) -> list[str]:
 
 
 def list_schedules(settings: Settings, *, owner: str) -> list[ScheduleModel]:
-    return list(schedules_model(settings).query(owner))
+    return _schedules(settings).of_owner(owner)
 
 
 def get_schedule(settings: Settings, *, owner: str, name: str) -> ScheduleModel:
-    try:
-        return schedules_model(settings).get(owner, name[: MAX_NAME_CHARS + 1], consistent_read=True)
-    except DoesNotExist:
-        raise NotFoundError(f"no schedule named {name[:40]!r}", field="name") from None
+    row = _schedules(settings).get(owner, name[: MAX_NAME_CHARS + 1])
+    if row is None:
+        raise NotFoundError(f"no schedule named {name[:40]!r}", field="name")
+    return row
 
 
 def set_paused(
@@ -160,11 +161,9 @@ def set_paused(
 ) -> ScheduleModel:
     """Pause or resume (again: harmless). A resumed schedule does not fire for the time it was paused."""
     row = get_schedule(settings, owner=owner, name=name)
-    model = schedules_model(settings)
-    actions: list[Action] = [model.paused.set(paused)]
-    if not paused and row.paused:
-        actions.append(model.fired_through.set(time.time() if now is None else now))
-    row.update(actions=actions)
+    resumed_at = (time.time() if now is None else now) if not paused and row.paused else None
+    if not _schedules(settings).set_paused(row, paused, fired_through=resumed_at):
+        raise NotFoundError(f"no schedule named {name[:40]!r}", field="name")
     _put_aws_schedule(settings, row, scheduler_expression(row.cron))
     return row
 
@@ -178,7 +177,7 @@ def delete_schedule(settings: Settings, *, owner: str, name: str) -> None:
             raise
     if row.secret_names:
         delete_schedule_secrets(settings, row.schedule_id)
-    row.delete()
+    _schedules(settings).delete(row)
 
 
 def aws_schedule_name(settings: Settings, row: ScheduleModel) -> str:
@@ -202,9 +201,9 @@ def fire_due_schedules(settings: Settings, now: datetime) -> list[Firing]:
     from shared.aws.queues import SqsQueue
 
     queue = SqsQueue(settings, "submit")
-    model = schedules_model(settings)
+    store = _schedules(settings)
     fired: list[Firing] = []
-    for row in model.scan():
+    for row in store.every():
         if row.paused:
             continue
         after = datetime.fromtimestamp(row.fired_through, UTC)
@@ -215,12 +214,7 @@ def fire_due_schedules(settings: Settings, now: datetime) -> list[Firing]:
             firing = Firing(row.owner, row.name, row.schedule_id, moment.isoformat())
             queue.send(firing.as_message())
             fired.append(firing)
-        try:
-            row.update(
-                actions=[model.fired_through.set(now.timestamp())],
-                condition=model.schedule_id == row.schedule_id,
-            )
-        except Exception:  # deleted meanwhile: its firings find no schedule and do nothing
+        if not store.mark_fired(row, now.timestamp()):  # deleted meanwhile: its firings find nothing to run
             log.info("schedule %s/%s changed while firing", row.owner, row.name)
     return fired
 
@@ -264,8 +258,7 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
     if row.overlap == "skip" and row.last_job_id:
         previous = store.get(row.last_job_id)
         if previous is not None and JobState(previous.state) in LIVE:
-            model = schedules_model(settings)
-            row.update(actions=[model.skipped.add(1)])
+            _schedules(settings).count_skipped(row)
             store.note(
                 f"schedule#{row.schedule_id}", "schedule_skipped",
                 f"{firing.scheduled_time}: {row.last_job_id} is still {previous.state}",
@@ -292,19 +285,8 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
         source_ref=row.name,
     )
     job = submit_job(wiring_for(settings), command)
-    model = schedules_model(settings)
-    try:  # counted once even when two deliveries of this firing get here together
-        row.update(
-            actions=[
-                model.last_job_id.set(job.job_id),
-                model.last_fired_at.set(firing.scheduled_time),
-                model.runs.add(1),
-            ],
-            condition=model.last_job_id.does_not_exist() | (model.last_job_id != job.job_id),
-        )
-    except UpdateError as error:
-        if "ConditionalCheckFailed" not in str(error.cause_response_code or error):
-            raise
+    # counted once even when two deliveries of this firing get here together
+    _schedules(settings).record_run(row, job.job_id, firing.scheduled_time)
     write_run_status(
         settings,
         job.job_id,
@@ -317,6 +299,12 @@ def run_firing(settings: Settings, firing: Firing) -> FiringOutcome:
 def _iso(value: str) -> str:
     """One spelling per instant (the scheduler writes `...Z`; we write `+00:00`)."""
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC).isoformat()
+
+
+def _schedules(settings: Settings) -> ScheduleStore:
+    from shared.wiring import wiring_for
+
+    return wiring_for(settings).schedules
 
 
 def _scheduler(settings: Settings) -> Any:

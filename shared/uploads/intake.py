@@ -30,9 +30,8 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 import yaml
-from botocore.exceptions import ClientError
 
-from shared.aws.sessions import aws_client
+from shared.aws.object_store import ObjectStore
 from shared.config import Settings
 from shared.config.channels import UploadConfig
 from shared.errors import NoOfferingError, TaskFileError, UserError
@@ -186,14 +185,18 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
     from shared.wiring import wiring_for
 
     wiring = wiring_for(settings)
+    if upload.bucket != settings.bucket:  # the stack's bucket is the one that notifies us; no other is read
+        log.warning("upload event of another bucket ignored: %s/%s", upload.bucket[:80], upload.key[:200])
+        outcome.ignored.append(upload.key)
+        return
     if wiring.store.get(upload.job_id) is not None:
         outcome.submitted.append(upload.job_id)  # a re-delivery: this upload already ran
         return
-    fetched = _read_object(settings, upload)
+    fetched = wiring.objects.read_version(upload.key, upload.etag, MAX_TASK_BYTES)
     if fetched is None:  # overwritten since: the newer upload's own event runs it
         outcome.ignored.append(upload.key)
         return
-    body, metadata = fetched
+    body, metadata = fetched.body, fetched.metadata
     owner = owner_of(upload.key, metadata)
     try:
         if owner is None:
@@ -220,14 +223,14 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
     except UserError as error:
         if error.field in ("deadline", "hours"):  # named as the uploader set them
             error.field, error.file = f"x-amz-meta-skyless-{error.field}", upload.key
-        if not _already_rejected(settings, upload):  # a re-delivery records and notifies nothing new
+        if not _already_rejected(wiring.objects, upload):  # a re-delivery records and notifies nothing new
             reject(settings, upload, owner or "", error)
         outcome.rejected.append(upload.key)
         return
     source = {"bucket": upload.bucket, "key": upload.key, "etag": upload.etag}
     write_run_status(settings, job.job_id, job.state, source=source, notes=notes)
     # a fixed file: the report about its earlier, bad version no longer applies
-    aws_client("s3", settings).delete_object(Bucket=upload.bucket, Key=upload.key + ERROR_SUFFIX)
+    wiring.objects.delete(upload.key + ERROR_SUFFIX)
     outcome.submitted.append(job.job_id)
 
 
@@ -267,14 +270,9 @@ def reject(settings: Settings, upload: Upload, owner: str, error: UserError) -> 
     if getattr(error, "notes", None):
         report["notes"] = error.notes  # type: ignore[attr-defined]
     report_key = upload.key + ERROR_SUFFIX
-    aws_client("s3", settings).put_object(
-        Bucket=upload.bucket,
-        Key=report_key,
-        Body=json.dumps(report, indent=2).encode(),
-        ContentType="application/json",
-        ServerSideEncryption="AES256",
-    )
-    wiring_for(settings).store.note(
+    wiring = wiring_for(settings)
+    wiring.objects.put_json(report_key, report)
+    wiring.store.note(
         f"upload#{upload.key}", "upload_rejected", str(error), {"etag": upload.etag, "owner": owner}
     )
     rejection = UploadRejection(upload, owner, error.to_dict(), report_key)
@@ -285,26 +283,12 @@ def reject(settings: Settings, upload: Upload, owner: str, error: UserError) -> 
             log.exception("upload rejection hook %r failed", hook)
 
 
-def _already_rejected(settings: Settings, upload: Upload) -> bool:
+def _already_rejected(objects: ObjectStore, upload: Upload) -> bool:
+    text = objects.get_text(upload.key + ERROR_SUFFIX)
+    if text is None:
+        return False
     try:
-        answer = aws_client("s3", settings).get_object(Bucket=upload.bucket, Key=upload.key + ERROR_SUFFIX)
-        report = json.loads(answer["Body"].read())
-    except ClientError as error:
-        if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
-            return False
-        raise
+        report = json.loads(text)
     except ValueError:
         return False
     return isinstance(report, dict) and report.get("etag") == upload.etag
-
-
-def _read_object(settings: Settings, upload: Upload) -> tuple[bytes, dict[str, str]] | None:
-    s3 = aws_client("s3", settings)
-    try:
-        answer = s3.get_object(Bucket=upload.bucket, Key=upload.key, IfMatch=f'"{upload.etag}"')
-    except ClientError as error:
-        if error.response["Error"]["Code"] in ("PreconditionFailed", "412", "NoSuchKey", "404"):
-            return None
-        raise
-    body = answer["Body"].read(MAX_TASK_BYTES + 1)
-    return body, {k.lower(): v for k, v in (answer.get("Metadata") or {}).items()}

@@ -12,8 +12,9 @@ from chaos.sim_cloud import Monitor, SimNode
 from shared.api.auth import AuthError, StaleAttemptError, authenticate_agent
 from shared.config import Settings
 from shared.errors import NotFoundError
-from shared.jobs.agent_reports import agent_config, report_agent_status
+from shared.jobs.agent_reports import AgentReport, agent_config, report_agent_status
 from shared.jobs.tokens import agent_token
+from shared.wiring import wiring_for
 
 
 @dataclass
@@ -87,7 +88,7 @@ class AgentFleet:
             return
         if agent.phase == "boot":
             try:
-                config = agent_config(self.settings, agent.job_id, agent.node.instance_id)
+                config = agent_config(wiring_for(self.settings), agent.job_id, agent.node.instance_id)
             except NotFoundError:
                 self.refused += 1
                 self._end(agent)  # not a node of the job's current cluster: the real agent exits
@@ -110,7 +111,8 @@ class AgentFleet:
     def _report(self, agent: SimAgent, phase: str, exit_code: int | None) -> bool:
         """True when the report got an answer that lets the agent go on."""
         answer = report_agent_status(
-            self.settings, agent.job_id, instance_id=agent.node.instance_id, phase=phase, exit_code=exit_code
+            wiring_for(self.settings),
+            AgentReport(agent.job_id, agent.node.instance_id, phase, exit_code=exit_code),
         )
         if phase in ("succeeded", "failed"):
             return True  # the task has exited either way

@@ -309,7 +309,7 @@ class ChaosRun:
     def _cancel(self, job_id: str) -> None:
         def cancel() -> None:
             with contextlib.suppress(ConflictError):  # already over
-                cancel_job(self.settings, job_id, owner=None)
+                cancel_job(wiring_for(self.settings), job_id, owner=None)
 
         if not self._guard("cancel", cancel):
             self.at(self.clock.now() + 2, "cancel", job_id)

@@ -90,7 +90,9 @@ def test_a_cluster_session_from_launch_to_down(user: User) -> None:
     assert re.search(r"3\W.*SUCCEEDED", queue) and re.search(r"1\W.*dev.*SUCCEEDED", queue), queue
     listed = json.loads(user.ok("queue", "dev", "--json"))
     assert sorted((job["job"], job["state"]) for job in listed) == [
-        (1, "SUCCEEDED"), (2, "SUCCEEDED"), (3, "SUCCEEDED")
+        (1, "SUCCEEDED"),
+        (2, "SUCCEEDED"),
+        (3, "SUCCEEDED"),
     ], listed
     logs = user.ok("logs", "dev", "1")
     assert "hello from" in logs

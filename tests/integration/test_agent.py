@@ -131,12 +131,17 @@ def bucket(moto_endpoint: str) -> Iterator[tuple[Any, str]]:
 
 
 def _config(s3: Any, bucket: str, job: str, *, run: str, setup: str | None, rank: int = 1) -> dict[str, Any]:
-    s3.put_object(Bucket=bucket, Key=f"runs/{job}/workdir.tar.gz",
-                  Body=_tarball({"train.py": "print('hi')\n", "data/input.txt": "42\n"}))
+    s3.put_object(
+        Bucket=bucket,
+        Key=f"runs/{job}/workdir.tar.gz",
+        Body=_tarball({"train.py": "print('hi')\n", "data/input.txt": "42\n"}),
+    )
     s3.put_object(Bucket=bucket, Key=f"runs/{job}/mounts/0", Body=b"mounted-content")
     prefix = f"runs/{job}/logs/{rank}/"
     post = s3.generate_presigned_post(
-        Bucket=bucket, Key=prefix + "${filename}", Conditions=[["starts-with", "$key", prefix]],
+        Bucket=bucket,
+        Key=prefix + "${filename}",
+        Conditions=[["starts-with", "$key", prefix]],
         ExpiresIn=3600,
     )
 
@@ -146,13 +151,26 @@ def _config(s3: Any, bucket: str, job: str, *, run: str, setup: str | None, rank
     common = {"SKYPILOT_TASK_ID": f"{job}-task-0", "SKYPILOT_NUM_NODES": "2"}
     ips = "10.0.0.1\n10.0.0.2"
     return {
-        "rank": rank, "num_nodes": 2, "node_ips": ["10.0.0.1", "10.0.0.2"], "gpus_per_node": 8,
-        "task_id": f"{job}-task-0", "setup": setup, "run": run,
+        "rank": rank,
+        "num_nodes": 2,
+        "node_ips": ["10.0.0.1", "10.0.0.2"],
+        "gpus_per_node": 8,
+        "task_id": f"{job}-task-0",
+        "setup": setup,
+        "run": run,
         "envs": {"MY_VAR": "hello world", "SKYPILOT_TASK_ID": "the task's own value loses"},
-        "setup_env": {**common, "SKYPILOT_SETUP_NODE_RANK": str(rank), "SKYPILOT_SETUP_NODE_IPS": ips,
-                      "SKYPILOT_SETUP_NUM_GPUS_PER_NODE": "8"},
-        "run_env": {**common, "SKYPILOT_NODE_RANK": str(rank), "SKYPILOT_NODE_IPS": ips,
-                    "SKYPILOT_NUM_GPUS_PER_NODE": "8"},
+        "setup_env": {
+            **common,
+            "SKYPILOT_SETUP_NODE_RANK": str(rank),
+            "SKYPILOT_SETUP_NODE_IPS": ips,
+            "SKYPILOT_SETUP_NUM_GPUS_PER_NODE": "8",
+        },
+        "run_env": {
+            **common,
+            "SKYPILOT_NODE_RANK": str(rank),
+            "SKYPILOT_NODE_IPS": ips,
+            "SKYPILOT_NUM_GPUS_PER_NODE": "8",
+        },
         "workdir_url": get_url(f"runs/{job}/workdir.tar.gz"),
         "file_mounts": [{"path": "~/mounted/file.txt", "url": get_url(f"runs/{job}/mounts/0")}],
         "log_upload": {"url": post["url"], "fields": post["fields"], "key_prefix": prefix},
@@ -164,14 +182,24 @@ def _start_agent(api_url: str, job: str, home: Path, **extra_env: str) -> subpro
     env = {
         **os.environ,
         "PYTHONPATH": str(PROJECT_ROOT),
-        "SKYLESS_API_URL": api_url, "SKYLESS_JOB_ID": job, "SKYLESS_CLUSTER_ID": f"c-{job}",
-        "SKYLESS_INSTANCE_ID": "i-rank1", "SKYLESS_BOOT_TOKEN": TOKEN, "SKYLESS_NODE_IP": "10.0.0.2",
+        "SKYLESS_API_URL": api_url,
+        "SKYLESS_JOB_ID": job,
+        "SKYLESS_CLUSTER_ID": f"c-{job}",
+        "SKYLESS_INSTANCE_ID": "i-rank1",
+        "SKYLESS_BOOT_TOKEN": TOKEN,
+        "SKYLESS_NODE_IP": "10.0.0.2",
         "SKYLESS_LOG_FLUSH_SECONDS": "0.5",
         **extra_env,
     }
     home.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([sys.executable, "-m", "node_agent.agent"], cwd=home, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "node_agent.agent"],
+        cwd=home,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def _shipped_log(s3: Any, bucket: str, prefix: str) -> str:
@@ -197,7 +225,7 @@ def test_agent_runs_setup_and_run_with_skypilot_env_and_ships_logs(bucket: tuple
         'echo "ips=$(echo "$SKYPILOT_NODE_IPS" | paste -sd,) task=$SKYPILOT_TASK_ID var=$MY_VAR"\n'
         'echo "pwd=$(basename "$PWD") data=$(cat data/input.txt) mount=$(cat ../mounted/file.txt)"\n'
         'echo "token=${SKYLESS_BOOT_TOKEN:-absent}"\n'
-        'exit 3\n'
+        "exit 3\n"
     )
     setup = (
         "echo setup-ran; test -f train.py\n"
@@ -277,8 +305,14 @@ def test_aws_spot_notice_in_instance_metadata_reports_preempting(bucket: tuple[A
     job = "j-" + uuid.uuid4().hex[:6]
     run = "trap 'exit 0' TERM; while true; do sleep 0.1; done"
     with AgentProtocolServer(_config(s3, name, job, run=run, setup=None), not_ready_times=0) as api:
-        agent = _start_agent(api.url, job, tmp_path / "node", SKYLESS_CLOUD="aws",
-                             SKYLESS_AWS_METADATA_URL=api.url, SKYLESS_METADATA_POLL_SECONDS="0.2")
+        agent = _start_agent(
+            api.url,
+            job,
+            tmp_path / "node",
+            SKYLESS_CLOUD="aws",
+            SKYLESS_AWS_METADATA_URL=api.url,
+            SKYLESS_METADATA_POLL_SECONDS="0.2",
+        )
         _wait_for(lambda: "running" in api.phases())
         assert agent.poll() is None
         api.metadata_notice = json.dumps({"action": "terminate", "time": "2026-01-01T00:02:00Z"})

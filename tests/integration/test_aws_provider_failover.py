@@ -67,7 +67,7 @@ def test_capacity_then_quota_errors_move_the_job_to_the_next_candidates(
     deliver(queues, "optimize")
     deliver(queues, "provision")
 
-    view = get_job(aws_stack, job.job_id, owner=None)
+    view = get_job(wiring_for(aws_stack), job.job_id, owner=None)
     assert view.state == JobState.SETTING_UP
     stored = wiring_for(aws_stack).store.get(job.job_id)
     assert stored is not None
@@ -85,7 +85,7 @@ def test_capacity_then_quota_errors_move_the_job_to_the_next_candidates(
     assert instance["InstanceType"] == view.cluster["instance_type"]
     assert instance["InstanceLifecycle"] == "spot"
 
-    cancel_job(aws_stack, job.job_id, owner="alice")
+    cancel_job(wiring_for(aws_stack), job.job_id, owner="alice")
     deliver(queues, "provision")  # the teardown
     assert instances_of(moto_endpoint, view.cluster["cluster_id"]) == []
 
@@ -97,7 +97,7 @@ def test_throttling_retries_the_same_candidate_later_and_auth_failure_disables_a
     job = submit_job(wiring_for(aws_stack), SubmitJob.from_text(owner="alice", task_text=TASK))
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    assert get_job(aws_stack, job.job_id, owner=None).state == JobState.PROVISIONING
+    assert get_job(wiring_for(aws_stack), job.job_id, owner=None).state == JobState.PROVISIONING
     assert queues.delayed_count("provision") == 1  # the retry, as a delayed message
 
     stored = wiring_for(aws_stack).store.get(job.job_id)

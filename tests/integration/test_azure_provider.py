@@ -256,18 +256,18 @@ def test_a_job_with_no_capacity_on_lambda_and_runpod_lands_on_azure_and_cancel_l
         SubmitJob.from_text(owner="alice", task_text=A100_TASK, clouds=["lambda", "runpod", "azure"]),
     ).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
-    plan = get_job(settings, job_id, owner=None).plan or {}
+    plan = get_job(wiring_for(settings), job_id, owner=None).plan or {}
     order = [c["cloud"] for c in plan["tasks"][0]["candidates"]]
     assert order.index("lambda") < order.index("runpod") < order.index("azure")
 
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
 
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.cluster is not None
     assert (view.cluster["cloud"], view.cluster["region"]) == ("azure", "eastus")
     assert fake_lambda.live() == [] and fake_runpod.live() == []
     assert len(fake_azure.live()["Microsoft.Compute/virtualMachines"]) == 1
-    cancel_job(settings, job_id, owner=None)
+    cancel_job(wiring_for(settings), job_id, owner=None)
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
     assert fake_azure.live() == {} and fake_lambda.live() == [] and fake_runpod.live() == []
 

@@ -25,7 +25,7 @@ from functions.provision.handler import handler as provision_handler
 from shared.config import Settings
 from shared.events.azure_preemptions import parse_event_grid_preemption
 from shared.events.gcp_preemptions import parse_preemption_log_entry, parse_pubsub_preemption
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
@@ -48,11 +48,11 @@ def launch(settings: Settings, queues: QueueDriver, cloud: str) -> JobView:
     ).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.cluster is not None and view.cluster["cloud"] == cloud
     for node in view.cluster["nodes"]:
-        report_agent_status(settings, job_id, instance_id=node["instance_id"], phase="running")
-    return get_job(settings, job_id, owner=None)
+        report_agent_status(wiring_for(settings), AgentReport(job_id, node["instance_id"], "running"))
+    return get_job(wiring_for(settings), job_id, owner=None)
 
 
 def on(stack: Settings, monkeypatch: pytest.MonkeyPatch, cloud: str) -> Settings:
@@ -134,7 +134,7 @@ def test_a_gcp_preemption_event_through_cloud_functions_moves_the_job_to_recover
         assert answer.status_code == 200, answer.get_data(as_text=True)
 
     # Recovered once for both deliveries, and relaunched in the same call (as the EventBridge path does).
-    recovered = get_job(settings, view.job_id, owner=None)
+    recovered = get_job(wiring_for(settings), view.job_id, owner=None)
     assert recovered.recoveries == 1 and recovered.attempt == 1, recovered
     assert recovered.state == JobState.SETTING_UP and recovered.cluster is not None
     assert recovered.cluster["cluster_id"] != view.cluster["cluster_id"]
@@ -216,12 +216,12 @@ def test_an_azure_preemption_event_through_azure_functions_moves_the_job_to_reco
 
     # A user's own deallocation is another annotation: nothing happens.
     invoke_azure(azure_event("azure_event_grid_vm_deallocation_initiated.json", vm))
-    assert get_job(settings, view.job_id, owner=None).state == JobState.RUNNING
+    assert get_job(wiring_for(settings), view.job_id, owner=None).state == JobState.RUNNING
 
     for _ in range(2):  # Event Grid delivers at least once
         invoke_azure(azure_event(schema, vm))
 
-    recovered = get_job(settings, view.job_id, owner=None)
+    recovered = get_job(wiring_for(settings), view.job_id, owner=None)
     assert recovered.recoveries == 1 and recovered.attempt == 1, recovered
     assert recovered.state == JobState.SETTING_UP and recovered.cluster is not None
     assert recovered.cluster["cluster_id"] != view.cluster["cluster_id"]

@@ -440,7 +440,7 @@ def test_a_cluster_jobs_secrets_reach_its_run_and_no_log_or_table(
     launch_up(api, queues)
     value = "hf_cluster_exec_value_91ab"
     digest = "import hashlib, os; print(hashlib.sha256(os.environ['HF_TOKEN'].encode()).hexdigest())"
-    task = f"secrets:\n  HF_TOKEN: null\nrun: |\n  python3 -c \"{digest}\"\n"
+    task = f'secrets:\n  HF_TOKEN: null\nrun: |\n  python3 -c "{digest}"\n'
     with pytest.raises(UserError, match="HF_TOKEN"):
         operations.exec_on_cluster(api, owner=OWNER, name="dev", task_text=task)
     job = operations.exec_on_cluster(

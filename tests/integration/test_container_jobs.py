@@ -102,7 +102,7 @@ def test_a_private_image_boots_the_default_image_with_docker_and_the_password_on
         ),
     ).job_id
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
-    view = get_job(clouds, job_id, owner=None)
+    view = get_job(wiring_for(clouds), job_id, owner=None)
     assert view.state == JobState.SETTING_UP, view.timeline[-1]
 
     script, image = boot_script(cloud, clouds, request, job_id)
@@ -117,7 +117,7 @@ def test_a_private_image_boots_the_default_image_with_docker_and_the_password_on
     record = wiring_for(clouds).store.get(job_id)
     assert record is not None and PASSWORD not in json.dumps(record.attribute_values, default=str)
     assert view.cluster is not None
-    config = agent_config(clouds, job_id, view.cluster["nodes"][0]["instance_id"])
+    config = agent_config(wiring_for(clouds), job_id, view.cluster["nodes"][0]["instance_id"])
     assert config is not None
     assert config.container == {"image": f"{REGISTRY}/trainer:v3", "registry": REGISTRY, "username": "AWS"}
     assert config.envs["SKYPILOT_DOCKER_PASSWORD"] == PASSWORD  # the authenticated fetch is its only way
@@ -131,9 +131,9 @@ def test_a_task_without_a_container_gets_no_docker_setup_in_user_data(
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
     script, _ = boot_script("gcp", clouds, request, job_id)
     assert "docker" not in script
-    view = get_job(clouds, job_id, owner=None)
+    view = get_job(wiring_for(clouds), job_id, owner=None)
     assert view.cluster is not None
-    config = agent_config(clouds, job_id, view.cluster["nodes"][0]["instance_id"])
+    config = agent_config(wiring_for(clouds), job_id, view.cluster["nodes"][0]["instance_id"])
     assert config is not None and config.container is None
 
 
@@ -229,11 +229,11 @@ def test_an_alternative_that_sets_image_id_null_runs_on_the_base_image_of_its_cl
         wiring_for(clouds), SubmitJob.from_text(owner="alice", task_text=ANY_OF, clouds=[cloud])
     ).job_id
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
-    view = get_job(clouds, job_id, owner=None)
+    view = get_job(wiring_for(clouds), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.cluster is not None, view.timeline[-1]
     script, _ = boot_script(cloud, clouds, request, job_id)
     assert ("docker.io" in script) is container
-    config = agent_config(clouds, job_id, view.cluster["nodes"][0]["instance_id"])
+    config = agent_config(wiring_for(clouds), job_id, view.cluster["nodes"][0]["instance_id"])
     assert config is not None
     expected = {"image": "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04", "registry": None, "username": None}
     assert config.container == (expected if container else None)

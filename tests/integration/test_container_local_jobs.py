@@ -87,7 +87,7 @@ def test_cancelling_a_running_container_job_stops_the_task_and_removes_its_conta
     boxes = containers_of(job_id, extra)
     assert len(boxes) == 2  # one per node
     pids = [int(pid) for pid in podman_out(extra, "inspect", "--format", "{{.State.Pid}}", *boxes).split()]
-    cancel_job(settings, job_id, owner=None)
+    cancel_job(wiring_for(settings), job_id, owner=None)
     deliver(queues, "provision")  # the teardown terminates the nodes and what they left running
     assert live_nodes(settings) == []
     assert containers_of(job_id, extra) == []

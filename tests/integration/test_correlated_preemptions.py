@@ -18,7 +18,7 @@ from functions.provision.handler import handler as provision_handler
 from functions.spot_watch.handler import handler as spot_watch_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
@@ -54,7 +54,7 @@ def launch(settings: Settings, queues: QueueDriver, task: str = SPOT, owner: str
     job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner=owner, task_text=task)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     assert view.state == JobState.SETTING_UP
     return view
 
@@ -69,7 +69,7 @@ def relaunch(settings: Settings, queues: QueueDriver, job_id: str) -> JobView:
     deliver(queues, "provision")  # the old cluster's teardown
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    return get_job(settings, job_id, owner=None)
+    return get_job(wiring_for(settings), job_id, owner=None)
 
 
 def where(view: JobView) -> str:
@@ -87,7 +87,7 @@ def test_a_preemption_cools_its_zone_for_a_new_job_planning_spot_there(
     launched = runner.invoke(cli, ["launch", str(task), "--detach", *cli_api], env={"COLUMNS": "200"})
     job_id = launched.output.split("Job ", 1)[1].split()[0]
     deliver(queues, "optimize")
-    second = get_job(stack, job_id, owner=None)
+    second = get_job(wiring_for(stack), job_id, owner=None)
     assert second.plan is not None
     chosen = second.plan["tasks"][0]["candidates"][0]
     assert f"aws/{chosen['region']}/{chosen['zone']}" != where(first)  # the cheapest zone is cooling
@@ -127,8 +127,10 @@ def test_recovery_falls_back_to_on_demand_before_a_cooling_zones_spot(
 def test_one_preemption_reported_three_times_counts_once(stack: Settings, queues: QueueDriver) -> None:
     first = launch(stack, queues)
     node = first.cluster["nodes"][0]["instance_id"]  # type: ignore[index]
-    report_agent_status(stack, first.job_id, instance_id=node, phase="running")
-    report_agent_status(stack, first.job_id, instance_id=node, phase="preempting")  # the agent's notice
+    report_agent_status(wiring_for(stack), AgentReport(first.job_id, node, "running"))
+    report_agent_status(
+        wiring_for(stack), AgentReport(first.job_id, node, "preempting")
+    )  # the agent's notice
     event = LocalCloud(stack.home).preempt(first.job_id, notice_seconds=0.1)
     assert event is not None
     spot_watch_handler(event, None)  # then the cloud's event, twice

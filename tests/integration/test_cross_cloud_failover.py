@@ -19,7 +19,7 @@ from shared.clouds.aws import AwsCloud
 from shared.clouds.aws_images import forget_images
 from shared.clouds.base import JOB_TAG
 from shared.config import Settings
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.reaper import reap_orphans
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
@@ -72,13 +72,13 @@ def test_no_room_on_aws_and_gcp_lands_the_job_on_azure_and_nothing_is_left_anywh
 
     job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     deliver(queues, "optimize")
-    plan = get_job(settings, job_id, owner=None).plan
+    plan = get_job(wiring_for(settings), job_id, owner=None).plan
     assert plan is not None
     clouds = [c["cloud"] for c in plan["tasks"][0]["candidates"]]
     assert clouds == ["aws"] * 5 + ["gcp"] * 4 + ["azure"]
     deliver(queues, "provision")
 
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     assert view.state == JobState.SETTING_UP
     assert view.cluster is not None
     assert (view.cluster["cloud"], view.cluster["region"]) == ("azure", "eastus")
@@ -99,8 +99,10 @@ def test_no_room_on_aws_and_gcp_lands_the_job_on_azure_and_nothing_is_left_anywh
 
     for node in view.cluster["nodes"]:
         for phase in ("running", "succeeded"):
-            report_agent_status(settings, job_id, instance_id=node["instance_id"], phase=phase, exit_code=0)
-    assert get_job(settings, job_id, owner=None).state == JobState.SUCCEEDED
+            report_agent_status(
+                wiring_for(settings), AgentReport(job_id, node["instance_id"], phase, exit_code=0)
+            )
+    assert get_job(wiring_for(settings), job_id, owner=None).state == JobState.SUCCEEDED
     assert deliver(queues, "provision") == 1  # the teardown
 
     assert fake_azure.live() == {}  # no VM, NIC, public IP or disk

@@ -17,7 +17,7 @@ from functions.provision.handler import handler as provision_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.errors import UserError
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.deadlines import deadline_fields, parse_deadline
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
@@ -61,7 +61,7 @@ def record(body: dict[str, Any], suffix: str = "") -> dict[str, Any]:
 
 
 def view(settings: Settings, job_id: str) -> JobView:
-    return get_job(settings, job_id, owner=None)
+    return get_job(wiring_for(settings), job_id, owner=None)
 
 
 def submit(settings: Settings, queues: QueueDriver, *, deadline: str, hours: float) -> str:
@@ -76,7 +76,7 @@ def submit(settings: Settings, queues: QueueDriver, *, deadline: str, hours: flo
 
 def preempt_and_replan(settings: Settings, queues: QueueDriver, job_id: str) -> None:
     node = view(settings, job_id).cluster["nodes"][0]  # type: ignore[index]
-    report_agent_status(settings, job_id, instance_id=node["instance_id"], phase="preempting")
+    report_agent_status(wiring_for(settings), AgentReport(job_id, node["instance_id"], "preempting"))
     deliver(queues, "optimize")
     deliver(queues, "provision")  # the teardown of the old cluster and the policy's launch
 

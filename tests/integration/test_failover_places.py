@@ -55,7 +55,7 @@ def test_with_every_place_of_the_cheapest_cloud_out_of_capacity_a_task_naming_no
     plan = plan_of(job) if job else None
     assert plan is not None and plan.tasks[0].chosen.cloud == "aws"  # aws is the cheapest ...
     deliver(queues, "provision")
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.cloud != "aws"  # ... and the job runs elsewhere
     states = [e["state"] for e in view.timeline if e["kind"] == "state"]
     assert "WAITING" not in states
@@ -86,7 +86,7 @@ def test_a_job_whose_kept_list_fails_is_replanned_past_it_and_reaches_a_deeper_p
     deeper = next(z for z in reversed(zones) if z not in kept_zones)
     LocalCloud(stack.home).set_capacity_rules({"no_capacity": [z for z in zones if z != deeper]})
     deliver(queues, "provision")
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.SETTING_UP, view.timeline[-1]["message"]
     assert f"aws/{view.region}/{view.zone}" == deeper
     assert len(view.tried) < len(zones) - 1  # zones of a region that all failed are kept as one block
@@ -99,7 +99,7 @@ def test_when_nothing_feasible_is_left_the_job_waits_and_says_what_it_tried(
     job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=AWS_ONLY)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.WAITING
     assert queues.delayed_count("provision") == 1
     assert [t["place"] for t in view.tried] == ["aws"]  # every region of the cloud failed: one block

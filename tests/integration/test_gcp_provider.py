@@ -266,19 +266,19 @@ def test_a_job_whose_first_zone_is_out_of_resources_lands_in_the_next_zone_and_c
     settings = stack.with_(providers="gcp=gcp")
     job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=CPU_TASK)).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
-    candidates = get_job(settings, job_id, owner=None).plan["tasks"][0]["candidates"]  # type: ignore[index]
+    candidates = get_job(wiring_for(settings), job_id, owner=None).plan["tasks"][0]["candidates"]  # type: ignore[index]
     first, landing = candidates[0], next(c for c in candidates[1:] if c["zone"] != candidates[0]["zone"])
     fake_gcp.stockout_zones.add(first["zone"])
 
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
 
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     assert view.state == JobState.SETTING_UP
     assert view.cluster is not None and view.cluster["zone"] == landing["zone"]
     [vm] = fake_gcp.live()
     assert vm["zone"].endswith(landing["zone"]) and vm["labels"][JOB_TAG] == job_id
     assert [n["instance_id"] for n in view.cluster["nodes"]] == [vm["name"]]
-    cancel_job(settings, job_id, owner=None)
+    cancel_job(wiring_for(settings), job_id, owner=None)
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
     assert fake_gcp.live() == []
 

@@ -138,19 +138,19 @@ def test_a_tpu_task_file_is_planned_launched_and_torn_down_through_the_handlers(
         wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=text, filename="tpu_v5e_16.yaml")
     ).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
-    first = get_job(settings, job_id, owner=None).plan["tasks"][0]["candidates"][0]  # type: ignore[index]
+    first = get_job(wiring_for(settings), job_id, owner=None).plan["tasks"][0]["candidates"][0]  # type: ignore[index]
     assert (first["instance_type"], first["accelerator"]) == ("TPU-VM", "tpu-v5litepod-16")
     fake_gcp.tpu.no_capacity_zones.add(first["zone"])
 
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
 
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.cluster is not None
     assert view.cluster["zone"] != first["zone"] and view.cluster["instance_type"] == "TPU-VM"
     assert len(view.cluster["nodes"]) == 4  # the slice's 4 hosts, each a node
     [slice_node] = fake_gcp.tpu.live()
     assert slice_node["labels"][JOB_TAG] == job_id
-    cancel_job(settings, job_id, owner=None)
+    cancel_job(wiring_for(settings), job_id, owner=None)
     assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
     assert fake_gcp.tpu.live() == []
 

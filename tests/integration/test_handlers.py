@@ -22,7 +22,7 @@ from functions.spot_watch.handler import handler as spot_watch_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.events.instances import parse_instance_event
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
@@ -63,10 +63,10 @@ def launch(
     job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=task)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.cluster is not None
     for node in view.cluster["nodes"]:
-        report_agent_status(settings, job_id, instance_id=node["instance_id"], phase="running")
+        report_agent_status(wiring_for(settings), AgentReport(job_id, node["instance_id"], "running"))
     return job_id
 
 
@@ -102,7 +102,7 @@ def test_a_preemption_through_eventbridge_recovers_the_job_in_another_region(
     stack: Settings, queues: QueueDriver
 ) -> None:
     job_id = launch(stack, queues)
-    first = get_job(stack, job_id, owner=None)
+    first = get_job(wiring_for(stack), job_id, owner=None)
     event = LocalCloud(stack.home).preempt(job_id)
     assert event is not None and live_nodes(stack, job_id) == []
     detail = json.dumps(event["detail"])
@@ -112,42 +112,42 @@ def test_a_preemption_through_eventbridge_recovers_the_job_in_another_region(
     assert len(records) == 1
     assert spot_watch_handler(queues.event(records + records), None) == {"batchItemFailures": []}  # twice
     # recovered, re-planned and relaunched in that one invocation (the queued steps are fallbacks)
-    second = get_job(stack, job_id, owner=None)
+    second = get_job(wiring_for(stack), job_id, owner=None)
     assert second.state == JobState.SETTING_UP and second.attempt == 1 and second.recoveries == 1
     assert [e["state"] for e in second.timeline if e["kind"] == "state"][-3:] == [
         "RECOVERING", "PLANNED", "SETTING_UP",
     ]  # fmt: skip
     deliver(queues, "provision")  # the teardown of the old cluster and the launch message: no-ops now
-    assert get_job(stack, job_id, owner=None).attempt == 1
+    assert get_job(wiring_for(stack), job_id, owner=None).attempt == 1
     assert (second.cloud, second.region) != (first.cloud, first.region)
     assert len(live_nodes(stack, job_id)) == 1
     # the old VM's late "terminated" event is about a cluster the job has left: nothing changes
     late = fixture_event("ec2_instance_state_change_terminated.json")
     late["detail"]["instance-id"] = first.cluster["nodes"][0]["instance_id"]  # type: ignore[index]
     spot_watch_handler(late, None)
-    assert get_job(stack, job_id, owner=None).state == JobState.SETTING_UP
+    assert get_job(wiring_for(stack), job_id, owner=None).state == JobState.SETTING_UP
 
 
 def test_failover_strategy_tries_the_same_region_again_first(stack: Settings, queues: QueueDriver) -> None:
     job_id = launch(stack, queues, strategy="FAILOVER")
-    first = get_job(stack, job_id, owner=None)
+    first = get_job(wiring_for(stack), job_id, owner=None)
     event = LocalCloud(stack.home).preempt(job_id)
     assert event is not None
     spot_watch_handler(event, None)
     deliver(queues, "provision")
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    second = get_job(stack, job_id, owner=None)
+    second = get_job(wiring_for(stack), job_id, owner=None)
     assert second.state == JobState.SETTING_UP and second.region == first.region
 
 
 def test_an_on_demand_vm_that_dies_is_recovered_too(stack: Settings, queues: QueueDriver) -> None:
     job_id = launch(stack, queues, spot=False)
-    node = get_job(stack, job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
+    node = get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
     event = fixture_event("ec2_instance_state_change_terminated.json")
     event["detail"]["instance-id"] = node["instance_id"]
     spot_watch_handler(event, None)
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.attempt == 1 and "RECOVERING" in [e["state"] for e in view.timeline]
 
 
@@ -159,7 +159,7 @@ def test_reconcile_recovers_a_spot_job_whose_node_went_silent(
     time.sleep(1.5)
     answer = reconcile_handler(fixture_event("scheduled_event.json"), None)
     assert answer["actions"]["recovered"] == [job_id]
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.RECOVERING
     assert "silent since" in view.timeline[-1]["message"]
 
@@ -168,16 +168,18 @@ def test_reconcile_fails_an_on_demand_job_whose_node_went_silent_and_tears_it_do
     stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_id = launch(stack, queues, spot=False)
-    heartbeat_node = get_job(stack, job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
+    heartbeat_node = get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
     monkeypatch.setenv("SKYLESS_SILENT_AFTER_SECONDS", "1")
     # The API and reconcile share the silence limit (a heartbeat younger than a third of it is not rewritten).
     api_settings = replace(stack, silent_after_seconds=1)
-    report_agent_status(api_settings, job_id, instance_id=heartbeat_node["instance_id"], phase="heartbeat")
+    report_agent_status(
+        wiring_for(api_settings), AgentReport(job_id, heartbeat_node["instance_id"], "heartbeat")
+    )
     heard_just_now = reconcile_handler(fixture_event("scheduled_event.json"), None)
     assert heard_just_now["actions"] == {}
     time.sleep(1.5)
     reconcile_handler(fixture_event("scheduled_event.json"), None)
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.FAILED and view.reason is not None and "silent since" in view.reason
     deliver(queues, "provision")
     assert live_nodes(stack, job_id) == []
@@ -187,13 +189,13 @@ def test_reconcile_terminates_nodes_whose_job_is_over_when_the_teardown_was_lost
     stack: Settings, queues: QueueDriver
 ) -> None:
     job_id = launch(stack, queues)
-    cancel_job(stack, job_id, owner="alice")
+    cancel_job(wiring_for(stack), job_id, owner="alice")
     assert queues.receive("provision")  # the teardown message is lost
     assert len(live_nodes(stack, job_id)) == 1
     answer = reconcile_handler(fixture_event("scheduled_event.json"), None)
     assert answer["actions"]["terminated"] == [f"{job_id}-0"]
     assert live_nodes(stack, job_id) == []
-    assert get_job(stack, job_id, owner=None).cluster["state"] == "TERMINATED"  # type: ignore[index]
+    assert get_job(wiring_for(stack), job_id, owner=None).cluster["state"] == "TERMINATED"  # type: ignore[index]
 
 
 def test_reconcile_redrives_a_planned_job_whose_launch_message_was_lost(
@@ -206,7 +208,7 @@ def test_reconcile_redrives_a_planned_job_whose_launch_message_was_lost(
     monkeypatch.setenv("SKYLESS_STUCK_AFTER_SECONDS", "0")
     assert reconcile_handler(fixture_event("scheduled_event.json"), None)["actions"]["redriven"] == [job_id]
     deliver(queues, "provision")
-    assert get_job(stack, job_id, owner=None).state == JobState.SETTING_UP
+    assert get_job(wiring_for(stack), job_id, owner=None).state == JobState.SETTING_UP
 
 
 def test_reconcile_gives_a_node_that_never_reported_the_boot_grace_before_calling_it_lost(
@@ -238,5 +240,5 @@ def test_reconcile_recovers_a_job_whose_vm_vanished_without_any_event(
         time.sleep(0.05)
     answer = reconcile_handler(fixture_event("scheduled_event.json"), None)
     assert answer["actions"]["recovered"] == [job_id]
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.RECOVERING and "is gone" in view.timeline[-1]["message"]

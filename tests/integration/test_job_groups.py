@@ -130,8 +130,8 @@ def test_a_member_message_arriving_after_the_group_ended_changes_nothing(stack, 
 
 def test_cancelling_a_group_cancels_every_task_and_twice_is_harmless(stack, queues):
     group_id = submit(stack)
-    cancel_job(stack, group_id, owner="user-1")
-    cancel_job(stack, group_id, owner="user-1")
+    cancel_job(wiring_for(stack), group_id, owner="user-1")
+    cancel_job(wiring_for(stack), group_id, owner="user-1")
     store = wiring_for(stack).store
     assert store.get(group_id).state == S.CANCELLED
     for index in (0, 1):

@@ -20,7 +20,7 @@ from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.submission import SubmitJob, submit_job
-from shared.jobs.views import JobView, get_job, read_logs
+from shared.jobs.views import JobView, ReadLogs, get_job, read_logs
 from shared.states import JobState, is_terminal
 from shared.wiring import wiring_for
 
@@ -63,16 +63,16 @@ def wait_for(
     settings: Settings, job_id: str, condition: Callable[[JobView], bool], timeout: float = 60
 ) -> JobView:
     deadline = time.monotonic() + timeout
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     while not condition(view) and time.monotonic() < deadline:
         time.sleep(0.3)
-        view = get_job(settings, job_id, owner=None)
+        view = get_job(wiring_for(settings), job_id, owner=None)
     assert condition(view), f"{view.state}: {[e['message'] for e in view.timeline]}"
     return view
 
 
 def log_text(settings: Settings, job_id: str, rank: int = 0) -> str:
-    return read_logs(settings, job_id, owner=None, rank=rank).text
+    return read_logs(wiring_for(settings), ReadLogs(job_id, None, rank=rank)).text
 
 
 def live_nodes(settings: Settings) -> list[Any]:
@@ -109,13 +109,13 @@ def test_real_agent_job_preempted_while_running_recovers_in_another_region(
     event = LocalCloud(api.home).preempt(job_id)
     assert event is not None
     spot_watch_handler(event, None)
-    assert get_job(api, job_id, owner=None).state == JobState.RECOVERING
+    assert get_job(wiring_for(api), job_id, owner=None).state == JobState.RECOVERING
     deliver(queues, "provision")  # teardown of the preempted cluster
     deliver(queues, "optimize")
     deliver(queues, "provision")
     second = wait_for(api, job_id, lambda v: v.state == JobState.RUNNING and v.attempt == 1)
     assert second.region != first.region
     assert len(live_nodes(api)) == 1
-    cancel_job(api, job_id, owner="alice")
+    cancel_job(wiring_for(api), job_id, owner="alice")
     deliver(queues, "provision")
     assert live_nodes(api) == []

@@ -9,6 +9,7 @@ from test_lifecycle import launch, live_nodes, report_all, run, sleeping_nodes, 
 from shared.config import Settings
 from shared.jobs.views import get_job
 from shared.states import JobState
+from shared.wiring import wiring_for
 
 __all__ = ["sleeping_nodes"]  # its autouse fixture: the nodes sleep instead of running an agent
 
@@ -26,7 +27,7 @@ def test_a_job_runs_from_submit_to_succeeded_and_its_nodes_are_torn_down(
     assert state_of(stack, job_id) == JobState.SUCCEEDED
     run(queues, "provision")  # the teardown
     assert live_nodes(stack, job_id) == []
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.cluster is not None and view.cluster["state"] == "TERMINATED"
     states = [e["state"] for e in view.timeline if e["kind"] == "state"]
     # planned at submit; PROVISIONING is written only when a launch has progress to keep (failover, retries)

@@ -13,7 +13,7 @@ from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
-from shared.jobs.agent_reports import agent_config, report_agent_status
+from shared.jobs.agent_reports import AgentReport, agent_config, report_agent_status
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
@@ -64,7 +64,7 @@ def launch_record(job_id: str, attempt: int) -> dict[str, Any]:
 
 
 def view(settings: Settings, job_id: str) -> JobView:
-    return get_job(settings, job_id, owner=None)
+    return get_job(wiring_for(settings), job_id, owner=None)
 
 
 def report_all(settings: Settings, job_id: str, phase: str, exit_code: int | None = None) -> None:
@@ -72,7 +72,9 @@ def report_all(settings: Settings, job_id: str, phase: str, exit_code: int | Non
     assert cluster is not None
     for node in cluster["nodes"]:
         instance_id = node["instance_id"]
-        report_agent_status(settings, job_id, instance_id=instance_id, phase=phase, exit_code=exit_code)
+        report_agent_status(
+            wiring_for(settings), AgentReport(job_id, instance_id, phase, exit_code=exit_code)
+        )
 
 
 def test_transient_errors_retry_the_same_candidate_later_then_move_on(stack: Settings, queues: QueueDriver):
@@ -122,7 +124,7 @@ def test_a_preemption_notice_from_the_agent_starts_recovery_once(stack: Settings
     report_all(stack, job_id, "running")
     node = view(stack, job_id).cluster["nodes"][0]  # type: ignore[index]
     for _ in range(2):
-        report_agent_status(stack, job_id, instance_id=node["instance_id"], phase="preempting")
+        report_agent_status(wiring_for(stack), AgentReport(job_id, node["instance_id"], "preempting"))
     recovering = view(stack, job_id)
     assert recovering.state == JobState.RECOVERING and recovering.recoveries == 1 and recovering.attempt == 1
 
@@ -132,14 +134,14 @@ def test_a_serial_pipeline_runs_its_tasks_one_after_another(stack: Settings, que
     deliver(queues, "optimize")
     deliver(queues, "provision")
     first = view(stack, job_id)
-    config = agent_config(stack, job_id, first.cluster["nodes"][0]["instance_id"])  # type: ignore[index]
+    config = agent_config(wiring_for(stack), job_id, first.cluster["nodes"][0]["instance_id"])  # type: ignore[index]
     assert config is not None and config.run == "echo prep"
     report_all(stack, job_id, "succeeded", exit_code=0)
     assert view(stack, job_id).state == JobState.PLANNED
     deliver(queues, "provision")  # teardown of the first task's cluster, and the second launch
     second = view(stack, job_id)
     assert second.state == JobState.SETTING_UP and second.attempt == 1
-    config = agent_config(stack, job_id, second.cluster["nodes"][0]["instance_id"])  # type: ignore[index]
+    config = agent_config(wiring_for(stack), job_id, second.cluster["nodes"][0]["instance_id"])  # type: ignore[index]
     assert config is not None and config.run == "echo train"
     report_all(stack, job_id, "succeeded", exit_code=0)
     assert view(stack, job_id).state == JobState.SUCCEEDED

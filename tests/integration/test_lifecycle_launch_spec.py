@@ -42,7 +42,7 @@ def test_the_launch_carries_the_candidates_gpus_and_the_tasks_vm_fields(stack: S
     )
     for kind, handler in (("optimize", optimize_handler), ("provision", provision_handler)):
         assert handler(queues.event(queues.receive(kind)), None) == {"batchItemFailures": []}
-    view = get_job(stack, job.job_id, owner=None)
+    view = get_job(wiring_for(stack), job.job_id, owner=None)
     assert view.cluster is not None and view.instance_type is not None
     assert view.instance_type.startswith("n1-")  # a host that takes its GPUs attached
     (node,) = [n for n in LocalCloud(stack.home).list_owned() if n.job_id == job.job_id]

@@ -69,8 +69,8 @@ def test_secrets_and_the_agent_token_never_reach_a_table_in_clear(stack: Setting
     assert "hf_very_secret" not in stored and token not in stored
     job = wiring_for(stack).store.get(job_id)
     assert job is not None and job.token_hash == hashlib.sha256(token.encode()).hexdigest()
-    node = get_job(stack, job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
-    config = agent_config(stack, job_id, node["instance_id"])
+    node = get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
+    config = agent_config(wiring_for(stack), job_id, node["instance_id"])
     assert config is not None and config.envs == {"MODEL": "bert", "HF_TOKEN": "hf_very_secret"}
 
 
@@ -83,6 +83,6 @@ def test_a_big_task_goes_to_the_bucket_and_the_record_stays_small(stack: Setting
         TableName=stack.table_name("jobs"), Key={"job_id": {"S": job_id}}
     )["Item"]
     assert len(json.dumps(item, default=lambda raw: base64.b64encode(raw).decode())) < 8 * 1024
-    node = get_job(stack, job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
-    config = agent_config(stack, job_id, node["instance_id"])
+    node = get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"][0]  # type: ignore[index]
+    config = agent_config(wiring_for(stack), job_id, node["instance_id"])
     assert config is not None and config.run is not None and "line 399 of a long" in config.run

@@ -38,7 +38,7 @@ def stored_bytes(settings: Settings, job_id: str) -> int:
 def test_a_planned_job_item_stays_within_two_write_units(stack: Settings, queues: QueueDriver) -> None:
     job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK)).job_id
     assert optimize_handler(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.plan is not None
     candidates = view.plan["tasks"][0]["candidates"]
     assert len(json.dumps(view.plan)) > 4096 and len(candidates) >= 10  # a plan worth compressing
@@ -57,4 +57,4 @@ def test_a_plan_stored_as_text_by_an_older_version_still_reads(stack: Settings, 
     older = store.get(job_id)
     assert older is not None and older.plan_z is None
     assert plan_of(older) == plan
-    assert get_job(stack, job_id, owner=None).plan == plan.model_dump(mode="json")
+    assert get_job(wiring_for(stack), job_id, owner=None).plan == plan.model_dump(mode="json")

@@ -51,7 +51,10 @@ def test_batch_arrives_as_lambda_sqs_event_and_only_successes_are_deleted(stack:
     assert {"messageId", "receiptHandle", "body", "attributes", "md5OfBody"} <= set(record)
     assert record["attributes"]["ApproximateReceiveCount"] == "1"
     assert record["messageAttributes"]["origin"] == {
-        "stringValue": "test", "binaryValue": None, "stringListValues": [], "binaryListValues": [],
+        "stringValue": "test",
+        "binaryValue": None,
+        "stringListValues": [],
+        "binaryListValues": [],
         "dataType": "String",
     }
     assert (worker.delivered, worker.failed) == (2, 1)

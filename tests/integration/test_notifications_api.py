@@ -15,9 +15,9 @@ from test_notifications_flow import stack_tables
 
 from functions.submit.app import app
 from shared.config import Settings
-from shared.notifications.records import read_item
 from shared.notifications.settings import channels_for
 from shared.store.users import create_user, users_model
+from shared.wiring import wiring_for
 
 TASK = "name: hello\nresources:\n  cpus: 2+\nrun: echo hello\n"
 
@@ -112,7 +112,7 @@ def test_a_submission_override_is_kept_as_a_secret_reference(
     answer = api.call("POST", "/jobs", body)
     assert answer.status_code == 201, answer.json_body
     job_id = answer.json_body["job_id"]
-    item = read_item(stack, f"job#{job_id}")
+    item = wiring_for(stack).notifications.read(f"job#{job_id}")
     assert item is not None and item.email == "o@example.com"
     assert item.slack_secret and "XXXXsecretXXXX" not in item.slack_secret
     channels = channels_for(stack, user_id(stack), job_id)

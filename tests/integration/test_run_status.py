@@ -26,7 +26,7 @@ def test_a_job_that_ends_gets_its_final_status_beside_its_logs_keeping_its_sourc
     other = submit_job(
         wiring_for(stack), SubmitJob.from_text(owner="u-1", task_text=TASK)
     )  # still running: no final status
-    cancel_job(stack, job.job_id, owner="u-1")
+    cancel_job(wiring_for(stack), job.job_id, owner="u-1")
     records = reader.poll()
     assert records and submit_handler({"Records": records}, None) == {"batchItemFailures": []}
     submit_handler({"Records": records}, None)  # redelivered: the same answer

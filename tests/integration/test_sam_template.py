@@ -68,10 +68,10 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
 
 
 def test_tables_match_the_pynamodb_models(template: dict[str, Any]):
-    from shared.notifications.records import notifications_model
     from shared.storage.registry import buckets_model
     from shared.store.cluster_records import cluster_models
     from shared.store.models import models_for
+    from shared.store.notifications import notifications_model
     from shared.store.schedules import schedules_model
     from shared.store.users import users_model
 
@@ -117,7 +117,9 @@ def test_each_queue_feeds_its_handler_with_partial_batch_responses(template: dic
         for event in function["Properties"].get("Events", {}).values():
             if event["Type"] == "SQS":
                 by_queue[event["Properties"]["Queue"]["Fn::GetAtt"][0]] = (
-                    function["Properties"]["Handler"], event["Properties"])
+                    function["Properties"]["Handler"],
+                    event["Properties"],
+                )
     for kind in QUEUE_KINDS:
         handler, props = by_queue[queue_logical[SETTINGS.queue_name(kind)]]
         assert handler == f"functions.{kind}.handler.handler"
@@ -129,7 +131,7 @@ def test_each_queue_feeds_its_handler_with_partial_batch_responses(template: dic
 
 def test_ec2_events_rule_routes_to_spot_watch_queue_which_allows_only_that_rule(template: dict[str, Any]):
     rules = _of_type(template, "AWS::Events::Rule")
-    (rule_name, rule), = rules.items()
+    ((rule_name, rule),) = rules.items()
     assert json.loads(json.dumps(rule["Properties"]["EventPattern"])) == SPOT_EVENT_PATTERN
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": ["SpotWatchQueue", "Arn"]}
     policy = _of_type(template, "AWS::SQS::QueuePolicy")["SpotWatchQueuePolicy"]

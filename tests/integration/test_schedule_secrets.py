@@ -125,7 +125,7 @@ def test_schedule_secrets_live_in_secrets_manager_and_reach_each_firings_job_onl
 
     (firing,) = fire(stack, queues, times=2)  # delivered twice: one job
 
-    (job,) = list_jobs(stack, owner=firing.owner)
+    (job,) = list_jobs(wiring_for(stack), owner=firing.owner)
     wiring = wiring_for(stack)
     assert secrets_of(wiring, wiring.store.get(job.job_id), 0) == {"HF_TOKEN": HF, "API_KEY": INLINE}
     assert_nowhere(stack, created.body.decode(), shown, listed, caplog.text)
@@ -178,7 +178,7 @@ def test_a_firing_whose_secret_is_gone_runs_nothing_and_says_so(stack: Settings,
 
     outcome = run_firing(stack, Firing(owner.user_id, "n", view["schedule_id"], "2026-11-23T03:00:00+00:00"))
 
-    assert outcome.result == "secrets_missing" and list_jobs(stack, owner=owner.user_id) == []
+    assert outcome.result == "secrets_missing" and list_jobs(wiring_for(stack), owner=owner.user_id) == []
     (note,) = wiring_for(stack).store.timeline(f"schedule#{view['schedule_id']}")
     assert note.kind == "schedule_failed" and "HF_TOKEN" in note.message and HF not in note.message
 
@@ -213,7 +213,7 @@ def test_a_scheduled_firing_puts_the_secret_in_the_nodes_environment(
     assert http.post("/schedules", json=body).status_code == 201
 
     (firing,) = fire(settings, queues)
-    (job,) = list_jobs(settings, owner=firing.owner)
+    (job,) = list_jobs(wiring_for(settings), owner=firing.owner)
     deliver(queues, "provision")
     done = wait_for(settings, job.job_id, lambda v: is_terminal(v.state), timeout=90)
 

@@ -136,7 +136,7 @@ def test_a_schedule_firing_every_minute_runs_twice_on_the_local_runtimes_clock(
     assert fire_and_deliver(dispatcher, queues) == []  # the same minute again: nothing new
     clock.now = T0 + timedelta(seconds=95)  # 03:02:05
     fire_and_deliver(dispatcher, queues)
-    jobs = list_jobs(stack, owner="u-1")
+    jobs = list_jobs(wiring_for(stack), owner="u-1")
     assert len(jobs) == 2 and {j.name for j in jobs} == {"nightly"}
     row = get_schedule(stack, owner="u-1", name="m")
     assert row.runs == 2 and row.last_fired_at == "2026-11-22T03:02:00+00:00"
@@ -150,15 +150,15 @@ def test_overlap_skip_runs_nothing_while_the_previous_run_is_live(
     clock = Clock(T0 + timedelta(seconds=40))
     dispatcher = Dispatcher(stack, schedules={}, notify_stream=False, clock=clock)
     fire_and_deliver(dispatcher, queues)
-    (job,) = list_jobs(stack, owner="u-2")
+    (job,) = list_jobs(wiring_for(stack), owner="u-2")
     clock.now += timedelta(minutes=1)
     fire_and_deliver(dispatcher, queues)
-    assert len(list_jobs(stack, owner="u-2")) == 1
+    assert len(list_jobs(wiring_for(stack), owner="u-2")) == 1
     assert get_schedule(stack, owner="u-2", name="s").skipped == 1
-    cancel_job(stack, job.job_id, owner="u-2")
+    cancel_job(wiring_for(stack), job.job_id, owner="u-2")
     clock.now += timedelta(minutes=1)
     fire_and_deliver(dispatcher, queues)
-    assert len(list_jobs(stack, owner="u-2")) == 2
+    assert len(list_jobs(wiring_for(stack), owner="u-2")) == 2
 
 
 def test_a_paused_schedule_does_not_fire_and_a_deleted_ones_late_firing_runs_nothing(
@@ -175,7 +175,7 @@ def test_a_paused_schedule_does_not_fire_and_a_deleted_ones_late_firing_runs_not
     (firing,) = dispatcher.fire_schedules()
     api.call("DELETE", "/schedules/p")
     assert submit_handler(queues.event(queues.receive("submit")), None) == {"batchItemFailures": []}
-    assert list_jobs(stack, owner=user.user_id) == [] and firing.owner == user.user_id
+    assert list_jobs(wiring_for(stack), owner=user.user_id) == [] and firing.owner == user.user_id
 
 
 def test_a_user_sees_and_touches_only_their_own_schedules(stack: Settings, api: Api) -> None:
@@ -203,4 +203,4 @@ def test_a_firing_handled_twice_at_once_counts_one_run(
     assert run_firing(stack, firing).result == "submitted"
     monkeypatch.undo()
     assert get_schedule(stack, owner="u-3", name="d").runs == 1
-    assert len(list_jobs(stack, owner="u-3")) == 1
+    assert len(list_jobs(wiring_for(stack), owner="u-3")) == 1

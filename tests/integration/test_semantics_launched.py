@@ -38,7 +38,7 @@ def launched(settings: Settings, queues: QueueDriver, name: str, **submit: Any) 
     )
     for kind, handler in (("optimize", optimize_handler), ("provision", provision_handler)):
         assert handler(queues.event(queues.receive(kind)), None) == {"batchItemFailures": []}
-    view = get_job(settings, job.job_id, owner=None)
+    view = get_job(wiring_for(settings), job.job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.cluster is not None, view.reason
     return {"job_id": job.job_id, **view.cluster}
 
@@ -72,7 +72,7 @@ def test_secrets_given_at_submit_reach_the_node_and_no_table(stack: Settings, qu
     secrets = {"HF_TOKEN": "hf_abc", "WANDB_API_KEY": "wb_xyz"}
     cluster = launched(stack, queues, "null_secret.yaml", secrets=secrets)
     [node] = cluster["nodes"]
-    config = agent_config(stack, cluster["job_id"], node["instance_id"])
+    config = agent_config(wiring_for(stack), cluster["job_id"], node["instance_id"])
     assert config is not None and {k: config.envs[k] for k in secrets} == secrets
     job = wiring_for(stack).store.get(cluster["job_id"])
     assert job is not None and "hf_abc" not in json.dumps(job.attribute_values, default=str)

@@ -23,7 +23,7 @@ from functions.provision.handler import handler as provision_handler
 from functions.submit.app import app
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.tokens import agent_token
 from shared.jobs.views import get_job
@@ -44,10 +44,12 @@ def recovered_job(stack: Settings, queues: QueueDriver, monkeypatch: pytest.Monk
     job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=SPOT)).job_id
     optimize_handler(queues.event(queues.receive("optimize")), None)
     provision_handler(queues.event(queues.receive("provision")), None)
-    instance_id = get_job(stack, job_id, owner=None).cluster["nodes"][0]["instance_id"]  # type: ignore[index]
-    report_agent_status(stack, job_id, instance_id=instance_id, phase="preempting")  # the agent's notice
+    instance_id = get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"][0]["instance_id"]  # type: ignore[index]
+    report_agent_status(
+        wiring_for(stack), AgentReport(job_id, instance_id, "preempting")
+    )  # the agent's notice
     assert LocalCloud(stack.home).preempt(job_id, notice_seconds=0.1) is not None
-    assert get_job(stack, job_id, owner=None).attempt == 1
+    assert get_job(wiring_for(stack), job_id, owner=None).attempt == 1
     return job_id, instance_id
 
 
@@ -73,11 +75,11 @@ def test_a_node_not_in_the_jobs_cluster_is_told_to_stop_once_the_launch_is_recor
     job_id, _ = recovered_job
     optimize_handler(queues.event(queues.receive("optimize")), None)
     # while attempt 1 is being launched, a node of it that is not recorded yet waits ...
-    waiting = report_agent_status(stack, job_id, instance_id="local-stray-000", phase="heartbeat")
+    waiting = report_agent_status(wiring_for(stack), AgentReport(job_id, "local-stray-000", "heartbeat"))
     assert waiting.stop is False
     provision_handler(queues.event(queues.receive("provision")), None)
     # ... and once the attempt's cluster is recorded without it, it is a stray of a launch that lost
-    stray = report_agent_status(stack, job_id, instance_id="local-stray-000", phase="heartbeat")
+    stray = report_agent_status(wiring_for(stack), AgentReport(job_id, "local-stray-000", "heartbeat"))
     assert stray.stop is True and stray.cancel is False
 
 

@@ -72,7 +72,7 @@ def test_an_upload_naming_its_owners_secret_runs_with_its_values_kept_out_of_tab
     upload(stack, "tasks/u-alice/train.yaml", **{"skyless-secrets": "hf"})
     deliver_submit(queues, times=2)  # delivered twice: one job
 
-    (job,) = list_jobs(stack, owner="u-alice")
+    (job,) = list_jobs(wiring_for(stack), owner="u-alice")
     wiring = wiring_for(stack)
     assert secrets_of(wiring, wiring.store.get(job.job_id), 0) == {"HF_TOKEN": HF}
     head = s3(stack).head_object(Bucket=stack.bucket, Key="tasks/u-alice/train.yaml")
@@ -102,7 +102,7 @@ def test_a_missing_secret_gets_an_error_report_naming_the_secret_and_the_fields_
     assert says.format(prefix=stack.prefix) in report["message"], report
     if named is None:
         assert "x-amz-meta-skyless-secrets" in report["hint"]
-    assert list_jobs(stack, owner="u-bob") == []
+    assert list_jobs(wiring_for(stack), owner="u-bob") == []
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,10 @@ def test_bad_secret_references_are_reported_naming_the_metadata_never_a_value(
     report = report_of(stack, key)
     assert report["field"] == "x-amz-meta-skyless-secrets" and says in report["message"], report
     assert not holds(json.dumps(report), HF)
-    assert list_jobs(stack, owner="u-carol") == [] and list_jobs(stack, owner="u-dave") == []
+    assert (
+        list_jobs(wiring_for(stack), owner="u-carol") == []
+        and list_jobs(wiring_for(stack), owner="u-dave") == []
+    )
 
 
 def test_the_local_default_owner_may_use_secrets_for_a_top_level_file(
@@ -136,6 +139,6 @@ def test_the_local_default_owner_may_use_secrets_for_a_top_level_file(
     put_secret(stack, "u-local/hf", json.dumps({"HF_TOKEN": HF}))
     upload(stack, "tasks/train.yaml", **{"skyless-secrets": "hf"})
     deliver_submit(queues)
-    (job,) = list_jobs(stack, owner="u-local")
+    (job,) = list_jobs(wiring_for(stack), owner="u-local")
     wiring = wiring_for(stack)
     assert secrets_of(wiring, wiring.store.get(job.job_id), 0) == {"HF_TOKEN": HF}

@@ -16,7 +16,7 @@ from functions.provision.handler import handler as provision_handler
 from functions.submit.handler import handler as submit_handler
 from shared.config import Settings
 from shared.errors import UserError
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.views import get_job, list_jobs
 from shared.uploads import intake as uploads
 from shared.uploads.intake import UploadRejection, check_task_runs, uploads_in
@@ -69,7 +69,7 @@ def deliver(queues: QueueDriver, kind: str) -> None:
 
 
 def jobs_of(settings: Settings, owner: str) -> list[Any]:
-    return list_jobs(settings, owner=owner)
+    return list_jobs(wiring_for(settings), owner=owner)
 
 
 def test_fixture_events_name_their_upload_with_the_key_decoded() -> None:
@@ -93,14 +93,14 @@ def test_an_upload_under_a_users_prefix_runs_the_task_to_success(
     assert status["source"]["key"] == "tasks/u-alice/nightly.yaml" and status["state"] == "PLANNED"
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    view = get_job(stack, job.job_id, owner="u-alice")
+    view = get_job(wiring_for(stack), job.job_id, owner="u-alice")
     assert view.state == "SETTING_UP" and view.cluster is not None
     for node in view.cluster["nodes"]:
         for phase, code in (("running", None), ("succeeded", 0)):
             report_agent_status(
-                stack, job.job_id, instance_id=node["instance_id"], phase=phase, exit_code=code
+                wiring_for(stack), AgentReport(job.job_id, node["instance_id"], phase, exit_code=code)
             )
-    assert get_job(stack, job.job_id, owner="u-alice").state == "SUCCEEDED"
+    assert get_job(wiring_for(stack), job.job_id, owner="u-alice").state == "SUCCEEDED"
 
 
 def test_the_same_upload_delivered_twice_runs_once_and_a_changed_file_runs_again(

@@ -11,8 +11,14 @@ from node_agent.user_data import AGENT_SOURCE, render_user_data, strip_for_shipp
 
 
 def _render(cloud: str = "aws", **extra: str) -> str:
-    return render_user_data(api_url="https://api.example.com", job_id="j-1", cluster_id="c-1",
-                            boot_token="tok'en; rm -rf /", cloud=cloud, **extra)
+    return render_user_data(
+        api_url="https://api.example.com",
+        job_id="j-1",
+        cluster_id="c-1",
+        boot_token="tok'en; rm -rf /",
+        cloud=cloud,
+        **extra,
+    )
 
 
 def test_user_data_carries_the_agent_less_only_docstrings_and_annotations_and_fits_ec2_limit():

@@ -20,7 +20,7 @@ from functions.spot_watch.handler import handler as spot_watch_handler
 from shared.clouds.base import LaunchSpec
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.reconcile import reconcile
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
@@ -71,15 +71,15 @@ def start(settings: Settings, queues: QueueDriver, task: str) -> str:
     job_id = submit_job(wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=task)).job_id
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    assert get_job(settings, job_id, owner=None).state == JobState.SETTING_UP
+    assert get_job(wiring_for(settings), job_id, owner=None).state == JobState.SETTING_UP
     return job_id
 
 
 def preempt(settings: Settings, job_id: str, rank: int = 0) -> None:
     """The node's agent reports the notice (the path that leaves the re-plan and the launch to the
     queues, whose teardown these tests hold back), then the cloud takes the node."""
-    node = get_job(settings, job_id, owner=None).cluster["nodes"][rank]  # type: ignore[index]
-    report_agent_status(settings, job_id, instance_id=node["instance_id"], phase="preempting")
+    node = get_job(wiring_for(settings), job_id, owner=None).cluster["nodes"][rank]  # type: ignore[index]
+    report_agent_status(wiring_for(settings), AgentReport(job_id, node["instance_id"], "preempting"))
     assert LocalCloud(settings.home).preempt(job_id, rank=rank, notice_seconds=0.1) is not None
 
 
@@ -92,7 +92,7 @@ def test_a_relaunch_waits_for_nothing_but_terminates_the_old_cluster_when_its_te
     late_teardown = deliver(queues, "provision", keep="teardown")
     deliver(queues, "optimize")
     deliver(queues, "provision")
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.attempt == 1
     assert launches_seen[-1] == (f"{job_id}-1", set())  # nothing of attempt 0 ran when attempt 1 launched
     assert live_clusters(stack, job_id) == {f"{job_id}-1"}
@@ -120,7 +120,9 @@ def test_a_cluster_launched_but_never_recorded_is_found_by_tag_and_terminated_be
     deliver(queues, "provision")
     assert launches_seen[-1] == (f"{job_id}-1", set())
     assert live_clusters(stack, job_id) == {f"{job_id}-1"}
-    messages = [e["message"] for e in get_job(stack, job_id, owner=None).timeline if e["kind"] == "fence"]
+    messages = [
+        e["message"] for e in get_job(wiring_for(stack), job_id, owner=None).timeline if e["kind"] == "fence"
+    ]
     assert f"cluster {job_id}-0-stray terminated before attempt 1 launches" in messages
 
 
@@ -140,7 +142,7 @@ def test_a_launch_waits_while_the_cloud_still_lists_an_earlier_cluster_as_runnin
 
     monkeypatch.setattr(LocalCloud, "terminate", terminate)
     deliver(queues, "provision")
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.PLANNED and view.cluster is None  # nothing launched for attempt 1
     assert live_clusters(stack, job_id) == {f"{job_id}-0"}
     assert queues.delayed_count("provision") == 1  # the launch is asked again a little later
@@ -159,7 +161,7 @@ def test_reconcile_writes_each_termination_in_the_jobs_timeline(stack: Settings,
     assert job is not None and job.state == JobState.RECOVERING
     done = reconcile(wiring=wiring_for(stack))
     assert done.get("terminated") == [f"{job_id}-0"]
-    notes = [e for e in get_job(stack, job_id, owner=None).timeline if e["kind"] == "teardown"]
+    notes = [e for e in get_job(wiring_for(stack), job_id, owner=None).timeline if e["kind"] == "teardown"]
     assert len(notes) == 1 and notes[0]["message"].startswith(f"reconcile terminated cluster {job_id}-0")
     assert reconcile(wiring=wiring_for(stack)).get("terminated") is None  # once
 
@@ -171,12 +173,12 @@ def test_a_spot_event_replans_and_relaunches_in_the_same_invocation_after_the_fe
     event = LocalCloud(stack.home).preempt(job_id, rank=1, notice_seconds=0.1)
     assert event is not None
     spot_watch_handler(event, None)  # the cloud's event: recover, re-plan, fence, launch, in one go
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.attempt == 1
     assert launches_seen[-1] == (f"{job_id}-1", set())  # the survivor of attempt 0 was gone first
     assert live_clusters(stack, job_id) == {f"{job_id}-1"}
     assert queues.delayed_count("optimize") == 1  # the fallback re-plan, for a crash midway
     spot_watch_handler(event, None)  # the event again: nothing more
     deliver(queues, "provision")  # the teardown and the launch message: no-ops now
-    assert get_job(stack, job_id, owner=None).attempt == 1
+    assert get_job(wiring_for(stack), job_id, owner=None).attempt == 1
     assert live_clusters(stack, job_id) == {f"{job_id}-1"}

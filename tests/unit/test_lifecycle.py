@@ -17,7 +17,7 @@ from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
-from shared.jobs.agent_reports import agent_config, report_agent_status
+from shared.jobs.agent_reports import AgentReport, agent_config, report_agent_status
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
@@ -61,7 +61,7 @@ def run(queues: QueueDriver, kind: str, times: int = 1, reverse: bool = False) -
 
 
 def state_of(settings: Settings, job_id: str) -> str:
-    return get_job(settings, job_id, owner=None).state
+    return get_job(wiring_for(settings), job_id, owner=None).state
 
 
 def live_nodes(settings: Settings, job_id: str | None = None) -> list[Any]:
@@ -79,11 +79,13 @@ def launch(settings: Settings, queues: QueueDriver, task: str = SPOT_TASK) -> st
 
 
 def report_all(settings: Settings, job_id: str, phase: str, exit_code: int | None = None) -> None:
-    view = get_job(settings, job_id, owner=None)
+    view = get_job(wiring_for(settings), job_id, owner=None)
     assert view.cluster is not None
     for node in view.cluster["nodes"]:
         instance_id = node["instance_id"]
-        report_agent_status(settings, job_id, instance_id=instance_id, phase=phase, exit_code=exit_code)
+        report_agent_status(
+            wiring_for(settings), AgentReport(job_id, instance_id, phase, exit_code=exit_code)
+        )
 
 
 def test_every_message_delivered_twice_and_reordered_launches_once(stack: Settings, queues: QueueDriver):
@@ -108,10 +110,10 @@ def test_late_reports_after_the_job_finished_change_nothing(stack: Settings, que
     job_id = launch(stack, queues)
     report_all(stack, job_id, "running")
     report_all(stack, job_id, "succeeded", exit_code=0)
-    before = get_job(stack, job_id, owner=None)
+    before = get_job(wiring_for(stack), job_id, owner=None)
     report_all(stack, job_id, "running")
     report_all(stack, job_id, "failed", exit_code=1)
-    after = get_job(stack, job_id, owner=None)
+    after = get_job(wiring_for(stack), job_id, owner=None)
     assert after.state == JobState.SUCCEEDED
     assert len(after.timeline) == len(before.timeline)
 
@@ -122,7 +124,7 @@ def test_no_capacity_in_the_first_zones_lands_the_job_on_the_next_candidate(
     full = ["aws/us-east-1/us-east-1a", "aws/us-east-1/us-east-1b"]
     LocalCloud(stack.home).set_capacity_rules({"no_capacity": full})
     job_id = launch(stack, queues)
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.SETTING_UP
     assert view.cluster is not None and view.cluster["zone"] == "us-east-1c"
     [node] = live_nodes(stack, job_id)
@@ -133,7 +135,7 @@ def test_quota_blocks_the_region_and_auth_blocks_the_cloud(stack: Settings, queu
     LocalCloud(stack.home).set_capacity_rules({"quota": ["aws/us-east-1"], "auth": ["aws/us-east-2"]})
     task = SPOT_TASK.replace("cloud: aws", "infra: aws")
     job_id = launch(stack, queues, task)
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.WAITING  # only aws allowed: quota in us-east-1, then aws refused
     job = wiring_for(stack).store.get(job_id)
     assert job is not None
@@ -170,7 +172,7 @@ def _launch_record(job_id: str, attempt: int) -> dict[str, Any]:
 def test_cancel_before_the_launch_message_arrives_launches_nothing(stack: Settings, queues: QueueDriver):
     job = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=SPOT_TASK))
     run(queues, "optimize")
-    cancel_job(stack, job.job_id, owner="alice")
+    cancel_job(wiring_for(stack), job.job_id, owner="alice")
     run(queues, "provision")  # the launch, then the teardown
     run(queues, "provision")
     assert state_of(stack, job.job_id) == JobState.CANCELLED
@@ -186,7 +188,7 @@ def test_a_launch_that_completes_after_a_cancel_terminates_what_it_launched(
 
     def launch_then_cancelled(self: LocalCloud, spec: Any) -> Any:
         nodes = real_launch(self, spec)
-        cancel_job(stack, job.job_id, owner="alice")  # the user cancels while the VMs boot
+        cancel_job(wiring_for(stack), job.job_id, owner="alice")  # the user cancels while the VMs boot
         return nodes
 
     monkeypatch.setattr(LocalCloud, "launch", launch_then_cancelled)
@@ -199,23 +201,23 @@ def test_cancel_during_run_leaves_nothing_running(stack: Settings, queues: Queue
     job_id = launch(stack, queues, TWO_NODE_TASK)
     report_all(stack, job_id, "running")
     assert len(live_nodes(stack, job_id)) == 2
-    cancel_job(stack, job_id, owner="alice")
-    cancel_job(stack, job_id, owner="alice")  # twice is fine
+    cancel_job(wiring_for(stack), job_id, owner="alice")
+    cancel_job(wiring_for(stack), job_id, owner="alice")  # twice is fine
     run(queues, "provision")
     assert state_of(stack, job_id) == JobState.CANCELLED
     assert live_nodes(stack) == []
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.cluster is not None
     instance_id = view.cluster["nodes"][0]["instance_id"]
-    answer = report_agent_status(stack, job_id, instance_id=instance_id, phase="heartbeat")
+    answer = report_agent_status(wiring_for(stack), AgentReport(job_id, instance_id, "heartbeat"))
     assert answer.cancel is True
 
 
 def test_a_two_node_task_gets_ranks_0_and_1_and_both_ips(stack: Settings, queues: QueueDriver):
     job_id = launch(stack, queues, TWO_NODE_TASK)
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.cluster is not None
-    configs = [agent_config(stack, job_id, n["instance_id"]) for n in view.cluster["nodes"]]
+    configs = [agent_config(wiring_for(stack), job_id, n["instance_id"]) for n in view.cluster["nodes"]]
     assert [c.rank for c in configs if c] == [0, 1]
     ips = [n.ip for n in sorted(live_nodes(stack, job_id), key=lambda n: n.instance_id)]
     assert len(set(ips)) == 2
@@ -227,9 +229,9 @@ def test_a_two_node_task_gets_ranks_0_and_1_and_both_ips(stack: Settings, queues
 def test_a_failed_node_fails_the_job_and_tears_the_cluster_down(stack: Settings, queues: QueueDriver):
     job_id = launch(stack, queues, TWO_NODE_TASK)
     report_all(stack, job_id, "running")
-    node = get_job(stack, job_id, owner=None).cluster["nodes"][1]  # type: ignore[index]
-    report_agent_status(stack, job_id, instance_id=node["instance_id"], phase="failed", exit_code=3)
-    job = get_job(stack, job_id, owner=None)
+    node = get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"][1]  # type: ignore[index]
+    report_agent_status(wiring_for(stack), AgentReport(job_id, node["instance_id"], "failed", exit_code=3))
+    job = get_job(wiring_for(stack), job_id, owner=None)
     assert job.state == JobState.FAILED and job.reason == "node rank 1 failed with exit code 3"
     run(queues, "provision")
     assert live_nodes(stack) == []
@@ -244,7 +246,7 @@ def test_max_restarts_on_errors_relaunches_the_job(stack: Settings, queues: Queu
     run(queues, "provision")  # teardown of attempt 0
     run(queues, "optimize")
     run(queues, "provision")
-    view = get_job(stack, job_id, owner=None)
+    view = get_job(wiring_for(stack), job_id, owner=None)
     assert view.state == JobState.SETTING_UP and view.attempt == 1
     assert view.region == "us-east-1"  # an error in the task is no reason to leave the region
     report_all(stack, job_id, "failed", exit_code=1)
@@ -256,10 +258,14 @@ def test_a_late_report_of_an_earlier_phase_does_not_undo_a_nodes_success(
 ) -> None:
     job_id = launch(stack, queues, TWO_NODE_TASK)
     report_all(stack, job_id, "running")
-    first, second = get_job(stack, job_id, owner=None).cluster["nodes"]  # type: ignore[index]
-    report_agent_status(stack, job_id, instance_id=first["instance_id"], phase="succeeded", exit_code=0)
-    report_agent_status(stack, job_id, instance_id=first["instance_id"], phase="running")  # late
-    report_agent_status(stack, job_id, instance_id=second["instance_id"], phase="succeeded", exit_code=0)
+    first, second = get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"]  # type: ignore[index]
+    report_agent_status(
+        wiring_for(stack), AgentReport(job_id, first["instance_id"], "succeeded", exit_code=0)
+    )
+    report_agent_status(wiring_for(stack), AgentReport(job_id, first["instance_id"], "running"))  # late
+    report_agent_status(
+        wiring_for(stack), AgentReport(job_id, second["instance_id"], "succeeded", exit_code=0)
+    )
     assert state_of(stack, job_id) == JobState.SUCCEEDED
 
 
@@ -275,7 +281,7 @@ def test_two_nodes_reporting_success_at_once_both_count(
     job_id = launch(stack, queues, TWO_NODE_TASK)
     report_all(stack, job_id, "running")
     assert state_of(stack, job_id) == JobState.RUNNING
-    nodes = [n["instance_id"] for n in get_job(stack, job_id, owner=None).cluster["nodes"]]  # type: ignore[index]
+    nodes = [n["instance_id"] for n in get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"]]  # type: ignore[index]
 
     both_read = threading.Barrier(2, timeout=10)
     first_read_in = threading.local()
@@ -291,7 +297,7 @@ def test_two_nodes_reporting_success_at_once_both_count(
     monkeypatch.setattr(JobStore, "cluster", cluster_read_in_lockstep)
 
     def succeed(instance_id: str) -> None:
-        report_agent_status(stack, job_id, instance_id=instance_id, phase="succeeded", exit_code=0)
+        report_agent_status(wiring_for(stack), AgentReport(job_id, instance_id, "succeeded", exit_code=0))
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(succeed, nodes))

@@ -13,7 +13,7 @@ from conftest import QueueDriver
 from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
 from shared.config import Settings
-from shared.jobs.agent_reports import HEARTBEAT_WRITE_SHARE, report_agent_status
+from shared.jobs.agent_reports import HEARTBEAT_WRITE_SHARE, AgentReport, report_agent_status
 from shared.jobs.nodes import nodes_of
 from shared.jobs.reconcile import reconcile
 from shared.jobs.submission import SubmitJob, submit_job
@@ -37,7 +37,7 @@ def running_job(settings: Settings, queues: QueueDriver) -> tuple[str, str]:
     cluster = store.cluster(store.get(job_id).cluster_id)  # type: ignore[union-attr]
     (instance_id,) = nodes_of(cluster)  # type: ignore[arg-type]
     for phase in ("setting_up", "running"):
-        report_agent_status(settings, job_id, instance_id=instance_id, phase=phase)
+        report_agent_status(wiring_for(settings), AgentReport(job_id, instance_id, phase))
     return job_id, instance_id
 
 
@@ -50,7 +50,7 @@ def recorded_heartbeat(settings: Settings, job_id: str, instance_id: str) -> flo
 def test_a_heartbeat_soon_after_the_last_write_writes_nothing(stack: Settings, queues: QueueDriver) -> None:
     job_id, instance_id = running_job(stack, queues)
     before = recorded_heartbeat(stack, job_id, instance_id)
-    status = report_agent_status(stack, job_id, instance_id=instance_id, phase="heartbeat")
+    status = report_agent_status(wiring_for(stack), AgentReport(job_id, instance_id, "heartbeat"))
     assert status.state == JobState.RUNNING and not status.cancel
     assert recorded_heartbeat(stack, job_id, instance_id) == before
 
@@ -62,7 +62,7 @@ def test_a_heartbeat_once_the_record_is_old_is_written_and_keeps_the_node_alive(
     before = recorded_heartbeat(stack, job_id, instance_id)
     later = before + stack.silent_after_seconds * HEARTBEAT_WRITE_SHARE + 1
     monkeypatch.setattr(time, "time", lambda: later)
-    report_agent_status(stack, job_id, instance_id=instance_id, phase="heartbeat")
+    report_agent_status(wiring_for(stack), AgentReport(job_id, instance_id, "heartbeat"))
     assert recorded_heartbeat(stack, job_id, instance_id) == later
     # The worst a live node's record can lag is the write share plus one heartbeat: still not silent.
     worst = later + stack.silent_after_seconds * HEARTBEAT_WRITE_SHARE + stack.heartbeat_seconds

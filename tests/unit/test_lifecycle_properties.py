@@ -18,7 +18,7 @@ from functions.provision.handler import handler as provision_handler
 from functions.spot_watch.handler import handler as spot_watch_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
-from shared.jobs.agent_reports import report_agent_status
+from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import get_job
 from shared.states import JobState
@@ -38,13 +38,15 @@ def report_progress(stack: Settings, job_ids: list[str], rng: random.Random) -> 
     """Nodes of jobs that are up report running then succeeded, sometimes twice. True if any reported."""
     reported = False
     for job_id in rng.sample(job_ids, len(job_ids)):
-        view = get_job(stack, job_id, owner=None)
+        view = get_job(wiring_for(stack), job_id, owner=None)
         if view.state not in (JobState.SETTING_UP, JobState.RUNNING) or view.cluster is None:
             continue
         phase = "running" if view.state == JobState.SETTING_UP else "succeeded"
         for node in view.cluster["nodes"]:
             for _ in range(rng.choice((1, 2))):
-                report_agent_status(stack, job_id, instance_id=node["instance_id"], phase=phase, exit_code=0)
+                report_agent_status(
+                    wiring_for(stack), AgentReport(job_id, node["instance_id"], phase, exit_code=0)
+                )
         reported = True
     return reported
 
@@ -71,7 +73,7 @@ def test_any_delivery_schedule_runs_each_job_once_and_loses_none(
             answer = HANDLERS[kind](queues.event([record]), None)
             assert answer == {"batchItemFailures": []}
         delivered += pool
-    states = {job_id: get_job(stack, job_id, owner=None).state for job_id in job_ids}
+    states = {job_id: get_job(wiring_for(stack), job_id, owner=None).state for job_id in job_ids}
     assert set(states.values()) == {JobState.SUCCEEDED}, states
     nodes = [n for n in LocalCloud(stack.home).list_owned() if n.job_id in job_ids]
     assert sorted(n.job_id for n in nodes) == sorted(job_ids)  # one node per job, launched once

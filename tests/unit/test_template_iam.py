@@ -145,7 +145,10 @@ def test_terminations_need_the_skyless_tag_and_the_nodes_profile_only_provision_
     terminating = _statements_granting(functions, "ec2:TerminateInstances")
     # spot_watch fences a recovered job's earlier attempt before it relaunches (shared/jobs/fencing.py)
     assert {name for name, _ in terminating} == {
-        "ProvisionFunction", "ReconcileFunction", "ReaperFunction", "SpotWatchFunction"
+        "ProvisionFunction",
+        "ReconcileFunction",
+        "ReaperFunction",
+        "SpotWatchFunction",
     }
     for _, statement in terminating:
         assert statement["Condition"] == {
@@ -228,7 +231,11 @@ def test_only_the_functions_that_sign_node_credentials_read_the_generated_key(
     }
     # every function that starts an attempt (submit, recovery) writes the hash of its agents' token
     assert readers == {
-        "ApiFunction", "ProvisionFunction", "SubmitFunction", "SpotWatchFunction", "ReconcileFunction"
+        "ApiFunction",
+        "ProvisionFunction",
+        "SubmitFunction",
+        "SpotWatchFunction",
+        "ReconcileFunction",
     }
     for name, function in functions.items():
         has_key = function.environment.get("SKYLESS_AGENT_SECRET_ARN") == key_arn

@@ -41,7 +41,7 @@ from shared.jobs.blocks import blocks_of
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.cost_report import cost_report, job_attempts
 from shared.jobs.job_filters import job_filter, parse_days, parse_flag, parse_group
-from shared.jobs.views import job_view, list_jobs, read_logs, with_group
+from shared.jobs.views import ReadLogs, job_view, list_jobs, read_logs, with_group
 from shared.notifications.settings import user_settings
 from shared.schedules.operations import list_schedules
 from shared.states import JobState, is_terminal
@@ -168,7 +168,7 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         where = job_filter(
             state=q.get("state"), since=q.get("since"), name=q.get("name"), limit=q.get("limit") or "100"
         )
-        jobs = list_jobs(request.settings, owner=_owner(request), where=where)
+        jobs = list_jobs(wiring_for(request.settings), owner=_owner(request), where=where)
         now = time.time()
         report = cost_report(request.settings, owner=_owner(request), days=14, by="cloud", now=now)
         counts: dict[str, int] = {}
@@ -202,18 +202,13 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
     )
     def job_logs(request: PageRequest, job_id: str) -> Response:
         rank = _rank(request.query.get("rank"))
-        page = read_logs(
-            request.settings,
-            job_id,
-            owner=_owner(request),
-            rank=rank,
-            after=request.query.get("after") or None,
-        )
+        asked = ReadLogs(job_id, _owner(request), rank=rank, after=request.query.get("after") or None)
+        page = read_logs(wiring_for(request.settings), asked)
         return json_response({"text": page.text, "cursor": page.cursor, "finished": page.finished})
 
     @route(f"{BASE}/jobs/{{job_id}}/cancel", "POST", "Cancel a job", status=303, errors=(403, 404, 409))
     def cancel(request: PageRequest, job_id: str) -> Redirect:
-        cancel_job(request.settings, job_id, owner=_owner(request))
+        cancel_job(wiring_for(request.settings), job_id, owner=_owner(request))
         return Redirect(f"{BASE}/jobs/{quote(job_id, safe='')}")
 
     cost_query = (
@@ -255,7 +250,7 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         owner = _owner(request)
         schedules = [view_of(row) for row in list_schedules(request.settings, owner=owner)]
         runs: dict[str, list[Any]] = {s.name: [] for s in schedules}
-        for job in list_jobs(request.settings, owner=owner, where=job_filter(limit="500")):
+        for job in list_jobs(wiring_for(request.settings), owner=owner, where=job_filter(limit="500")):
             if job.source == "schedule" and job.source_ref in runs and len(runs[job.source_ref]) < 5:
                 runs[job.source_ref].append(job)
         return Page("schedules.html", {"schedules": schedules, "runs": runs})
@@ -326,7 +321,7 @@ def _job_context(request: PageRequest, job_id: str) -> dict[str, Any]:
         )
     logs = []
     for rank in range(min(max(num_nodes, 1), MAX_RANKS_SHOWN)):
-        page = read_logs(request.settings, job_id, owner=_owner(request), rank=rank)
+        page = read_logs(wiring_for(request.settings), ReadLogs(job_id, _owner(request), rank=rank))
         logs.append({"rank": rank, "text": page.text, "cursor": page.cursor or "", "finished": page.finished})
     deadline = job.deadline_at  # set for a deadline job (shared/jobs/deadlines.py)
     return {
