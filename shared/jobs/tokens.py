@@ -103,6 +103,8 @@ def check_boot_token(
 def _boot_mac(settings: Settings, job_id: str, attempt: int, expires: int) -> str:
     message = f"boot:{job_id}:{attempt}:{expires}".encode()
     return hmac.new(control_plane_secret(settings), message, hashlib.sha256).hexdigest()
+
+
 def attempt_fields(settings: Settings, job_id: str, attempt: int) -> dict[str, object]:
     """The job fields that start an attempt: its number and its agents' token hash. From that write on,
     agents of earlier attempts are refused with a stop (shared.api.auth.StaleAttemptError)."""
