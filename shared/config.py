@@ -40,6 +40,10 @@ class Settings:
     scheduler_role_arn: str = "arn:aws:iam::123456789012:role/skyless-scheduler"
     # webhooks may reach this machine (SKYLESS_ALLOW_LOOPBACK_WEBHOOKS=1): set by the local runtime only
     allow_loopback_webhooks: bool = False
+    # a recovery re-plans and launches in the handler that heard the preemption; with
+    # SKYLESS_RELAUNCH_IN_SAME_CALL=0 it only re-plans and provision launches from the message (a role that
+    # may not start instances: Lambda's spot_watch, the GCP and Azure forwarders)
+    relaunch_in_same_call: bool = True
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -63,6 +67,7 @@ class Settings:
             deadline_retry_seconds=_env_int("SKYLESS_DEADLINE_RETRY_SECONDS", 300),
             scheduler_role_arn=env.get("SKYLESS_SCHEDULER_ROLE_ARN") or cls.scheduler_role_arn,
             allow_loopback_webhooks=env.get("SKYLESS_ALLOW_LOOPBACK_WEBHOOKS", "") == "1",
+            relaunch_in_same_call=env.get("SKYLESS_RELAUNCH_IN_SAME_CALL", "1") != "0",
         )
 
     def with_(self, **changes: object) -> Settings:
@@ -101,6 +106,7 @@ class Settings:
             "SKYLESS_DEADLINE_RETRY_SECONDS": str(self.deadline_retry_seconds),
             "SKYLESS_SCHEDULER_ROLE_ARN": self.scheduler_role_arn,
             "SKYLESS_ALLOW_LOOPBACK_WEBHOOKS": "1" if self.allow_loopback_webhooks else "0",
+            "SKYLESS_RELAUNCH_IN_SAME_CALL": "1" if self.relaunch_in_same_call else "0",
         }
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL"] = self.endpoint_url
