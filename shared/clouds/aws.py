@@ -305,4 +305,3 @@ def _node(instance: dict[str, Any], region: str) -> Node:
         use_spot=instance.get("InstanceLifecycle") == "spot",
         tags=tags,
     )
-

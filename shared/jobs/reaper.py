@@ -30,7 +30,7 @@ from shared.clouds.base import CloudProvider, Node
 from shared.clouds.errors import CloudError
 from shared.config import Settings
 from shared.states import is_terminal
-from shared.store.models import JobModel
+from shared.store.models import JobModel, with_shared_session
 from shared.wiring import Wiring, current_wiring
 
 DEFAULT_GRACE_SECONDS = 300
@@ -64,7 +64,7 @@ def marks_model(settings: Settings) -> type[ReaperMark]:
             "host": settings.endpoint_url,
         },
     )
-    return type(f"ReaperMark_{settings.prefix}", (ReaperMark,), {"Meta": meta})
+    return with_shared_session(type(f"ReaperMark_{settings.prefix}", (ReaperMark,), {"Meta": meta}))
 
 
 @dataclass
