@@ -332,7 +332,7 @@ def profile(bench: Bench, case: Case) -> None:
         "event = json.loads(os.environ['BENCH_EVENT'])\n"
         "profiler = cProfile.Profile()\n"
         "profiler.runcall(entry, event, None)\n"
-        "pstats.Stats(profiler).sort_stats('cumulative').print_stats(30)\n"
+        "pstats.Stats(profiler).sort_stats(os.environ.get('BENCH_SORT', 'cumulative')).print_stats(30)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
     print(f"\n{case.name}: the first invocation under cProfile (cumulative)")
