@@ -26,7 +26,6 @@ from shared.jobs.task_records import load_pipeline_of, secrets_of
 from shared.jobs.tokens import attempt_fields
 from shared.states import HAS_NODES, JobState, is_terminal
 from shared.store.models import ClusterModel, JobModel
-from shared.task.spec import GitWorkdir
 from shared.wiring import Wiring, wiring_for
 
 PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
@@ -144,6 +143,8 @@ def agent_config(settings: Settings, job_id: str, instance_id: str) -> AgentConf
 
 
 def _git_source(workdir: Any) -> dict[str, str | None] | None:
+    from shared.task.spec import GitWorkdir  # the config route only: not on every API cold start
+
     return {"url": workdir.url, "ref": workdir.ref} if isinstance(workdir, GitWorkdir) else None
 
 
