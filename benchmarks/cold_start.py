@@ -5,8 +5,9 @@ Usage: .venv/bin/python benchmarks/cold_start.py [--catalog DIR] [--runs N] [--o
 One moto server (started here) holds a stack; the full SkyPilot catalog (default
 ../shared/catalog/skypilot/v8) is imported into a fresh SKYLESS_HOME with `skyless catalog import`, as a
 user would. For each handler the template names, a fresh interpreter imports it and calls it once with a
-realistic event built against that stack (an optimize message of a just-submitted job, a launch message
-of a just-planned one on the AWS provider against moto's EC2, a spot warning, an S3 upload delivered by
+realistic event built against that stack (an optimize message of a just-recovered job (a job is planned at
+submit, so a recovery's re-plan is what optimize does), a launch message of a just-submitted one on the AWS
+provider against moto's EC2, a spot warning, an S3 upload delivered by
 the bucket to the submit queue, an HTTP API payload 2.0 request, an events-stream record, the schedules),
 with the environment the SAM template's Globals give a function. The stack serves AWS alone
 (`SKYLESS_PROVIDERS=aws=aws`, the README's deploy), so `optimize` plans over AWS only; `optimize (any cloud)`
@@ -139,7 +140,8 @@ class Bench:
             if imported.returncode != 0:
                 raise SystemExit(f"skyless catalog import failed:\n{imported.stdout}\n{imported.stderr}")
             print(imported.stdout.strip().splitlines()[-1] if imported.stdout.strip() else "catalog imported")
-        from shared.aws.sessions import aws_client, create_stack
+        from shared.aws.sessions import aws_client
+        from shared.stack import create_stack
         from shared.store.users import create_user
 
         create_stack(self.settings)
@@ -152,13 +154,16 @@ class Bench:
         self.server.stop()
         shutil.rmtree(self.settings.home, ignore_errors=True)
 
-    def receive(self, kind: str, wait: int = 2) -> dict[str, Any]:
+    def receive(self, kind: str, job_id: str | None = None, wait: int = 2) -> dict[str, Any]:
+        """The next message on the queue (of `job_id` if given: what earlier runs left there is dropped)."""
         url = self.sqs.get_queue_url(QueueName=self.settings.queue_name(kind))["QueueUrl"]
         while True:
             answer = self.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=wait, MaxNumberOfMessages=1)
             (message,) = answer["Messages"]
             self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-            if "s3:TestEvent" not in message["Body"]:
+            if "s3:TestEvent" in message["Body"]:
+                continue
+            if job_id is None or json.loads(message["Body"]).get("job_id") == job_id:
                 return sqs_event(message, kind)
 
     def submitted(self, task: str = AWS_TASK) -> str:
@@ -170,15 +175,21 @@ class Bench:
         ).job_id
 
     def optimize_event(self, task: str = AWS_TASK) -> dict[str, Any]:
-        self.submitted(task)
-        return self.receive("optimize")
+        """A job is planned at submit: what the optimize function plans is a recovered job (its re-plan)."""
+        from functions.provision.handler import handler
+        from shared.jobs.recovery import recover_job
+        from shared.wiring import wiring_for
+
+        job_id = self.submitted(task)
+        assert sqs_ok(handler(self.receive("provision", job_id), None))
+        wiring = wiring_for(self.settings)
+        job = wiring.store.get(job_id)
+        assert job is not None and job.state == "SETTING_UP", job and job.state
+        recover_job(wiring, job, "bench: spot taken away", preempted=True)
+        return self.receive("optimize", job_id)  # (its old cluster's teardown is left on the queue)
 
     def provision_event(self) -> dict[str, Any]:
-        from functions.optimize.handler import handler
-
-        self.submitted()
-        assert sqs_ok(handler(self.receive("optimize"), None))
-        return self.receive("provision")
+        return self.receive("provision", self.submitted())  # planned at submit: its launch request
 
     def submit_event(self) -> dict[str, Any]:
         from shared.aws.sessions import aws_client
@@ -190,7 +201,7 @@ class Bench:
         return self.receive("submit")
 
     def api_event(self) -> dict[str, Any]:
-        sys.path.insert(0, str(ROOT / "tests"))
+        sys.path.insert(0, str(ROOT / "tests" / "integration"))
         from test_api_gateway import http_api_event
 
         return http_api_event("GET", "/jobs", headers={"authorization": f"Bearer {self.api_key}"})
@@ -324,7 +335,7 @@ def profile(bench: Bench, case: Case) -> None:
         "event = json.loads(os.environ['BENCH_EVENT'])\n"
         "profiler = cProfile.Profile()\n"
         "profiler.runcall(entry, event, None)\n"
-        "pstats.Stats(profiler).sort_stats('cumulative').print_stats(30)\n"
+        "pstats.Stats(profiler).sort_stats(os.environ.get('BENCH_SORT', 'cumulative')).print_stats(30)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
     print(f"\n{case.name}: the first invocation under cProfile (cumulative)")

@@ -480,9 +480,9 @@ STEPS = (
     ("shared.jobs.recovery", "recover_job"),
     ("shared.jobs.planning", "make_plan"),
     ("shared.jobs.fencing", "fence_earlier_attempts"),
-    ("shared.jobs.provisioning", "task_launch_fields"),
+    ("shared.jobs.launching", "task_launch_fields"),
     ("shared.clouds.local", "LocalCloud.launch"),
-    ("shared.jobs.provisioning", "_record_launch"),
+    ("shared.jobs.launching", "record_launch"),
 )
 
 
@@ -506,7 +506,15 @@ def time_steps(seconds: dict[str, list[float]]) -> None:
                 seconds.setdefault(__name, []).append(time.perf_counter() - started)
 
         setattr(owner, name, timer)
-        users = ("provisioning", "agent_reports", "instance_events", "continuation", "planning", "failover")
+        users = (
+            "provisioning",
+            "deadline_launch",
+            "agent_reports",
+            "instance_events",
+            "continuation",
+            "planning",
+            "failover",
+        )
         for other in (f"shared.jobs.{u}" for u in users):
             imported = importlib.import_module(other)
             if not path and getattr(imported, name, None) is original:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -37,8 +37,10 @@ from shared.jobs.views import ReadLogs, get_job, list_jobs, read_logs
 from shared.notifications.settings import check_email, check_webhook, store_job_override
 from shared.optimizer import Plan, locate_plan_error, plan_pipeline
 from shared.store.users import User
-from shared.task import Pipeline, load_pipeline
 from shared.wiring import wiring_for
+
+if TYPE_CHECKING:
+    from shared.task import Pipeline
 
 MAX_UPLOAD_BYTES = 2 * 1024**3
 UPLOAD_PREFIX = "uploads"
@@ -48,6 +50,8 @@ MAX_ID_CHARS = 128
 def read_task(body: PlanRequest) -> Pipeline:
     """The validated pipeline, or a TaskFileError naming file/line/field. A dry run plans without the
     values of null secrets (as SkyPilot's does); a submission must carry them."""
+    from shared.task import load_pipeline  # the task file models: the routes that read a task, on use
+
     secrets = getattr(body, "secrets", None)
     try:
         return load_pipeline(

@@ -27,6 +27,7 @@ from shared.config.env_names import (
     ENV_MAX_WAIT_RETRIES,
     ENV_PREFIX,
     ENV_PROVIDERS,
+    ENV_RELAUNCH_IN_SAME_CALL,
     ENV_RESTART_OVERHEAD_SECONDS,
     ENV_SCHEDULER_ROLE_ARN,
     ENV_SILENT_AFTER_SECONDS,
@@ -70,6 +71,10 @@ class Settings:
     scheduler_role_arn: str = "arn:aws:iam::123456789012:role/skyless-scheduler"
     # webhooks may reach this machine (SKYLESS_ALLOW_LOOPBACK_WEBHOOKS=1): set by the local runtime only
     allow_loopback_webhooks: bool = False
+    # a recovery re-plans and launches in the handler that heard the preemption; with
+    # SKYLESS_RELAUNCH_IN_SAME_CALL=0 it only re-plans and provision launches from the message (a role that
+    # may not start instances: Lambda's spot_watch, the GCP and Azure forwarders)
+    relaunch_in_same_call: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -96,6 +101,7 @@ class Settings:
             cluster_poll_seconds=env_float(env, ENV_CLUSTER_POLL_SECONDS, 2.0),
             autostop_minute_seconds=env_float(env, ENV_AUTOSTOP_MINUTE_SECONDS, 60.0),
             allow_loopback_webhooks=env.get(ENV_ALLOW_LOOPBACK_WEBHOOKS, "") == "1",
+            relaunch_in_same_call=env.get(ENV_RELAUNCH_IN_SAME_CALL, "1") != "0",
         )
 
     def with_(self, **changes: object) -> Settings:
@@ -136,6 +142,7 @@ class Settings:
             ENV_CLUSTER_POLL_SECONDS: str(self.cluster_poll_seconds),
             ENV_AUTOSTOP_MINUTE_SECONDS: str(self.autostop_minute_seconds),
             ENV_ALLOW_LOOPBACK_WEBHOOKS: "1" if self.allow_loopback_webhooks else "0",
+            ENV_RELAUNCH_IN_SAME_CALL: "1" if self.relaunch_in_same_call else "0",
         }
         if self.endpoint_url:
             env[ENV_AWS_ENDPOINT_URL] = self.endpoint_url

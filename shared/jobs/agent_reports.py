@@ -28,7 +28,6 @@ from shared.jobs.tokens import attempt_fields
 from shared.states import HAS_NODES, JobState, is_terminal
 from shared.store.job_store import NodeFields
 from shared.store.models import ClusterModel, JobModel
-from shared.task.spec import GitWorkdir
 from shared.wiring import Wiring
 
 PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
@@ -191,6 +190,8 @@ def _alive_while_waiting(wiring: Wiring, cluster: ClusterModel, instance_id: str
 
 
 def _git_source(workdir: Any) -> dict[str, str | None] | None:
+    from shared.task.spec import GitWorkdir  # the config route only: not on every API cold start
+
     return {"url": workdir.url, "ref": workdir.ref} if isinstance(workdir, GitWorkdir) else None
 
 

@@ -14,8 +14,10 @@ FALLBACK_DELAY_SECONDS = 20  # the optimize message of a recovery that goes on h
 
 
 def replan_and_launch(wiring: Wiring, job_id: str, attempt: int) -> Outcome:
-    """After a recovery moved the job to RECOVERING (and sent its optimize message): plan, then launch."""
+    """After a recovery moved the job to RECOVERING (and sent its optimize message): plan, then launch.
+    Where this process may not launch (`relaunch_in_same_call` off: Lambda's spot_watch, whose role cannot
+    start instances), the launch message the plan sent is left to provision."""
     planned = plan_job({"job_id": job_id, "attempt": attempt}, wiring)
-    if planned != Outcome.DONE:
+    if planned != Outcome.DONE or not wiring.settings.relaunch_in_same_call:
         return planned
     return provision_job({"job_id": job_id, "attempt": attempt, "action": "launch"}, wiring)

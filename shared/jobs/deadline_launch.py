@@ -26,7 +26,7 @@ from typing import Any
 
 from shared.aws.queues import MAX_DELAY_SECONDS
 from shared.clouds.errors import CloudError, InvalidLaunchError, NoCapacityError, TransientCloudError
-from shared.jobs.blocks import blocks_json, blocks_of, zone_block
+from shared.jobs.blocks import block_for, blocks_json, blocks_of, zone_block
 from shared.jobs.deadlines import (
     candidate_for,
     current_placement,
@@ -35,6 +35,13 @@ from shared.jobs.deadlines import (
     history_of,
     policy_config,
     policy_places,
+)
+from shared.jobs.launching import (
+    fail_provisioning,
+    launch_candidate,
+    record_launch,
+    retry_later,
+    wait_or_give_up,
 )
 from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
@@ -62,11 +69,9 @@ def defer_if_early(wiring: Wiring, message: ProvisionMessage) -> bool:
 
 
 def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
-    from shared.jobs import provisioning
-
     plan = plan_of(job)
     if plan is None:
-        return provisioning._fail(wiring, job, "no plan to provision")
+        return fail_provisioning(wiring, job, "no plan to provision")
     candidates = plan.tasks[int(job.task_index)].candidates
     blocks = blocks_of(job)
     places, by_key = policy_places(wiring.catalog, candidates, blocks)
@@ -93,14 +98,14 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         planned = by_key[decision.place]
         candidate = candidate_for(option, planned, market)
         try:
-            nodes = provisioning._launch(wiring, job, candidate)
+            nodes = launch_candidate(wiring, job, candidate)
         except TransientCloudError as error:
             if int(job.transient_retries) < wiring.settings.max_transient_retries:
-                return provisioning._retry_later(wiring, job, candidates.index(planned), blocks, error)
+                return retry_later(wiring, job, candidates.index(planned), blocks, error)
             blocks.append(zone_block(candidate, f"transient: {error.message}"))
             places = [o for o in places if o.place != option.place]
         except InvalidLaunchError as error:
-            return provisioning._fail(wiring, job, f"{decision.place}: {error.message}")
+            return fail_provisioning(wiring, job, f"{decision.place}: {error.message}")
         except NoCapacityError as error:
             tried.append(f"{decision.place} ({market}): {error.message}")
             if market is Market.SPOT:
@@ -109,7 +114,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
                 places = [_without_on_demand(o) if o.place == option.place else o for o in places]
                 places = [o for o in places if o.spot_price is not None or o.on_demand_price is not None]
         except CloudError as error:
-            block = provisioning._block_for(candidate, error)
+            block = block_for(candidate, error)
             blocks.append(block)
             tried.append(f"{decision.place}: {error.message}")
             places = [o for o in places if not _covers(block, by_key[o.place])]
@@ -124,13 +129,11 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
                 "next_check_at": check_at,
             }
             index = candidates.index(planned)
-            outcome = provisioning._record_launch(
-                wiring, job, candidate, index, blocks, nodes, extra_changes=changes
-            )
+            outcome = record_launch(wiring, job, candidate, index, blocks, nodes, extra_changes=changes)
             if outcome is Outcome.DONE and check_at is not None:
                 send_provision_at(wiring, _check_body(job), check_at)
             return outcome
-    return provisioning._wait_or_give_up(wiring, job, blocks, tried)
+    return wait_or_give_up(wiring, job, blocks, tried)
 
 
 def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:

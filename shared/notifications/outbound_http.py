@@ -14,11 +14,12 @@ import ipaddress
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from shared.errors import UserError
+
+if TYPE_CHECKING:
+    import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[IPAddress]]
@@ -74,6 +75,8 @@ class Destination:
 
 def parse_destination(url: str, *, allow_loopback: bool = False) -> Destination:
     """The URL's host and port if its form is acceptable (https, a host, no credentials in it)."""
+    import httpx  # on use: the API and notify import this module, most of their calls post nothing
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as exc:
@@ -144,6 +147,8 @@ class PinnedClient:
     ) -> None:
         self.allow_loopback = allow_loopback
         self.resolve = resolve
+        import httpx
+
         # trust_env=False: an environment proxy would connect to the host itself, unpinned.
         self._client = httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False, verify=verify)
         self._pins: dict[str, list[IPAddress]] = {}
@@ -164,6 +169,8 @@ class PinnedClient:
         return destination, self._pins[key]
 
     def post_json(self, url: str, payload: Any) -> httpx.Response:
+        import httpx
+
         destination, addresses = self.addresses(url)
         host_header = destination.url.netloc.decode("ascii")
         extensions = {"sni_hostname": destination.host} if destination.url.scheme == "https" else {}

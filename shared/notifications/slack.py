@@ -12,15 +12,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from shared.config.channels import NotifyConfig
 from shared.notifications.deliveries import Delivery
 from shared.notifications.events import Notification
 from shared.notifications.outbound_http import PinnedClient, RefusedDestination
 from shared.notifications.webhook_secrets import mask_webhook
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_ATTEMPTS = 4
 BACKOFF_SECONDS = NotifyConfig.backoff_seconds  # 1, 2, 4 ... between tries after a 5xx or a network error
@@ -103,6 +104,8 @@ def post_to_slack(
 
 def _secret_part(url: str) -> str:
     """A webhook's path (and query) is its secret; the host is not."""
+    import httpx
+
     try:
         path = httpx.URL(url).raw_path.decode("ascii", "replace")
     except (httpx.InvalidURL, ValueError, TypeError):
@@ -118,6 +121,8 @@ def _post(
     base: float,
     sleep: Callable[[float], None],
 ) -> Delivery:
+    import httpx
+
     error = "not tried"
     attempts = 0
     for attempts in range(1, max_attempts + 1):

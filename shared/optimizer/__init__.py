@@ -8,12 +8,17 @@ the result models (`Candidate`, `TaskPlan`, `Plan`, `Block`). Pure: no I/O.
 
 from __future__ import annotations
 
-from shared.optimizer.errors import locate_plan_error
-from shared.optimizer.pipeline import plan_pipeline
-from shared.optimizer.placement import EGRESS_PER_GB, Edge, Source
-from shared.optimizer.plan import Block, Candidate, Plan, TaskPlan, instance_family_of
-from shared.optimizer.reasons import missing_clouds, why_chosen
-from shared.optimizer.single_task import DEFAULT_MAX_CANDIDATES, RELATIVE_THROUGHPUT, plan_task
+from typing import TYPE_CHECKING
+
+from shared.lazy_faces import lazy_face
+
+if TYPE_CHECKING:
+    from shared.optimizer.errors import locate_plan_error
+    from shared.optimizer.pipeline import plan_pipeline
+    from shared.optimizer.placement import EGRESS_PER_GB, Edge, Source
+    from shared.optimizer.plan import Block, Candidate, Plan, TaskPlan, instance_family_of
+    from shared.optimizer.reasons import missing_clouds, why_chosen
+    from shared.optimizer.single_task import DEFAULT_MAX_CANDIDATES, RELATIVE_THROUGHPUT, plan_task
 
 __all__ = [
     "DEFAULT_MAX_CANDIDATES",
@@ -32,3 +37,24 @@ __all__ = [
     "plan_task",
     "why_chosen",
 ]
+
+__getattr__ = lazy_face(
+    __name__,
+    {
+        "locate_plan_error": "shared.optimizer.errors",
+        "plan_pipeline": "shared.optimizer.pipeline",
+        "EGRESS_PER_GB": "shared.optimizer.placement",
+        "Edge": "shared.optimizer.placement",
+        "Source": "shared.optimizer.placement",
+        "Block": "shared.optimizer.plan",
+        "Candidate": "shared.optimizer.plan",
+        "Plan": "shared.optimizer.plan",
+        "TaskPlan": "shared.optimizer.plan",
+        "instance_family_of": "shared.optimizer.plan",
+        "missing_clouds": "shared.optimizer.reasons",
+        "why_chosen": "shared.optimizer.reasons",
+        "DEFAULT_MAX_CANDIDATES": "shared.optimizer.single_task",
+        "RELATIVE_THROUGHPUT": "shared.optimizer.single_task",
+        "plan_task": "shared.optimizer.single_task",
+    },
+)

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from shared.errors import UserError
-from shared.task.loader import task_field_line, written_field
-from shared.task.overrides import FIELD_OF_OVERRIDE, flag_of
 
 _LOCATION = frozenset({"infra", "cloud", "region", "zone"})
 
@@ -21,6 +19,9 @@ def locate_plan_error(
     error: UserError, text: str, filename: str, overridden: Collection[str] = ()
 ) -> UserError:
     """Set `error.file`, and `error.line`/`error.field` from the first of its `paths` the file writes."""
+    from shared.task.loader import task_field_line, written_field  # an error's path: the task file models
+    from shared.task.overrides import FIELD_OF_OVERRIDE, flag_of
+
     error.file = error.file or filename
     paths: Sequence[tuple[str | int, ...]] = getattr(error, "paths", None) or []
     if not paths or error.line is not None:

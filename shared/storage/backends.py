@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
 
-import httpx
 from botocore.exceptions import ClientError
 
 from shared.aws.sessions import boto3_session
@@ -179,6 +178,8 @@ class R2Backend(S3Backend):
         if prefix:
             body["prefixes"] = [prefix, f"{prefix}/"]
         url = f"{self.api_url.rstrip('/')}/accounts/{self.account_id}/r2/temp-access-credentials"
+        import httpx  # R2 only: not on every launch's import path
+
         answer = httpx.post(url, json=body, headers={"Authorization": f"Bearer {self.api_token}"}, timeout=30)
         if answer.status_code != 200 or not answer.json().get("success"):
             raise StoreError(f"R2 refused temporary credentials for {bucket}: HTTP {answer.status_code}")

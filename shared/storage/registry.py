@@ -16,6 +16,7 @@ from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.models import Model
 
 from shared.config import Settings
+from shared.store.models import with_shared_session
 
 ACTIVE, DELETED = "ACTIVE", "DELETED"
 
@@ -55,7 +56,7 @@ def buckets_model(settings: Settings) -> type[BucketModel]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return type(f"BucketModel_{settings.prefix}", (BucketModel,), {"Meta": meta})
+    return with_shared_session(type(f"BucketModel_{settings.prefix}", (BucketModel,), {"Meta": meta}))
 
 
 def ensure_buckets_table(settings: Settings) -> None:

@@ -18,6 +18,7 @@ from pynamodb.exceptions import DoesNotExist, PutError
 from pynamodb.models import Model
 
 from shared.config import Settings
+from shared.store.models import with_shared_session
 
 TABLE_KIND = "notifications"
 
@@ -70,7 +71,8 @@ def notifications_model(settings: Settings) -> type[NotificationItem]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return type(f"NotificationItem_{settings.prefix}", (NotificationItem,), {"Meta": meta})
+    model = type(f"NotificationItem_{settings.prefix}", (NotificationItem,), {"Meta": meta})
+    return with_shared_session(model)
 
 
 def ensure_notifications_table(settings: Settings) -> None:

@@ -15,6 +15,7 @@ from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.models import Model
 
 from shared.config import Settings
+from shared.store.models import with_shared_session
 
 MARKS_PARTITION = "reaper-marks"
 
@@ -71,7 +72,7 @@ def marks_model(settings: Settings) -> type[ReaperMark]:
             "host": settings.endpoint_url,
         },
     )
-    return type(f"ReaperMark_{settings.prefix}", (ReaperMark,), {"Meta": meta})
+    return with_shared_session(type(f"ReaperMark_{settings.prefix}", (ReaperMark,), {"Meta": meta}))
 
 
 class DynamoReaperMarks:

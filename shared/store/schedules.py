@@ -19,6 +19,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
 from shared.config import Settings
+from shared.store.models import with_shared_session
 
 
 class ScheduleModel(Model):
@@ -107,7 +108,7 @@ def schedules_model(settings: Settings) -> type[ScheduleModel]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return type(f"ScheduleModel_{settings.prefix}", (ScheduleModel,), {"Meta": meta})
+    return with_shared_session(type(f"ScheduleModel_{settings.prefix}", (ScheduleModel,), {"Meta": meta}))
 
 
 def ensure_schedules_table(settings: Settings) -> None:

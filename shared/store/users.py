@@ -28,6 +28,7 @@ from pynamodb.exceptions import DeleteError, PutError
 from pynamodb.models import Model
 
 from shared.config import Settings
+from shared.store.models import with_shared_session
 
 
 class UserKeyModel(Model):
@@ -74,7 +75,7 @@ def users_model(settings: Settings) -> type[UserKeyModel]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta})
+    return with_shared_session(type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta}))
 
 
 def ensure_users_table(settings: Settings) -> None:

@@ -9,13 +9,20 @@ fields are read but not acted on; `container_image` reads `image_id: docker:...`
 `sky launch`'s resource options; `limits` is the task-file size limit. Pure: no I/O but reading files.
 """
 
-from shared.task.container_image import container_notes
-from shared.task.limits import MAX_TASK_FILE_BYTES, read_task_file
-from shared.task.loader import load_pipeline, load_pipeline_file
-from shared.task.overrides import Overridden, ResourceOverrides, apply_overrides
-from shared.task.requests import ResourceChoice, ResourceRequest
-from shared.task.spec import GitWorkdir, Pipeline, Task
-from shared.task.unsupported_fields import pipeline_notes
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shared.lazy_faces import lazy_face
+
+if TYPE_CHECKING:
+    from shared.task.container_image import container_notes
+    from shared.task.limits import MAX_TASK_FILE_BYTES, read_task_file
+    from shared.task.loader import load_pipeline, load_pipeline_file
+    from shared.task.overrides import Overridden, ResourceOverrides, apply_overrides
+    from shared.task.requests import ResourceChoice, ResourceRequest
+    from shared.task.spec import GitWorkdir, Pipeline, Task
+    from shared.task.unsupported_fields import pipeline_notes
 
 __all__ = [
     "MAX_TASK_FILE_BYTES",
@@ -33,3 +40,23 @@ __all__ = [
     "pipeline_notes",
     "read_task_file",
 ]
+
+__getattr__ = lazy_face(
+    __name__,
+    {
+        "container_notes": "shared.task.container_image",
+        "MAX_TASK_FILE_BYTES": "shared.task.limits",
+        "read_task_file": "shared.task.limits",
+        "load_pipeline": "shared.task.loader",
+        "load_pipeline_file": "shared.task.loader",
+        "Overridden": "shared.task.overrides",
+        "ResourceOverrides": "shared.task.overrides",
+        "apply_overrides": "shared.task.overrides",
+        "ResourceChoice": "shared.task.requests",
+        "ResourceRequest": "shared.task.requests",
+        "GitWorkdir": "shared.task.spec",
+        "Pipeline": "shared.task.spec",
+        "Task": "shared.task.spec",
+        "pipeline_notes": "shared.task.unsupported_fields",
+    },
+)

@@ -185,11 +185,6 @@ def test_preemptions_are_fed_back_and_the_safety_net_moves_the_job_to_on_demand_
     assert sum(h["interruptions"] for h in history.values()) == len(markets) - 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="since the fencing merge a deadline job that finds no spot at its first launch waits for spot "
-    "(its slack allows) instead of starting on on-demand; the check path is not reached. Open.",
-)
 def test_a_check_on_on_demand_tries_spot_again_and_duplicate_checks_do_nothing(
     fast: Settings, queues: QueueDriver
 ):

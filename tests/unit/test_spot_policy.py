@@ -126,6 +126,16 @@ def test_a_long_outage_with_little_slack_above_the_reserve_moves_to_on_demand() 
     assert decision.check_at == 10 * H + DEFAULT_CONFIG.retry  # spot is tried again from on-demand
 
 
+def test_the_places_of_one_region_share_its_outage_however_many_instance_types_it_has() -> None:
+    types = ("m6i.large", "r6i.large", "m6i.xlarge", "r6i.xlarge", "m6i.2xlarge", "c6i.large", "c6i.xlarge")
+    one_region = [PlaceOption(f"{z.place} {t}", 0.99, 3.06, "aws/us-east-1") for z in ZONES for t in types]
+    regions = [PlaceOption(f"aws/r{i}/r{i}a", 0.99, 3.06, f"aws/r{i}") for i in range(len(one_region))]
+    tight = job(slack=1 * H, work_left=40 * H)
+    assert isinstance(decide(tight, ZONES, refused_now(*ZONES)), UseOnDemand)
+    assert isinstance(decide(tight, one_region, refused_now(*one_region)), UseOnDemand)
+    assert isinstance(decide(tight, regions, refused_now(*regions)), Wait)  # independent: one is back soon
+
+
 def test_on_demand_is_left_for_spot_when_the_slack_allows_it_again() -> None:
     on_demand = Placement(ZONES[0].place, Market.ON_DEMAND, started_at=2 * H)
     assert isinstance(decide(job(slack=30 * H, current=on_demand), ZONES), UseSpot)

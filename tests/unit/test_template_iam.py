@@ -143,13 +143,8 @@ def test_terminations_need_the_skyless_tag_and_the_nodes_profile_only_provision_
     functions: dict[str, DeployedFunction],
 ) -> None:
     terminating = _statements_granting(functions, "ec2:TerminateInstances")
-    # spot_watch fences a recovered job's earlier attempt before it relaunches (shared/jobs/fencing.py)
-    assert {name for name, _ in terminating} == {
-        "ProvisionFunction",
-        "ReconcileFunction",
-        "ReaperFunction",
-        "SpotWatchFunction",
-    }
+    # spot_watch only re-plans a recovered job: provision fences its earlier attempt, then launches
+    assert {name for name, _ in terminating} == {"ProvisionFunction", "ReconcileFunction", "ReaperFunction"}
     for _, statement in terminating:
         assert statement["Condition"] == {
             "StringEquals": {"aws:ResourceTag/skyless-managed": "true"},
