@@ -13,8 +13,9 @@ GPU rows in a zone without a matching host produce no offering; neither do accel
 from __future__ import annotations
 
 import csv
+import functools
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterator
 from itertools import repeat
 from pathlib import Path
 
@@ -56,32 +57,43 @@ _GCP_N1_HOST = re.compile(r"^n1-(standard|highmem|highcpu)-\d+$")
 _GCP_ACCELERATOR_BOUND = re.compile(r"^(a2|a3|a4|g2|ct\d\w*)-|-tpu$")
 
 
-_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo", "Price",
-            "SpotPrice", "Region", "AvailabilityZone")  # fmt: skip
+# What makes a machine shape: repeated on each of its rows (one per region or zone), read once per shape.
+_SHAPE = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo")
+_PER_ROW = ("Price", "SpotPrice", "Region", "AvailabilityZone")
 _NUMERIC = ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice")
+_tpu_slice = functools.cache(tpu_slice)  # a zone lists each slice: work each name out once
 _new = tuple.__new__  # Offering._make without its Python-level length check: rows here have 11 fields
+
+_ShapeKey = Hashable  # a row's `_SHAPE` cells as `_Table.shape_cells` reads them back
 
 
 class _Table:
-    """One vms.csv as the `_COLUMNS` it has, in that order ("" where a column is absent), and the line
-    each row came from."""
+    """One vms.csv, row by row: a key for the row's `_SHAPE` cells (`shape_cells` gives them back, ""
+    where a column is absent), then its `_PER_ROW` cells in that order."""
 
-    def __init__(self, path: Path, header: list[str], columns: list[list[str]], lines: list[int]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        keys: list[_ShapeKey],
+        per_row: dict[str, list[str]],
+        shape_cells: Callable[[_ShapeKey], tuple[str, ...]],
+    ) -> None:
         self.path = path
-        self.lines = lines
-        positions = {name.strip(): i for i, name in enumerate(header)}
-        self.columns = [
-            columns[positions[name]] if name in positions else [""] * len(lines) for name in _COLUMNS
-        ]
+        self.keys = keys
+        self.per_row = [per_row.get(name) or repeat("") for name in _PER_ROW]
+        self.shape_cells = shape_cells
 
-    def rows(self) -> Iterator[tuple[str, ...]]:
-        return zip(*self.columns, strict=True)
+    def rows(self) -> Iterator[tuple[_ShapeKey, str, str, str, str]]:
+        return zip(self.keys, *self.per_row, strict=False)
 
     def bad_number(self) -> CatalogError:
         """The error for the first numeric cell that is not empty or a non-negative number."""
+        header, rows, lines = _csv_rows(self.path)
+        positions = {name.strip(): i for i, name in enumerate(header)}
         for name in _NUMERIC:
-            for line, cell in zip(self.lines, self.columns[_COLUMNS.index(name)], strict=True):
-                _number(cell, self.path, line, name)
+            if name in positions:
+                for line, row in zip(lines, rows, strict=True):
+                    _number(row[positions[name]], self.path, line, name)
         return CatalogError("a number that cannot be read", file=str(self.path))
 
 
@@ -128,16 +140,32 @@ def _number(text: str, path: Path, line: int, column: str) -> float | None:
 
 
 def _read_table(path: Path) -> _Table:
-    return _split_plain(path) or _read_table_csv(path)
+    return _split_plain(path) or _csv_table(path)
+
+
+def _csv_table(path: Path) -> _Table:
+    header, rows, _ = _csv_rows(path)
+    columns = (
+        dict(zip((name.strip() for name in header), zip(*rows, strict=True), strict=True)) if rows else {}
+    )
+    empty = ("",) * len(rows)
+    keys: list[_ShapeKey] = list(zip(*(columns.get(name, empty) for name in _SHAPE), strict=True))
+    return _Table(path, keys, {n: list(c) for n, c in columns.items() if n in _PER_ROW}, _as_cells)
+
+
+def _as_cells(key: _ShapeKey) -> tuple[str, ...]:
+    return key  # type: ignore[return-value]
 
 
 def _split_plain(path: Path) -> _Table | None:
     """A well-formed file split by `str.split` in C, several times faster than csv.reader; None for
     anything csv's full rules are needed for (quotes inside cells, blank lines, ragged rows, stray
-    carriage returns, bad encoding, a missing column): `_read_table_csv` reads those, errors included.
+    carriage returns, bad encoding, a missing column, an unusual column order): `_csv_rows` reads
+    those, errors included.
 
-    A quoted cell is a whole cell here: its quotes are dropped, and its commas stand in as a control
-    character until the cells are split, then are put back.
+    Each line is split once from the right, leaving its leading `_SHAPE` cells as one string: the
+    row's shape key, read into cells once per distinct shape. A quoted cell is a whole cell here: its
+    quotes are dropped, and its commas stand in as a control character until the cells are split.
     """
     try:
         text = path.read_bytes().decode("utf-8")
@@ -158,23 +186,39 @@ def _split_plain(path: Path) -> _Table | None:
         lines.pop()
     if not lines:
         return None
-    header = _restore(lines[0].split(",")) if quoted else lines[0].split(",")
-    names = {name.strip() for name in header}
-    if any(name not in names for name in _REQUIRED):
+    names = [name.strip() for name in _restore(lines[0].split(","))]
+    if any(name not in names for name in _REQUIRED) or len(set(names)) != len(names):
         return None
-    width = len(header)
+    width = len(names)
+    lead = 0  # the leading shape columns: one string per row, the key
+    while lead < width and names[lead] in _SHAPE:
+        lead += 1
+    if lead == 0:
+        return None
     body = lines[1:]
     if body and set(map(str.count, body, repeat(","))) != {width - 1}:
         return None
-    cells = ",".join(body).split(",") if body else []
-    columns = [cells[i::width] for i in range(width)]
+    rows = list(map(str.rsplit, body, repeat(","), repeat(width - lead)))
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(width - lead + 1)]
+    # column j (j >= 1) of `columns` is header column lead + j - 1
+    tail = {name: list(columns[i - lead + 1]) for i, name in enumerate(names) if i >= lead}
     if quoted:
-        wanted = {name.strip() for name in _COLUMNS}
-        columns = [
-            _restore(column) if name.strip() in wanted and _COMMA in "".join(column) else column
-            for name, column in zip(header, columns, strict=True)
-        ]
-    return _Table(path, header, columns, list(range(2, len(body) + 2)))
+        tail = {name: _restore(cells) if _COMMA in "".join(cells) else cells for name, cells in tail.items()}
+    tail_shape = [name for name in names[lead:] if name in _SHAPE]
+    keys: list[_ShapeKey] = (
+        list(zip(columns[0], *(tail[name] for name in tail_shape), strict=True))
+        if tail_shape
+        else list(columns[0])
+    )
+    order = [*names[:lead], *tail_shape]
+    picks = [order.index(name) if name in order else None for name in _SHAPE]
+
+    def shape_cells(key: _ShapeKey) -> tuple[str, ...]:
+        parts: tuple[str, ...] = (key,) if isinstance(key, str) else key  # type: ignore[assignment]
+        cells = [*_restore(parts[0].split(",")), *parts[1:]]
+        return tuple("" if i is None else cells[i] for i in picks)
+
+    return _Table(path, keys, {name: tail[name] for name in _PER_ROW if name in tail}, shape_cells)
 
 
 _OPENS_AFTER = (",", "\n")
@@ -212,7 +256,9 @@ def _restore(cells: list[str]) -> list[str]:
     return [cell.replace(_COMMA, ",") for cell in cells]
 
 
-def _read_table_csv(path: Path) -> _Table:
+def _csv_rows(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    """The header, the rows and the line each row starts on, by csv's rules; CatalogError naming the
+    line of anything that cannot be read."""
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
@@ -249,8 +295,7 @@ def _read_table_csv(path: Path) -> _Table:
             raise CatalogError(f"malformed CSV: {exc}", file=str(path), line=reader.line_num) from None
         except UnicodeDecodeError:
             raise CatalogError("not UTF-8 text", file=str(path), line=reader.line_num + 1) from None
-    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in header]
-    return _Table(path, header, columns, lines)
+    return header, rows, lines
 
 
 class _Accelerators:
@@ -285,18 +330,17 @@ def _whole_vm_offerings(cloud: str, table: _Table) -> list[Offering]:
 def _whole_vm_rows(cloud: str, table: _Table) -> list[Offering]:
     accelerators = _Accelerators()
     numbers = _Numbers()
-    # (instance type, accelerator, count, vCPUs, memory, GPU info) as written → its Offering fields
-    shapes: dict[tuple[str, ...], tuple[str, str | None, float, float | None, float, float]] = {}
+    # a row's shape key → (instance type, accelerator, count, accelerator memory, vCPUs, memory)
+    shapes: dict[_ShapeKey, tuple[str, str | None, float, float | None, float, float]] = {}
     offerings: list[Offering] = []
     append = offerings.append
-    for itype, acc_text, count, vcpus, memory, gpu_info, price, spot, region, zone in table.rows():
-        key = (itype, acc_text, count, vcpus, memory, gpu_info)
+    for key, price, spot, region, zone in table.rows():
         shape = shapes.get(key)
         if shape is None:
-            shape = shapes[key] = _whole_vm_shape(key, accelerators, numbers)
+            shape = shapes[key] = _whole_vm_shape(table.shape_cells(key), accelerators, numbers)
         price_v = numbers[price]
         spot_v = numbers[spot]
-        if not price_v or not itype:
+        if not price_v or not shape[0]:
             continue  # no on-demand price: not something we can plan on
         # a zero spot price means no spot market
         append(_new(Offering, (cloud, region, zone or None, *shape, price_v, spot_v or None)))
@@ -305,9 +349,9 @@ def _whole_vm_rows(cloud: str, table: _Table) -> list[Offering]:
 
 
 def _whole_vm_shape(
-    key: tuple[str, ...], accelerators: _Accelerators, numbers: _Numbers
+    cells: tuple[str, ...], accelerators: _Accelerators, numbers: _Numbers
 ) -> tuple[str, str | None, float, float | None, float, float]:
-    itype, acc_text, count, vcpus, memory, gpu_info = key
+    itype, acc_text, count, vcpus, memory, gpu_info = cells
     count_v, vcpus_v, memory_v = numbers[count], numbers[vcpus], numbers[memory]
     acc = accelerators.name(acc_text)
     if acc is None:
@@ -357,6 +401,28 @@ def _gcp_offerings(table: _Table) -> list[Offering]:
         raise table.bad_number() from None
 
 
+# (instance type or "", vCPUs, memory, bound to an accelerator, accelerator, its count, GPU info)
+_GcpShape = tuple[str, float, float, bool, str | None, float, str]
+
+
+def _gcp_shape(cells: tuple[str, ...], accelerators: _Accelerators, numbers: _Numbers) -> _GcpShape:
+    itype, acc_text, count, vcpus, memory, gpu_info = cells
+    vcpus_value, memory_value = numbers[vcpus], numbers[memory]
+    if itype:
+        return (
+            itype,
+            vcpus_value,
+            memory_value,
+            bool(_GCP_ACCELERATOR_BOUND.search(itype)),
+            None,
+            0.0,
+            gpu_info,
+        )
+    acc = accelerators.name(acc_text)
+    count_value = (numbers[count] if count else 1.0) if acc is not None else 0.0
+    return "", vcpus_value, memory_value, False, acc, count_value, gpu_info
+
+
 def _gcp_rows(table: _Table) -> list[Offering]:
     accelerators = _Accelerators()
     offerings: list[Offering] = []
@@ -365,23 +431,23 @@ def _gcp_rows(table: _Table) -> list[Offering]:
     hosts: dict[tuple[str, str | None], dict[str, tuple[float, float, float, float | None]]] = {}
     attached: list[tuple[str, str, str | None, float, str, float, float | None]] = []
     tpus: dict[tuple[str, str | None, str], Offering] = {}
-    bound: dict[str, bool] = {}
     numbers = _Numbers()
-    for itype, acc_text, count, vcpus, memory, gpu_info, price, spot, region, zone in table.rows():
+    shapes: dict[_ShapeKey, _GcpShape] = {}
+    for key, price, spot, region, zone in table.rows():
         if not price:
             continue
+        shape = shapes.get(key)
+        if shape is None:
+            shape = shapes[key] = _gcp_shape(table.shape_cells(key), accelerators, numbers)
+        itype, vcpus_value, memory_value, is_bound, acc, count_value, gpu_info = shape
         zone_name = zone or None
         price_value = numbers[price]
         spot_value = numbers[spot] if spot else None
-        vcpus_value, memory_value = numbers[vcpus], numbers[memory]
         if itype:
             zone_hosts = hosts.get((region, zone_name))
             if zone_hosts is None:
                 zone_hosts = hosts[(region, zone_name)] = {}
             zone_hosts[itype] = (vcpus_value, memory_value, price_value, spot_value)
-            is_bound = bound.get(itype)
-            if is_bound is None:
-                is_bound = bound[itype] = bool(_GCP_ACCELERATOR_BOUND.search(itype))
             if price_value > 0 and not is_bound:
                 append(
                     _new(Offering, (
@@ -390,10 +456,8 @@ def _gcp_rows(table: _Table) -> list[Offering]:
                     ))
                 )  # fmt: skip
             continue
-        acc = accelerators.name(acc_text)
         if acc is None:
             continue
-        count_value = numbers[count] if count else 1.0
         if acc.startswith("tpu-"):
             tpu = _tpu_offering(acc, count_value, region, zone_name, price_value, spot_value)
             earlier = tpus.get((region, zone_name, acc))
@@ -403,7 +467,7 @@ def _gcp_rows(table: _Table) -> list[Offering]:
         attached.append((acc, region, zone_name, count_value, gpu_info, price_value, spot_value))
     numbers.check()
     offerings.extend(tpus.values())
-    n1_types = {name for name in bound if _GCP_N1_HOST.match(name)}
+    n1_types = {shape[0] for shape in shapes.values() if _GCP_N1_HOST.match(shape[0])}
     n1_by_zone: dict[tuple[str, str | None], list[tuple[str, float, float]]] = {}
     for acc, region, zone_name, count_value, gpu_info, acc_price, acc_spot in attached:
         zone_hosts = hosts.get((region, zone_name), {})
@@ -432,7 +496,7 @@ def _tpu_offering(
     name: str, count: float, region: str, zone: str | None, price: float, spot: float | None
 ) -> Offering | None:
     """A TPU VM slice: priced whole (its host VMs cost nothing extra), SkyPilot's instance type `TPU-VM`."""
-    tpu = tpu_slice(name)
+    tpu = _tpu_slice(name)
     if tpu is None or not price:
         return None
     return Offering(
