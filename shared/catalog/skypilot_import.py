@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import functools
 import re
-from collections.abc import Callable, Collection, Hashable, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
 from itertools import repeat
 from pathlib import Path
 
@@ -74,8 +74,8 @@ class _Table:
     def __init__(
         self,
         path: Path,
-        keys: list[_ShapeKey],
-        per_row: dict[str, list[str]],
+        keys: Sequence[_ShapeKey],
+        per_row: dict[str, Sequence[str]],
         shape_cells: Callable[[_ShapeKey], tuple[str, ...]],
     ) -> None:
         self.path = path
@@ -150,7 +150,7 @@ def _csv_table(path: Path) -> _Table:
     )
     empty = ("",) * len(rows)
     keys: list[_ShapeKey] = list(zip(*(columns.get(name, empty) for name in _SHAPE), strict=True))
-    return _Table(path, keys, {n: list(c) for n, c in columns.items() if n in _PER_ROW}, _as_cells)
+    return _Table(path, keys, {n: c for n, c in columns.items() if n in _PER_ROW}, _as_cells)
 
 
 def _as_cells(key: _ShapeKey) -> tuple[str, ...]:
@@ -198,17 +198,19 @@ def _split_plain(path: Path) -> _Table | None:
     body = lines[1:]
     if body and set(map(str.count, body, repeat(","))) != {width - 1}:
         return None
-    rows = list(map(str.rsplit, body, repeat(","), repeat(width - lead)))
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(width - lead + 1)]
-    # column j (j >= 1) of `columns` is header column lead + j - 1
-    tail = {name: list(columns[i - lead + 1]) for i, name in enumerate(names) if i >= lead}
+    rows = map(str.rsplit, body, repeat(","), repeat(width - lead))
+    columns = list(zip(*rows, strict=True)) if body else [() for _ in range(width - lead + 1)]
+    tail_shape = [name for name in names[lead:] if name in _SHAPE]
+    # header column i (i >= lead) is columns[i - lead + 1]; columns[0] holds the leading shape cells
+    tail: dict[str, Sequence[str]] = {
+        name: columns[i - lead + 1]
+        for i, name in enumerate(names)
+        if i >= lead and (name in _PER_ROW or name in tail_shape)
+    }
     if quoted:
         tail = {name: _restore(cells) if _COMMA in "".join(cells) else cells for name, cells in tail.items()}
-    tail_shape = [name for name in names[lead:] if name in _SHAPE]
-    keys: list[_ShapeKey] = (
-        list(zip(columns[0], *(tail[name] for name in tail_shape), strict=True))
-        if tail_shape
-        else list(columns[0])
+    keys: Sequence[_ShapeKey] = (
+        list(zip(columns[0], *(tail[name] for name in tail_shape), strict=True)) if tail_shape else columns[0]
     )
     order = [*names[:lead], *tail_shape]
     picks = [order.index(name) if name in order else None for name in _SHAPE]
@@ -252,7 +254,7 @@ def _unquote(text: str) -> str | None:
     return "".join(parts)
 
 
-def _restore(cells: list[str]) -> list[str]:
+def _restore(cells: Sequence[str]) -> list[str]:
     return [cell.replace(_COMMA, ",") for cell in cells]
 
 
