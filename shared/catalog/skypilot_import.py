@@ -196,10 +196,13 @@ def _split_plain(path: Path) -> _Table | None:
     if lead == 0:
         return None
     body = lines[1:]
-    if body and set(map(str.count, body, repeat(","))) != {width - 1}:
-        return None
     rows = map(str.rsplit, body, repeat(","), repeat(width - lead))
-    columns = list(zip(*rows, strict=True)) if body else [() for _ in range(width - lead + 1)]
+    try:  # a row short of a field (a blank line too) has fewer parts
+        columns = list(zip(*rows, strict=True)) if body else [() for _ in range(width - lead + 1)]
+    except ValueError:
+        return None
+    if any(key.count(",") != lead - 1 for key in dict.fromkeys(columns[0])):
+        return None  # a row with a field too many
     tail_shape = [name for name in names[lead:] if name in _SHAPE]
     # header column i (i >= lead) is columns[i - lead + 1]; columns[0] holds the leading shape cells
     tail: dict[str, Sequence[str]] = {
