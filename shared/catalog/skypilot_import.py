@@ -13,11 +13,10 @@ GPU rows in a zone without a matching host produce no offering; neither do accel
 from __future__ import annotations
 
 import csv
+import functools
 import re
-from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
 from itertools import repeat
-from operator import itemgetter
 from pathlib import Path
 
 from shared.catalog.accelerators import canonical_name, memory_gib
@@ -58,32 +57,43 @@ _GCP_N1_HOST = re.compile(r"^n1-(standard|highmem|highcpu)-\d+$")
 _GCP_ACCELERATOR_BOUND = re.compile(r"^(a2|a3|a4|g2|ct\d\w*)-|-tpu$")
 
 
-_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo", "Price",
-            "SpotPrice", "Region", "AvailabilityZone")  # fmt: skip
+# What makes a machine shape: repeated on each of its rows (one per region or zone), read once per shape.
+_SHAPE = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo")
+_PER_ROW = ("Price", "SpotPrice", "Region", "AvailabilityZone")
 _NUMERIC = ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice")
+_tpu_slice = functools.cache(tpu_slice)  # a zone lists each slice: work each name out once
 _new = tuple.__new__  # Offering._make without its Python-level length check: rows here have 11 fields
+
+_ShapeKey = Hashable  # a row's `_SHAPE` cells as `_Table.shape_cells` reads them back
 
 
 class _Table:
-    """One vms.csv: its rows, and a getter giving each row's `_COLUMNS` in that order ("" if absent)."""
+    """One vms.csv, row by row: a key for the row's `_SHAPE` cells (`shape_cells` gives them back, ""
+    where a column is absent), then its `_PER_ROW` cells in that order."""
 
-    def __init__(self, path: Path, header: list[str], rows: list[list[str]]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        keys: Sequence[_ShapeKey],
+        per_row: dict[str, Sequence[str]],
+        shape_cells: Callable[[_ShapeKey], tuple[str, ...]],
+    ) -> None:
         self.path = path
-        self.rows = rows
-        positions = {name.strip(): i for i, name in enumerate(header)}
-        width = len(header)
-        if any(name not in positions for name in _COLUMNS):  # optional columns read as empty
-            deque(map(list.append, rows, repeat("")), maxlen=0)  # one more cell per row, in C
-            positions = {name: positions.get(name, width) for name in _COLUMNS}
-        self.positions = positions
-        self.get = itemgetter(*(positions[name] for name in _COLUMNS))
+        self.keys = keys
+        self.per_row = [per_row.get(name) or repeat("") for name in _PER_ROW]
+        self.shape_cells = shape_cells
+
+    def rows(self) -> Iterator[tuple[_ShapeKey, str, str, str, str]]:
+        return zip(self.keys, *self.per_row, strict=False)
 
     def bad_number(self) -> CatalogError:
         """The error for the first numeric cell that is not empty or a non-negative number."""
+        header, rows, lines = _csv_rows(self.path)
+        positions = {name.strip(): i for i, name in enumerate(header)}
         for name in _NUMERIC:
-            column = itemgetter(self.positions[name])
-            for line, row in enumerate(self.rows, start=2):
-                _number(column(row), self.path, line, name)
+            if name in positions:
+                for line, row in zip(lines, rows, strict=True):
+                    _number(row[positions[name]], self.path, line, name)
         return CatalogError("a number that cannot be read", file=str(self.path))
 
 
@@ -130,6 +140,131 @@ def _number(text: str, path: Path, line: int, column: str) -> float | None:
 
 
 def _read_table(path: Path) -> _Table:
+    return _split_plain(path) or _csv_table(path)
+
+
+def _csv_table(path: Path) -> _Table:
+    header, rows, _ = _csv_rows(path)
+    columns = (
+        dict(zip((name.strip() for name in header), zip(*rows, strict=True), strict=True)) if rows else {}
+    )
+    empty = ("",) * len(rows)
+    keys: list[_ShapeKey] = list(zip(*(columns.get(name, empty) for name in _SHAPE), strict=True))
+    return _Table(path, keys, {n: c for n, c in columns.items() if n in _PER_ROW}, _as_cells)
+
+
+def _as_cells(key: _ShapeKey) -> tuple[str, ...]:
+    return key  # type: ignore[return-value]
+
+
+def _split_plain(path: Path) -> _Table | None:
+    """A well-formed file split by `str.split` in C; None for anything csv's full rules are needed for
+    (quotes inside cells, blank lines, ragged rows, stray carriage returns, bad encoding, a missing
+    column, a file not led by shape columns): `_csv_rows` reads those, errors included.
+
+    Splitting costs about what csv.reader does; what it buys is fewer, cheaper rows: each line is split
+    once from the right, leaving its leading `_SHAPE` cells as one string, the row's shape key, read
+    into cells once per distinct shape (a few thousand for 56k Azure rows). A quoted cell is a whole
+    cell here: its quotes are dropped, and its commas stand in as a control character until the cells
+    are split.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    quoted = '"' in text
+    if quoted:
+        unquoted = _unquote(text)
+        if unquoted is None:
+            return None
+        text = unquoted
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            return None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return None
+    names = [name.strip() for name in _restore(lines[0].split(","))]
+    if any(name not in names for name in _REQUIRED) or len(set(names)) != len(names):
+        return None
+    width = len(names)
+    lead = 0  # the leading shape columns: one string per row, the key
+    while lead < width and names[lead] in _SHAPE:
+        lead += 1
+    if lead == 0:
+        return None
+    body = lines[1:]
+    rows = map(str.rsplit, body, repeat(","), repeat(width - lead))
+    try:  # a row short of a field (a blank line too) has fewer parts
+        columns = list(zip(*rows, strict=True)) if body else [() for _ in range(width - lead + 1)]
+    except ValueError:
+        return None
+    if any(key.count(",") != lead - 1 for key in dict.fromkeys(columns[0])):
+        return None  # a row with a field too many
+    tail_shape = [name for name in names[lead:] if name in _SHAPE]
+    # header column i (i >= lead) is columns[i - lead + 1]; columns[0] holds the leading shape cells
+    tail: dict[str, Sequence[str]] = {
+        name: columns[i - lead + 1]
+        for i, name in enumerate(names)
+        if i >= lead and (name in _PER_ROW or name in tail_shape)
+    }
+    if quoted:
+        tail = {name: _restore(cells) if _COMMA in "".join(cells) else cells for name, cells in tail.items()}
+    keys: Sequence[_ShapeKey] = (
+        list(zip(columns[0], *(tail[name] for name in tail_shape), strict=True)) if tail_shape else columns[0]
+    )
+    order = [*names[:lead], *tail_shape]
+    picks = [order.index(name) if name in order else None for name in _SHAPE]
+
+    def shape_cells(key: _ShapeKey) -> tuple[str, ...]:
+        parts: tuple[str, ...] = (key,) if isinstance(key, str) else key  # type: ignore[assignment]
+        cells = [*_restore(parts[0].split(",")), *parts[1:]]
+        return tuple("" if i is None else cells[i] for i in picks)
+
+    return _Table(path, keys, {name: tail[name] for name in _PER_ROW if name in tail}, shape_cells)
+
+
+_OPENS_AFTER = (",", "\n")
+_CLOSES_BEFORE = (",", "\n", "\r\n")
+_COMMA = "\x1f"  # stands for a comma inside a quoted cell until the cells are split
+
+
+def _unquote(text: str) -> str | None:
+    """The text with each quoted cell's quotes dropped and its commas stood in for; None where quotes
+    are used in a way only csv's rules read right (escaped quotes, quotes inside a cell, a line break
+    inside a cell)."""
+    if _COMMA in text:
+        return None
+    parts = text.split('"')
+    if len(parts) % 2 == 0:
+        return None
+    between = parts[2:-1:2]
+    if parts[0] and not parts[0].endswith(_OPENS_AFTER):
+        return None
+    if parts[-1] and not parts[-1].startswith(_CLOSES_BEFORE):
+        return None
+    if not all(map(str.startswith, between, repeat(_CLOSES_BEFORE))):
+        return None
+    if not all(map(str.endswith, between, repeat(_OPENS_AFTER))):
+        return None
+    inside = dict.fromkeys(parts[1::2])
+    if any("\n" in cell or "\r" in cell for cell in inside):
+        return None
+    stood_in = {cell: cell.replace(",", _COMMA) for cell in inside}
+    parts[1::2] = map(stood_in.__getitem__, parts[1::2])
+    return "".join(parts)
+
+
+def _restore(cells: Sequence[str]) -> list[str]:
+    return [cell.replace(_COMMA, ",") for cell in cells]
+
+
+def _csv_rows(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    """The header, the rows and the line each row starts on, by csv's rules; CatalogError naming the
+    line of anything that cannot be read."""
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
@@ -149,22 +284,24 @@ def _read_table(path: Path) -> _Table:
                     line=1,
                     hint="SkyPilot v8 vms.csv",
                 )
-            rows = list(reader)
+            width = len(header)
+            rows: list[list[str]] = []
+            lines: list[int] = []
+            start = reader.line_num + 1
+            for row in reader:
+                if row and row != [""]:
+                    if len(row) != width:
+                        raise CatalogError(
+                            f"{len(row)} fields, the header has {width}", file=str(path), line=start
+                        )
+                    rows.append(row)
+                    lines.append(start)  # where the row starts: a quoted cell may span lines
+                start = reader.line_num + 1
         except csv.Error as exc:
             raise CatalogError(f"malformed CSV: {exc}", file=str(path), line=reader.line_num) from None
         except UnicodeDecodeError:
             raise CatalogError("not UTF-8 text", file=str(path), line=reader.line_num + 1) from None
-    width = len(header)
-    if set(map(len, rows)) - {width}:
-        kept = []
-        for line, row in enumerate(rows, start=2):
-            if not row or row == [""]:
-                continue
-            if len(row) != width:
-                raise CatalogError(f"{len(row)} fields, the header has {width}", file=str(path), line=line)
-            kept.append(row)
-        rows = kept
-    return _Table(path, header, rows)
+    return header, rows, lines
 
 
 class _Accelerators:
@@ -198,27 +335,53 @@ def _whole_vm_offerings(cloud: str, table: _Table) -> list[Offering]:
 
 def _whole_vm_rows(cloud: str, table: _Table) -> list[Offering]:
     accelerators = _Accelerators()
-    names = accelerators.names
+    numbers = _Numbers()
+    # a row's shape key → (instance type, accelerator, count, accelerator memory, vCPUs, memory)
+    shapes: dict[_ShapeKey, tuple[str, str | None, float, float | None, float, float]] = {}
     offerings: list[Offering] = []
     append = offerings.append
-    for itype, acc_text, count, vcpus, memory, gpu_info, price, spot, region, zone in map(
-        table.get, table.rows
-    ):
-        vcpus_v, memory_v, count_v = float(vcpus or 0), float(memory or 0), float(count or 0)
-        price_v, spot_v = float(price or 0), float(spot or 0)
-        if not (price_v >= 0 and spot_v >= 0 and vcpus_v >= 0 and memory_v >= 0 and count_v >= 0):
-            raise ValueError("negative or NaN")
-        if not price_v or not itype:
+    for key, price, spot, region, zone in table.rows():
+        shape = shapes.get(key)
+        if shape is None:
+            shape = shapes[key] = _whole_vm_shape(table.shape_cells(key), accelerators, numbers)
+        price_v = numbers[price]
+        spot_v = numbers[spot]
+        if not price_v or not shape[0]:
             continue  # no on-demand price: not something we can plan on
-        acc = names[acc_text] if acc_text in names else accelerators.name(acc_text)
-        append(
-            _new(Offering, (
-                cloud, region, zone or None, itype, acc, count_v if acc else 0.0,
-                accelerators.card_memory(acc, gpu_info) if acc else None,
-                vcpus_v, memory_v, price_v, spot_v or None,  # a zero spot price means no spot market
-            ))
-        )  # fmt: skip
+        # a zero spot price means no spot market
+        append(_new(Offering, (cloud, region, zone or None, *shape, price_v, spot_v or None)))
+    numbers.check()
     return offerings
+
+
+def _whole_vm_shape(
+    cells: tuple[str, ...], accelerators: _Accelerators, numbers: _Numbers
+) -> tuple[str, str | None, float, float | None, float, float]:
+    itype, acc_text, count, vcpus, memory, gpu_info = cells
+    count_v, vcpus_v, memory_v = numbers[count], numbers[vcpus], numbers[memory]
+    acc = accelerators.name(acc_text)
+    if acc is None:
+        return itype, None, 0.0, None, vcpus_v, memory_v
+    return itype, acc, count_v, accelerators.card_memory(acc, gpu_info), vcpus_v, memory_v
+
+
+class _Numbers(dict[str, float]):
+    """Each distinct numeric cell read once (`numbers[text]`): "" is 0, anything else as float() reads it.
+
+    float() raises ValueError for text it cannot read; `check` raises it for a negative or NaN number
+    among those read. Either way the caller names the first bad cell's line (`_Table.bad_number`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__({"": 0.0})
+
+    def __missing__(self, text: str) -> float:
+        value = self[text] = float(text)
+        return value
+
+    def check(self) -> None:
+        if not all(map((0.0).__le__, self.values())):  # False for a negative number and for NaN
+            raise ValueError("negative or NaN")
 
 
 def _gcp_host_types(
@@ -244,6 +407,28 @@ def _gcp_offerings(table: _Table) -> list[Offering]:
         raise table.bad_number() from None
 
 
+# (instance type or "", vCPUs, memory, bound to an accelerator, accelerator, its count, GPU info)
+_GcpShape = tuple[str, float, float, bool, str | None, float, str]
+
+
+def _gcp_shape(cells: tuple[str, ...], accelerators: _Accelerators, numbers: _Numbers) -> _GcpShape:
+    itype, acc_text, count, vcpus, memory, gpu_info = cells
+    vcpus_value, memory_value = numbers[vcpus], numbers[memory]
+    if itype:
+        return (
+            itype,
+            vcpus_value,
+            memory_value,
+            bool(_GCP_ACCELERATOR_BOUND.search(itype)),
+            None,
+            0.0,
+            gpu_info,
+        )
+    acc = accelerators.name(acc_text)
+    count_value = (numbers[count] if count else 1.0) if acc is not None else 0.0
+    return "", vcpus_value, memory_value, False, acc, count_value, gpu_info
+
+
 def _gcp_rows(table: _Table) -> list[Offering]:
     accelerators = _Accelerators()
     offerings: list[Offering] = []
@@ -252,36 +437,33 @@ def _gcp_rows(table: _Table) -> list[Offering]:
     hosts: dict[tuple[str, str | None], dict[str, tuple[float, float, float, float | None]]] = {}
     attached: list[tuple[str, str, str | None, float, str, float, float | None]] = []
     tpus: dict[tuple[str, str | None, str], Offering] = {}
-    bound: dict[str, bool] = {}
-    for itype, acc_text, count, vcpus, memory, gpu_info, price, spot, region, zone in map(
-        table.get, table.rows
-    ):
+    numbers = _Numbers()
+    shapes: dict[_ShapeKey, _GcpShape] = {}
+    for key, price, spot, region, zone in table.rows():
         if not price:
             continue
+        shape = shapes.get(key)
+        if shape is None:
+            shape = shapes[key] = _gcp_shape(table.shape_cells(key), accelerators, numbers)
+        itype, vcpus_value, memory_value, is_bound, acc, count_value, gpu_info = shape
         zone_name = zone or None
-        price_value, spot_value = float(price), (float(spot) if spot else None)
-        shape = (float(vcpus or 0), float(memory or 0))
-        if not (price_value >= 0 and (spot_value or 0.0) >= 0 and shape[0] >= 0 and shape[1] >= 0):
-            raise ValueError("negative or NaN")
+        price_value = numbers[price]
+        spot_value = numbers[spot] if spot else None
         if itype:
-            hosts.setdefault((region, zone_name), {})[itype] = (*shape, price_value, spot_value)
-            is_bound = bound.get(itype)
-            if is_bound is None:
-                is_bound = bound[itype] = bool(_GCP_ACCELERATOR_BOUND.search(itype))
+            zone_hosts = hosts.get((region, zone_name))
+            if zone_hosts is None:
+                zone_hosts = hosts[(region, zone_name)] = {}
+            zone_hosts[itype] = (vcpus_value, memory_value, price_value, spot_value)
             if price_value > 0 and not is_bound:
                 append(
                     _new(Offering, (
                         "gcp", region, zone_name, itype, None, 0.0, None,
-                        *shape, price_value, spot_value or None,
+                        vcpus_value, memory_value, price_value, spot_value or None,
                     ))
                 )  # fmt: skip
             continue
-        acc = accelerators.name(acc_text)
         if acc is None:
             continue
-        count_value = float(count) if count else 1.0
-        if not count_value >= 0:
-            raise ValueError("negative or NaN")
         if acc.startswith("tpu-"):
             tpu = _tpu_offering(acc, count_value, region, zone_name, price_value, spot_value)
             earlier = tpus.get((region, zone_name, acc))
@@ -289,25 +471,28 @@ def _gcp_rows(table: _Table) -> list[Offering]:
                 tpus[(region, zone_name, acc)] = tpu  # a zone's slice listed twice: one offering, spot if any
             continue
         attached.append((acc, region, zone_name, count_value, gpu_info, price_value, spot_value))
+    numbers.check()
     offerings.extend(tpus.values())
+    n1_types = {shape[0] for shape in shapes.values() if _GCP_N1_HOST.match(shape[0])}
     n1_by_zone: dict[tuple[str, str | None], list[tuple[str, float, float]]] = {}
     for acc, region, zone_name, count_value, gpu_info, acc_price, acc_spot in attached:
         zone_hosts = hosts.get((region, zone_name), {})
         n1_hosts = n1_by_zone.get((region, zone_name))
         if n1_hosts is None:
             n1_hosts = n1_by_zone[(region, zone_name)] = [
-                (name, h[0], h[1]) for name, h in zone_hosts.items() if _GCP_N1_HOST.match(name)
+                (name, h[0], h[1]) for name, h in zone_hosts.items() if name in n1_types
             ]
         for name in _gcp_host_types(acc, count_value, zone_hosts, n1_hosts):
-            vcpus, memory, host_price, host_spot = zone_hosts[name]
-            price = host_price + acc_price
-            spot = host_spot + acc_spot if host_spot is not None and acc_spot is not None else 0.0
-            if price <= 0:
+            host_vcpus, host_memory, host_price, host_spot = zone_hosts[name]
+            total = host_price + acc_price
+            total_spot = host_spot + acc_spot if host_spot is not None and acc_spot is not None else 0.0
+            if total <= 0:
                 continue
             append(
                 _new(Offering, (
-                    "gcp", region, zone_name, name, acc, count_value, accelerators.card_memory(acc, gpu_info),
-                    vcpus, memory, round(price, 6), round(spot, 6) if spot > 0 else None,
+                    "gcp", region, zone_name, name, acc, count_value,
+                    accelerators.card_memory(acc, gpu_info), host_vcpus, host_memory,
+                    round(total, 6), round(total_spot, 6) if total_spot > 0 else None,
                 ))
             )  # fmt: skip
     return offerings
@@ -317,7 +502,7 @@ def _tpu_offering(
     name: str, count: float, region: str, zone: str | None, price: float, spot: float | None
 ) -> Offering | None:
     """A TPU VM slice: priced whole (its host VMs cost nothing extra), SkyPilot's instance type `TPU-VM`."""
-    tpu = tpu_slice(name)
+    tpu = _tpu_slice(name)
     if tpu is None or not price:
         return None
     return Offering(
