@@ -202,6 +202,8 @@ def _split_plain(path: Path) -> _Table | None:
         columns = list(zip(*rows, strict=True)) if body else [() for _ in range(width - lead + 1)]
     except ValueError:
         return None
+    if len(columns) != width - lead + 1:
+        return None  # every row short of the same fields
     if any(key.count(",") != lead - 1 for key in dict.fromkeys(columns[0])):
         return None  # a row with a field too many
     tail_shape = [name for name in names[lead:] if name in _SHAPE]
