@@ -12,7 +12,6 @@ or, if the cluster was torn down meanwhile, by `down` (terminate by tag) and the
 from __future__ import annotations
 
 import json
-import math
 import time
 import zlib
 from typing import Any
@@ -40,6 +39,7 @@ from shared.jobs.blocks import (
     sticky,
     zone_block,
 )
+from shared.jobs.launching import candidate_shape, resource_launch_fields
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text
 from shared.optimizer.plan import Block, Candidate, Plan
@@ -113,28 +113,16 @@ def launch_cluster_nodes(
 def _launch(wiring: Wiring, cluster: NamedClusterModel, candidate: Candidate, task: Any) -> list[Node]:
     provider = wiring.providers.provider_for(candidate.cloud)
     cluster_id = provider_cluster_id(cluster.key, int(cluster.incarnation))
-    resources = task.resources
-    ports = resources.ports
-    listed = [] if ports is None else ports if isinstance(ports, list) else [ports]
-    disk = resources.disk_size_gib()
+    fields = resource_launch_fields(task.resources, candidate.cloud)
+    fields["labels"]["skyless-cluster-name"] = cluster.name
     spec = LaunchSpec(
         job_id=cluster.key,
         cluster_id=cluster_id,
         attempt_id=cluster_id,
         attempt=int(cluster.incarnation),
-        cloud=candidate.cloud,
-        region=candidate.region,
-        zone=candidate.zone,
-        instance_type=candidate.instance_type,
-        use_spot=candidate.use_spot,
-        num_nodes=candidate.num_nodes,
-        accelerator=candidate.accelerator,
-        accelerator_count=math.ceil(candidate.accelerator_count) if candidate.accelerator else 0,
         agent_env=agent_env(wiring, cluster.key),
-        image_id=resources.image_id,
-        disk_size_gb=None if disk is None else int(disk),
-        ports=tuple(str(p) for p in listed),
-        labels={**(resources.labels or {}), "skyless-cluster-name": cluster.name},
+        **candidate_shape(candidate),
+        **fields,
     )
     return provider.launch(spec)
 

@@ -38,8 +38,26 @@ def transient_delay(retries: int) -> int:
 
 
 def task_launch_fields(wiring: Wiring, job: JobModel, cloud: str | None = None) -> dict[str, Any]:
-    """What the task's resources say about the VM beyond its shape: image, disk, ports, labels."""
-    resources = load_pipeline_of(wiring, job).tasks[int(job.task_index)].resources
+    """What the job's task says about the VM on `cloud` beyond its shape: image, disk, ports, labels."""
+    return resource_launch_fields(load_pipeline_of(wiring, job).tasks[int(job.task_index)].resources, cloud)
+
+
+def candidate_shape(candidate: Candidate) -> dict[str, Any]:
+    """The LaunchSpec fields a plan's candidate decides: where, which machine, how many, spot or not."""
+    return {
+        "cloud": candidate.cloud,
+        "region": candidate.region,
+        "zone": candidate.zone,
+        "instance_type": candidate.instance_type,
+        "use_spot": candidate.use_spot,
+        "num_nodes": candidate.num_nodes,
+        "accelerator": candidate.accelerator,
+        "accelerator_count": math.ceil(candidate.accelerator_count) if candidate.accelerator else 0,
+    }
+
+
+def resource_launch_fields(resources: Any, cloud: str | None) -> dict[str, Any]:
+    """What a task's `resources` say about the VM on `cloud` beyond its shape: image, disk, ports, labels."""
     ports = resources.ports
     listed = [] if ports is None else ports if isinstance(ports, list) else [ports]
     disk = resources.disk_size_gib()
@@ -60,14 +78,7 @@ def launch_candidate(wiring: Wiring, job: JobModel, candidate: Candidate) -> lis
         cluster_id=cluster_id,
         attempt_id=cluster_id,
         attempt=int(job.attempt),
-        cloud=candidate.cloud,
-        region=candidate.region,
-        zone=candidate.zone,
-        instance_type=candidate.instance_type,
-        use_spot=candidate.use_spot,
-        num_nodes=candidate.num_nodes,
-        accelerator=candidate.accelerator,
-        accelerator_count=math.ceil(candidate.accelerator_count) if candidate.accelerator else 0,
+        **candidate_shape(candidate),
         agent_env={
             "SKYLESS_API_URL": wiring.settings.api_url or "",
             # user-data's only credential: one config fetch per node, within the boot window
