@@ -96,26 +96,24 @@ def test_plan_with_a_deadline_prints_the_expected_cost_against_all_on_demand(tmp
 
 
 def test_an_upload_with_deadline_metadata_is_a_deadline_job_and_a_bad_one_names_the_header(
-    stack: Settings, monkeypatch: pytest.MonkeyPatch
+    stack: Settings,
 ) -> None:
-    import shared.uploads.intake as uploads
+    from shared.aws.sessions import aws_client
 
     objects = {
         "tasks/u-alice/ok.yaml": {"skyless-deadline": "12h", "skyless-hours": "3"},
         "tasks/u-alice/late.yaml": {"skyless-deadline": "1h", "skyless-hours": "3"},
         "tasks/u-alice/nan.yaml": {"skyless-deadline": "1h", "skyless-hours": "lots"},
     }
-    monkeypatch.setattr(
-        uploads, "_read_object", lambda settings, upload: (TASK.encode(), objects[upload.key])
-    )
+    s3 = aws_client("s3", stack)
     outcome = UploadOutcome()
-    for key in objects:
-        submit_upload(stack, Upload(bucket=stack.bucket, key=key, etag="e1"), outcome)
+    for key, metadata in objects.items():  # uploaded as a user would, x-amz-meta-* headers and all
+        etag = s3.put_object(Bucket=stack.bucket, Key=key, Body=TASK.encode(), Metadata=metadata)["ETag"]
+        submit_upload(stack, Upload(bucket=stack.bucket, key=key, etag=etag.strip('"')), outcome)
     assert outcome.rejected == ["tasks/u-alice/late.yaml", "tasks/u-alice/nan.yaml"]
     [job_id] = outcome.submitted
     job = wiring_for(stack).store.get(job_id)
     assert job is not None and job.work_seconds == 3 * 3600
-    s3 = uploads.aws_client("s3", stack)
     reports = {
         key: json.loads(s3.get_object(Bucket=stack.bucket, Key=key + ".error.json")["Body"].read())
         for key in ("tasks/u-alice/late.yaml", "tasks/u-alice/nan.yaml")
