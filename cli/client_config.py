@@ -11,10 +11,17 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
+import typer
 import yaml
 
 from shared.errors import UserError
+
+ApiUrl = Annotated[
+    str | None, typer.Option("--api-url", help="The API (else SKYLESS_API_URL, config, local).")
+]
+ApiKey = Annotated[str | None, typer.Option("--api-key", help="The API key (else SKYLESS_API_KEY).")]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from cli import task_options
 from cli.api_client import SkylessClient
+from cli.client_config import ApiKey, ApiUrl
 from cli.console import stderr_console, stdout_console
 from cli.ssh_config import remove_host
 from shared.api.cluster_models import ClusterView
@@ -107,8 +108,8 @@ def exec_command(
     env_file: task_options.EnvFile = None,
     secret: task_options.Secret = None,
     detach: Annotated[bool, typer.Option("--detach", "-d", help="Queue the job and return.")] = False,
-    api_url: Annotated[str | None, typer.Option("--api-url")] = None,
-    api_key: Annotated[str | None, typer.Option("--api-key")] = None,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
 ) -> None:
     """Run a task file or a command on an UP cluster: no provisioning, no setup (SkyPilot's `exec`)."""
     from cli.job_commands import _client, prepare_launch, read_task_file
@@ -331,10 +332,6 @@ def _act(names: list[str], action: str, api_url: str | None, api_key: str | None
 
 
 Names = Annotated[list[str], typer.Argument(help="Cluster name(s).")]
-ApiUrl = Annotated[
-    str | None, typer.Option("--api-url", help="The API (else SKYLESS_API_URL, config, local).")
-]
-ApiKey = Annotated[str | None, typer.Option("--api-key", help="The API key (else SKYLESS_API_KEY).")]
 
 
 def stop(names: Names, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:

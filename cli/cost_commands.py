@@ -9,8 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from cli.client_config import ApiKey, ApiUrl
 from cli.console import stdout_console
-from cli.job_commands import ApiKey, ApiUrl, _client
+from cli.job_commands import _client
 from cli.money_format import dollars
 from shared.api.cost_models import CostReportResponse
 

@@ -9,9 +9,8 @@ from typing import Annotated
 
 import typer
 
-from cli.client_config import resolve_api
+from cli.client_config import ApiKey, ApiUrl, resolve_api
 from cli.console import stderr_console, stdout_console
-from cli.job_commands import ApiKey, ApiUrl
 from shared.errors import UserError
 
 console = stdout_console()

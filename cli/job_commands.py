@@ -21,7 +21,7 @@ from rich.table import Table
 
 from cli import cluster_commands, task_options
 from cli.api_client import TERMINAL_STATES, SkylessClient
-from cli.client_config import resolve_api
+from cli.client_config import ApiKey, ApiUrl, resolve_api
 from cli.console import stderr_console, stdout_console
 from cli.job_group_views import follow_group_logs, print_group_tasks
 from cli.log_streams import LogStreams
@@ -42,10 +42,6 @@ STATE_STYLE = {
     "WAITING": "yellow",
 }
 
-ApiUrl = Annotated[
-    str | None, typer.Option("--api-url", help="The API (else SKYLESS_API_URL, config, local).")
-]
-ApiKey = Annotated[str | None, typer.Option("--api-key", help="The API key (else SKYLESS_API_KEY).")]
 JobId = Annotated[str, typer.Argument(help="The job id (from `skyless launch` or `skyless queue`).")]
 
 

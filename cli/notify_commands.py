@@ -8,8 +8,9 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from cli.client_config import ApiKey, ApiUrl
 from cli.console import stderr_console, stdout_console
-from cli.job_commands import ApiKey, ApiUrl, _client
+from cli.job_commands import _client
 from shared.notifications.events import TOPICS
 
 console = stdout_console()

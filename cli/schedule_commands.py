@@ -17,17 +17,13 @@ from rich.table import Table
 
 from cli import task_options
 from cli.api_client import SkylessClient
-from cli.client_config import resolve_api
+from cli.client_config import ApiKey, ApiUrl, resolve_api
 from cli.console import stderr_console, stdout_console
 from shared.api.schedule_models import ScheduleList, ScheduleView
 from shared.errors import UserError
 
 schedule_app = typer.Typer(help="Run a task file on a cron schedule.", no_args_is_help=True)
 
-ApiUrl = Annotated[
-    str | None, typer.Option("--api-url", help="The API (else SKYLESS_API_URL, config, local).")
-]
-ApiKey = Annotated[str | None, typer.Option("--api-key", help="The API key (else SKYLESS_API_KEY).")]
 Name = Annotated[str, typer.Argument(help="The schedule's name.")]
 
 

@@ -18,7 +18,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from cli.cluster_commands import ApiKey, ApiUrl, ClusterName, errors
+from cli.client_config import ApiKey, ApiUrl
+from cli.cluster_commands import ClusterName, errors
 from cli.ssh_config import write_host
 
 KEY_NAME = "skyless-key"
