@@ -99,7 +99,9 @@ def check_autostop(
             )
             return Outcome.RETRY_LATER
         down = bool(cluster.autostop_down)
-        refusal = None if down else _stop_refusal(wiring, cluster)
+        from shared.clusters.stopping import cluster_stop_refusal
+
+        refusal = None if down else cluster_stop_refusal(wiring, cluster)
         if refusal is not None:
             store.note(cluster.key, "autostop", f"autostop cannot stop this cluster: {refusal}")
             return Outcome.STALE
@@ -114,10 +116,3 @@ def check_autostop(
             return Outcome.STALE
         cluster = latest
     return Outcome.RETRY_LATER
-
-
-def _stop_refusal(wiring: Wiring, cluster: NamedClusterModel) -> str | None:
-    from shared.clusters.stopping import stop_refusal
-
-    provider = wiring.providers.build(str(cluster.provider))
-    return stop_refusal(str(cluster.cloud), bool(cluster.use_spot), provider, cluster.instance_type)

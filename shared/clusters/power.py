@@ -9,7 +9,7 @@ from shared.clusters.autostop import after_becoming_idle, mark_idle_if_idle
 from shared.clusters.messages import send_cluster_step
 from shared.clusters.names import check_cluster_name
 from shared.clusters.states import ClusterState
-from shared.clusters.stopping import STOP_HINT, stop_refusal
+from shared.clusters.stopping import STOP_HINT, cluster_stop_refusal
 from shared.config import Settings
 from shared.errors import ConflictError, NotFoundError, UserError
 from shared.store.cluster_records import ClusterStore, NamedClusterModel
@@ -44,12 +44,7 @@ def stop_cluster(settings: Settings, *, owner: str, name: str) -> NamedClusterMo
             raise ConflictError(
                 f"cluster {name} is {state.value}; only an UP cluster can be stopped", field="cluster"
             )
-        refusal = stop_refusal(
-            str(cluster.cloud),
-            bool(cluster.use_spot),
-            wiring.providers.build(str(cluster.provider)),
-            cluster.instance_type,
-        )
+        refusal = cluster_stop_refusal(wiring, cluster)
         if refusal is not None:
             raise UserError(f"cannot stop cluster {name}: {refusal}", field="cluster", hint=STOP_HINT)
         changes = {"state": ClusterState.STOPPING.value, "reason": "stopped by the user"}
@@ -113,12 +108,7 @@ def set_autostop(
     wiring, store = _store(settings)
     cluster = find_cluster(settings, owner, name)
     if idle_minutes >= 0 and not down and cluster.provider is not None:
-        refusal = stop_refusal(
-            str(cluster.cloud),
-            bool(cluster.use_spot),
-            wiring.providers.build(str(cluster.provider)),
-            cluster.instance_type,
-        )
+        refusal = cluster_stop_refusal(wiring, cluster)
         if refusal is not None:
             raise UserError(
                 f"autostop cannot stop cluster {name}: {refusal}", field="idle_minutes", hint=STOP_HINT

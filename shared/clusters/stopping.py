@@ -9,7 +9,13 @@ yet TPU VMs or runpod).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from shared.clouds.base import StoppableProvider
+
+if TYPE_CHECKING:
+    from shared.store.cluster_records import NamedClusterModel
+    from shared.wiring import Wiring
 
 CLOUD_NAMES = {"aws": "AWS", "gcp": "GCP", "azure": "Azure", "lambda": "Lambda Cloud", "runpod": "RunPod"}
 CANNOT_STOP = {"lambda": "Lambda Cloud does not support stopping instances"}
@@ -42,6 +48,12 @@ def stop_refusal(
         name = getattr(provider, "name", "?")
         return f"skyless's {name} provider cannot stop and start VMs yet"
     return None
+
+
+def cluster_stop_refusal(wiring: Wiring, cluster: NamedClusterModel) -> str | None:
+    """`stop_refusal` for a recorded cluster: its cloud, market, provider and instance type."""
+    provider = wiring.providers.build(str(cluster.provider))
+    return stop_refusal(str(cluster.cloud), bool(cluster.use_spot), provider, cluster.instance_type)
 
 
 STOP_HINT = "tear it down with `skyless down`, or set autostop with --down"

@@ -39,14 +39,15 @@ def locate_plan_error(
     for path in paths:
         found = written_field(text, task_index, path)
         if found is not None:
-            error.field = _dotted(found[0])
+            error.field = dotted(found[0])
             error.line = found[1]
             return error
     error.line = task_field_line(text, task_index, paths[0])
     return error
 
 
-def _dotted(path: Sequence[str | int]) -> str:
+def dotted(path: Sequence[str | int]) -> str:
+    """A field path as the error names it: `resources.any_of[1].accelerators`."""
     text = ""
     for step in path:
         text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))

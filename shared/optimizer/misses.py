@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from shared.catalog.offering import Offering
 from shared.errors import NoOfferingError
+from shared.optimizer.errors import dotted
 from shared.optimizer.host_defaults import in_families, multi_node_supported, sized_for
 from shared.optimizer.index import OfferingIndex, fits, hardware_keys
 from shared.optimizer.plan import Block
@@ -47,7 +48,7 @@ def explain_no_offering(
     message = "no offering fits " + "; nor ".join(reasons)
     error = NoOfferingError(
         message,
-        field=_dotted(paths[0]) if paths else "resources",
+        field=dotted(paths[0]) if paths else "resources",
         hint="; ".join(dict.fromkeys(hints)) or None,
     )
     error.paths = paths or [("resources",)]  # type: ignore[attr-defined]
@@ -65,13 +66,6 @@ def _field_paths(request: ResourceRequest, fields: Sequence[str]) -> list[tuple[
             paths.append((*request.source, name))
         paths.append(("resources", name))
     return paths
-
-
-def _dotted(path: Sequence[str | int]) -> str:
-    text = ""
-    for step in path:
-        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
-    return text
 
 
 def describe_request(request: ResourceRequest) -> str:
