@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli import task_options
+from cli import sky_config, task_options
 from cli.console import stderr_console, stdout_console
 from shared.errors import NoOfferingError, UserError
 from shared.optimizer import Candidate, Plan
@@ -83,6 +83,10 @@ def plan(
         applied = apply_overrides(text, overrides)
         if applied.fields:
             pipeline = _load(applied.text, file, envs, secrets)
+        cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds is not None else None
+        configured = sky_config.apply_sky_config(applied.text, str(file), cloud_list)  # ~/.sky/config.yaml
+        if configured.clouds is not None:
+            clouds = ",".join(configured.clouds)
         catalog, enabled = _catalog(catalog_dir, clouds, minimize)
         from shared.optimizer import plan_pipeline
 
@@ -98,7 +102,7 @@ def plan(
         else:
             errors.print(f"[red]error:[/red] {escape(str(error))}")
         raise typer.Exit(2) from None
-    notes = plan_notes(pipeline, ignored_overrides=applied.ignored)
+    notes = plan_notes(pipeline, ignored_overrides=applied.ignored) + configured.notes
     from shared.optimizer import why_chosen
 
     reasons = why_chosen(pipeline, result, catalog, enabled_clouds=enabled)
