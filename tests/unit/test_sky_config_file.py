@@ -129,9 +129,11 @@ def test_every_key_read_is_applied_or_said_to_be_ignored(home: Path, task_file: 
     code, body, _ = plan(task_file)
     assert code == 0
     said = [note for note in body["notes"] if "config.yaml" in note]
-    for key in ("allowed_clouds", "aws.labels", "aws.vpc_name", "aws.remote_identity", "gcp.labels",
-                "gcp.specific_reservations", "docker.run_options", "jobs.controller", "jobs.bucket",
-                "nvidia_gpus.disable_ecc", "kubernetes", "api_server", "admin_policy", "something_new"):  # fmt: skip
+    keys = ("allowed_clouds", "aws.labels", "aws.vpc_name", "aws.remote_identity", "gcp.labels",
+            "gcp.specific_reservations", "docker.run_options", "jobs.controller", "jobs.bucket",
+            "nvidia_gpus.disable_ecc", "kubernetes", "api_server", "admin_policy",
+            "something_new")  # fmt: skip
+    for key in keys:
         assert any(f": {key}: " in note for note in said), (key, said)
     assert any(": aws.labels: applied to train" in note for note in said)
     assert any(": gcp.labels: read, not applied to train: it runs only on aws" in note for note in said)
