@@ -1,5 +1,6 @@
-"""SkyPilot's config file (`~/.sky/config.yaml`, or the file `SKYPILOT_CONFIG` names), read for the keys that
-change what a task does, with the SkyPilot keys of skyless's own `~/.skyless/config.yaml` merged on top.
+"""SkyPilot's config files (`~/.sky/config.yaml` under a project's `.sky.yaml`, or the file `SKYPILOT_CONFIG`
+names), read for the keys that change what a task does, with the SkyPilot keys of skyless's own
+`~/.skyless/config.yaml` merged on top.
 
 Every key read is either applied or named in a note that says why it is not (never silently):
 
@@ -22,6 +23,9 @@ import yaml
 from shared.errors import UserError
 
 ENV_CONFIG = "SKYPILOT_CONFIG"
+ENV_GLOBAL = "SKYPILOT_GLOBAL_CONFIG"
+ENV_PROJECT = "SKYPILOT_PROJECT_CONFIG"
+PROJECT_FILE = ".sky.yaml"
 LABELLED_CLOUDS = ("aws", "gcp", "azure")
 SKYLESS_OWN_KEYS = ("api_url", "api_key")  # skyless's keys in its own file, not SkyPilot's
 TASK_KEYS = frozenset({"run", "setup", "resources", "workdir", "file_mounts", "num_nodes", "envs"})
@@ -83,23 +87,22 @@ class Applied:
 
 
 def load_sky_config(home: Path | None = None, skyless_config: Path | None = None) -> SkyConfig:
-    """SkyPilot's user config (`SKYPILOT_CONFIG`, else `~/.sky/config.yaml`), with the SkyPilot keys of
-    skyless's own config file on top. A missing file is no config; a bad one a UserError naming it."""
+    """SkyPilot's client config as sky/skypilot_config.py layers it: the file `SKYPILOT_CONFIG` names,
+    alone; else the user file (`SKYPILOT_GLOBAL_CONFIG`, else `~/.sky/config.yaml`) under the project file
+    (`SKYPILOT_PROJECT_CONFIG`, else `./.sky.yaml`). The SkyPilot keys of skyless's own config file go
+    on top. A file a variable names must exist; a bad file is a UserError naming it."""
     home = home or Path.home()
-    named = os.environ.get(ENV_CONFIG)
-    values: dict[str, Any] = {}
-    sources: list[str] = []
-    if named:
-        path = Path(named).expanduser()
-        if not path.is_file():
-            raise UserError(f"names {path}, which is not a file", field=ENV_CONFIG)
-        values = _read(path)
-        sources.append(str(path))
+    layers: list[Path] = []
+    if os.environ.get(ENV_CONFIG):
+        layers.append(_named_file(ENV_CONFIG))
     else:
-        path = home / ".sky" / "config.yaml"
-        if path.is_file():
-            values = _read(path)
-            sources.append(str(path))
+        user = _named_file(ENV_GLOBAL) if os.environ.get(ENV_GLOBAL) else home / ".sky" / "config.yaml"
+        project = _named_file(ENV_PROJECT) if os.environ.get(ENV_PROJECT) else Path(PROJECT_FILE)
+        layers += [path for path in (user, project) if path.is_file()]
+    values: dict[str, Any] = {}
+    for path in layers:
+        values = _merged(values, _read(path))
+    sources = [str(path) for path in layers]
     if skyless_config is None:
         from cli.client_config import config_path
 
@@ -111,6 +114,13 @@ def load_sky_config(home: Path | None = None, skyless_config: Path | None = None
             sources.append(str(skyless_config))
     _check_allowed_clouds(values, sources)
     return SkyConfig(values, tuple(sources))
+
+
+def _named_file(variable: str) -> Path:
+    path = Path(os.environ[variable]).expanduser()
+    if not path.is_file():
+        raise UserError(f"names {path}, which is not a file", field=variable)
+    return path
 
 
 def apply_sky_config(

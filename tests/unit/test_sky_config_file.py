@@ -24,7 +24,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (home / ".sky").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("SKYLESS_HOME", str(home / ".skyless"))
-    monkeypatch.delenv("SKYPILOT_CONFIG", raising=False)
+    for name in ("SKYPILOT_CONFIG", "SKYPILOT_GLOBAL_CONFIG", "SKYPILOT_PROJECT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
     from shared.catalog.model import reset_default_catalog
 
     reset_default_catalog()
@@ -97,6 +99,25 @@ def test_skypilot_config_names_the_file_instead_of_the_home_one(
     monkeypatch.setenv("SKYPILOT_CONFIG", str(tmp_path / "missing.yaml"))
     code, body, _ = plan(task_file)
     assert code == 2 and body["field"] == "SKYPILOT_CONFIG" and "missing.yaml" in body["message"]
+
+
+def test_a_project_sky_yaml_overrides_the_user_file_as_in_skypilot(
+    home: Path, task_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    sky_config(home, {"allowed_clouds": ["aws"], "aws": {"labels": {"team": "a"}}})
+    (tmp_path / ".sky.yaml").write_text("allowed_clouds: [gcp, aws]\n")  # the working folder's
+    config = load_sky_config()
+    assert config.allowed_clouds == ["gcp", "aws"] and config.values["aws"]["labels"] == {"team": "a"}
+    assert config.sources == (str(home / ".sky" / "config.yaml"), ".sky.yaml")
+    user = tmp_path / "user.yaml"
+    user.write_text("allowed_clouds: [azure]\n")
+    monkeypatch.setenv("SKYPILOT_GLOBAL_CONFIG", str(user))
+    (tmp_path / ".sky.yaml").unlink()
+    code, body, _ = plan(task_file)
+    assert code == 0 and clouds_of(body) == {"azure"}
+    monkeypatch.setenv("SKYPILOT_PROJECT_CONFIG", str(tmp_path / "nope.yaml"))
+    code, body, _ = plan(task_file)
+    assert code == 2 and body["field"] == "SKYPILOT_PROJECT_CONFIG"
 
 
 def test_skyless_own_config_is_merged_on_top(home: Path, task_file: Path):
