@@ -1,7 +1,7 @@
 """`import skyless` as a notebook user scripts it, from a fresh HOME whose only setting is SkyPilot's
 `~/.sky/config.yaml`: a Task from YAML and one built in code (its workdir and a local file mount uploaded
-for them), launch, tail_logs, exec, queue, status, cancel, cost_report, down, on the local runtime the
-first call starts. The script runs in its own Python process, as a notebook kernel would."""
+for them), launch, tail_logs, exec, queue, status, cancel, cost_report, stop, start, down, on the local
+runtime the first call starts. The script runs in its own Python process, as a notebook kernel would."""
 
 from __future__ import annotations
 
@@ -63,6 +63,15 @@ NOTEBOOK = textwrap.dedent(
         skyless.queue("no-such-cluster")
     except skyless.UserError as error:
         results["unknown_cluster"] = [type(error).__name__, getattr(error, "status_code", None)]
+    def wait_for(state):
+        for _ in range(120):
+            if [c.status for c in skyless.status("dev")] == [state]:
+                return state
+            time.sleep(0.5)
+        return [c.status for c in skyless.status("dev")]
+
+    results["stop"] = [skyless.stop("dev").status, wait_for("STOPPED")]
+    results["start"] = [skyless.start("dev", idle_minutes_to_autostop=45).autostop, wait_for("UP")]
     nodes = (Path.home() / ".skyless" / "local" / "nodes").glob("*/*/node.json")
     results["labels"] = [json.loads(p.read_text())["hardware"]["labels"] for p in nodes]
     results["down"] = skyless.down("dev").status
@@ -110,6 +119,7 @@ def test_a_notebook_drives_a_cluster_through_the_sdk(tmp_path: Path) -> None:
     assert ["dev", "cluster", True] in results["cost"]
     assert results["bad_field"] == "resources.accelerators"
     assert results["unknown_cluster"][0] in ("ApiError", "NotFoundError")
+    assert results["stop"][1] == "STOPPED" and results["start"] == [45, "UP"], results
     assert results["down"] in ("TERMINATING", "TERMINATED")
     labels = results["labels"]
     assert labels and all(label.get("team") == "ml" for label in labels), labels  # gcp.labels reached the VM
