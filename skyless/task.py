@@ -188,6 +188,7 @@ class Task:
                   "file_mounts": None if file_mounts is None else dict(file_mounts)}  # fmt: skip
         self._config: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
         self._filename = "<Task>"
+        self._source: tuple[str, dict[str, Any]] | None = None  # a file's text, while the task is as read
         if resources is not None:
             self._set_resources_field(resources)
         self._validate()
@@ -247,6 +248,7 @@ class Task:
         task = cls.__new__(cls)
         task._config = dict(documents[-1]) if documents else {}
         task._filename = filename
+        task._source = (text, copy.deepcopy(task._config))
         if envs:
             task.update_envs(envs)
         if secrets:
@@ -353,8 +355,11 @@ class Task:
         return copy.deepcopy(self._config)
 
     def to_yaml(self) -> str:
+        """The file as written while the task is unchanged (errors then point at its lines), else YAML."""
         import yaml
 
+        if self._source is not None and self._source[1] == self._config:
+            return self._source[0]
         return yaml.safe_dump(self._config, sort_keys=False)
 
     @property

@@ -83,6 +83,16 @@ def test_from_yaml_keeps_the_file_and_names_file_and_line_in_errors(tmp_path: Pa
     with pytest.raises(skyless.TaskFileError) as caught:
         skyless.Task.from_yaml(bad)
     assert (caught.value.file, caught.value.line, caught.value.field) == (str(bad), 3, "resources.cpus")
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("# a comment\nname: s\nsecrets:\n  HF_TOKEN: null\nrun: echo\n")
+    assert skyless.Task.from_yaml(secret).to_yaml() == secret.read_text()  # submitted as written
+    from cli.job_commands import prepare_launch
+    from cli.task_options import resource_overrides
+
+    loaded = skyless.Task.from_yaml(secret)
+    with pytest.raises(skyless.TaskFileError) as needed:  # what launch checks: the line is the file's
+        prepare_launch(loaded.to_yaml(), loaded.filename, {}, {}, resource_overrides())
+    assert needed.value.line == 4 and needed.value.file == str(secret)
     two = tmp_path / "two.yaml"
     two.write_text("name: a\nrun: x\n---\nname: b\nrun: y\n")
     with pytest.raises(skyless.TaskFileError, match="holds 2 tasks"):
