@@ -120,3 +120,32 @@ def test_two_users_sdk_calls_never_reach_each_others_jobs(stack: Settings, cli_a
         assert [(j.job_id, j.status) for j in skyless.jobs.queue()] == [(mine, "PLANNED")]
     finally:
         skyless.api_login(None, None)
+
+
+def test_a_cluster_launched_without_a_name_is_named_as_skypilot_names_it_and_is_its_owners_alone(
+    stack: Settings, cli_api: list[str], sky_home: Path
+) -> None:
+    import re
+
+    from shared.store.users import create_user
+
+    other_key = create_user("neighbour", stack)
+    skyless.api_login(cli_api[1], cli_api[3])
+    try:
+        job_id, handle = skyless.launch(skyless.Task(run="echo hi"))
+        assert job_id == 1 and re.fullmatch(r"sky-[0-9a-f]{4}-[a-z0-9-]+", handle.cluster_name), handle
+        assert handle.action == "created" and handle.status.status == "INIT"
+        assert [c.name for c in skyless.status()] == [handle.cluster_name]
+        skyless.api_login(cli_api[1], other_key)
+        assert skyless.status() == []
+        for call in (lambda: skyless.queue(handle.cluster_name), lambda: skyless.down(handle.cluster_name),
+                     lambda: skyless.exec("cat ~/.ssh/id_rsa", handle.cluster_name),
+                     lambda: skyless.cancel(handle.cluster_name, all=True)):  # fmt: skip
+            with pytest.raises(skyless.ApiError) as refused:
+                call()
+            assert refused.value.status_code == 404
+        skyless.api_login(cli_api[1], cli_api[3])
+        assert [(c.name, c.status) for c in skyless.status()] == [(handle.cluster_name, "INIT")]
+        assert [j.status for j in skyless.queue(handle.cluster_name)] == ["PENDING"]
+    finally:
+        skyless.api_login(None, None)
