@@ -149,3 +149,27 @@ def test_a_cluster_launched_without_a_name_is_named_as_skypilot_names_it_and_is_
         assert [j.status for j in skyless.queue(handle.cluster_name)] == ["PENDING"]
     finally:
         skyless.api_login(None, None)
+
+
+def test_a_schedule_created_from_the_cli_follows_the_config_as_launch_does(
+    stack: Settings, tmp_path: Path, cli_api: list[str], sky_home: Path
+) -> None:
+    import json
+
+    from shared.schedules.operations import get_schedule
+    from shared.store.users import find_user
+
+    (sky_home / ".sky" / "config.yaml").write_text("allowed_clouds: [gcp]\nprovision: {ssh_timeout: 10}\n")
+    task = tmp_path / "nightly.yaml"
+    task.write_text("name: nightly\nresources:\n  cpus: 1+\nrun: echo hi\n")
+    created = CliRunner().invoke(
+        cli,
+        ["schedule", "create", "nightly", str(task), "--cron", "0 3 * * *", *cli_api],
+        env={"COLUMNS": "300"},
+    )
+    assert created.exit_code == 0, created.output
+    assert "allowed_clouds: applied: only gcp considered" in created.output
+    assert "provision: read, not applied" in created.output
+    user = find_user(cli_api[3], stack)
+    assert user is not None
+    assert json.loads(get_schedule(stack, owner=user.user_id, name="nightly").clouds) == ["gcp"]
