@@ -83,13 +83,12 @@ def plan(
         applied = apply_overrides(text, overrides)
         if applied.fields:
             pipeline = _load(applied.text, file, envs, secrets)
-        cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds is not None else None
-        configured = sky_config.apply_sky_config(applied.text, str(file), cloud_list)  # ~/.sky/config.yaml
-        if configured.clouds is not None:
-            clouds = ",".join(configured.clouds)
         catalog, enabled = _catalog(catalog_dir, clouds, minimize)
         from shared.optimizer import plan_pipeline
 
+        asked = None if enabled is None else sorted(enabled)
+        configured = sky_config.apply_sky_config(applied.text, str(file), asked)  # ~/.sky/config.yaml
+        enabled = None if configured.clouds is None else set(configured.clouds)
         result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize)
         estimate = deadline_estimate(result, catalog, deadline, hours)
     except UserError as error:
