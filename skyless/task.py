@@ -167,22 +167,17 @@ class Task:
         self,
         name: str | None = None,
         *,
-        setup: str | None = None,
-        run: str | None = None,
+        setup: str | list[str] | None = None,
+        run: str | list[str] | None = None,
         envs: Mapping[str, str] | None = None,
         secrets: Mapping[str, str | None] | None = None,
-        workdir: str | Path | None = None,
+        workdir: str | Path | Mapping[str, Any] | None = None,
         num_nodes: int | None = None,
         file_mounts: Mapping[str, Any] | None = None,
         resources: Resources | Iterable[Resources] | None = None,
     ) -> None:
-        if run is not None and not isinstance(run, str):
-            raise UserError(
-                "must be a shell script (a string); skyless runs no Python command generators",
-                field="run",
-            )
-        fields = {"name": name, "workdir": None if workdir is None else str(workdir),
-                  "num_nodes": num_nodes, "setup": setup, "run": run,
+        fields = {"name": name, "workdir": _workdir(workdir),
+                  "num_nodes": num_nodes, "setup": _script(setup, "setup"), "run": _script(run, "run"),
                   "envs": None if envs is None else {str(k): _env_value(v) for k, v in envs.items()},
                   "secrets": None if secrets is None else dict(secrets),
                   "file_mounts": None if file_mounts is None else dict(file_mounts)}  # fmt: skip
@@ -270,16 +265,16 @@ class Task:
         return self._config.get("run")
 
     @run.setter
-    def run(self, value: str | None) -> None:
-        self._set("run", value)
+    def run(self, value: str | list[str] | None) -> None:
+        self._set("run", _script(value, "run"))
 
     @property
     def setup(self) -> str | None:
         return self._config.get("setup")
 
     @setup.setter
-    def setup(self, value: str | None) -> None:
-        self._set("setup", value)
+    def setup(self, value: str | list[str] | None) -> None:
+        self._set("setup", _script(value, "setup"))
 
     @property
     def workdir(self) -> str | None:
@@ -287,8 +282,8 @@ class Task:
         return None if value is None else value if isinstance(value, str) else str(value.get("url"))
 
     @workdir.setter
-    def workdir(self, value: str | Path | None) -> None:
-        self._set("workdir", None if value is None else str(value))
+    def workdir(self, value: str | Path | Mapping[str, Any] | None) -> None:
+        self._set("workdir", _workdir(value))
 
     @property
     def num_nodes(self) -> int:
@@ -418,6 +413,25 @@ def _check(config: Mapping[str, Any], filename: str) -> None:
         if filename.startswith("<"):
             error.line = None  # a line of YAML the user never wrote would mislead
         raise
+
+
+def _script(value: str | list[str] | None, field: str) -> str | None:
+    """A shell script; a list of commands (as sky.Task takes) runs one after another."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(line, str) for line in value):
+        return "\n".join(value)
+    raise UserError(
+        "must be a shell script (a string, or a list of commands); skyless runs no Python command generators",
+        field=field,
+    )
+
+
+def _workdir(value: str | Path | Mapping[str, Any] | None) -> str | dict[str, Any] | None:
+    """A local folder, or a git workdir mapping (`{url: ..., ref: ...}`) kept as written."""
+    if value is None or isinstance(value, Mapping):
+        return None if value is None else dict(value)
+    return str(value)
 
 
 def _plain(value: Any) -> Any:

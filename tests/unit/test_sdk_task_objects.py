@@ -65,6 +65,16 @@ def test_a_task_in_code_submits_the_yaml_a_task_file_would_hold(tmp_path: Path) 
     assert task.envs == {"EPOCHS": "3", "LR": "0.1"} and task.file_mounts == {"/data": str(tmp_path)}
 
 
+def test_commands_as_lists_and_a_git_workdir_are_taken_as_sky_task_takes_them() -> None:
+    repo = {"url": "https://github.com/skypilot-org/skypilot.git", "ref": "master"}
+    task = skyless.Task(setup=["pip install a", "pip install b"], run=["python a.py", "python b.py"],
+                        workdir=repo)  # fmt: skip
+    assert task.setup == "pip install a\npip install b" and task.run == "python a.py\npython b.py"
+    assert task.workdir == "https://github.com/skypilot-org/skypilot.git"
+    task.run = ["echo 1", "echo 2"]
+    assert task.to_yaml_config()["run"] == "echo 1\necho 2"
+
+
 def test_a_failed_change_leaves_the_task_as_it_was() -> None:
     task = skyless.Task(run="echo", resources=skyless.Resources(cpus="2+"))
     with pytest.raises(skyless.UserError):
