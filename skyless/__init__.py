@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from shared.errors import TaskFileError, UserError
 from shared.lazy_faces import lazy_face
+from skyless.clouds import AWS, GCP, Azure, Cloud, Lambda, RunPod
 from skyless.task import Resources, Task
 
 if TYPE_CHECKING:
@@ -53,16 +54,22 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "AWS",
+    "GCP",
     "ApiError",
     "ApiUnreachableError",
+    "Azure",
+    "Cloud",
     "ClusterHandle",
     "ClusterStatus",
     "CostEntry",
     "JobRecord",
+    "Lambda",
     "LaunchResult",
     "ManagedJob",
     "ManagedJobLaunch",
     "Resources",
+    "RunPod",
     "Task",
     "TaskFileError",
     "UserError",

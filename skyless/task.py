@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.errors import TaskFileError, UserError
+from skyless.clouds import Cloud
 
 # sky.Resources(...)'s everyday keywords, in its order; each is the task file's `resources.<name>`.
 RESOURCE_FIELDS = (
@@ -31,7 +32,7 @@ class Resources:
 
     def __init__(
         self,
-        cloud: str | None = None,
+        cloud: str | Cloud | None = None,
         instance_type: str | None = None,
         cpus: int | float | str | None = None,
         memory: int | float | str | None = None,
@@ -56,9 +57,8 @@ class Resources:
             job_recovery, region, zone, image_id, disk_size, disk_tier, network_tier, ports, labels,
             autostop, priority,
         ), strict=True))  # fmt: skip
-        if cloud is not None and not isinstance(cloud, str):
-            cloud = getattr(cloud, "canonical_name", lambda: None)() or type(cloud).__name__.lower()
-            given["cloud"] = cloud
+        if cloud is not None and not isinstance(cloud, str):  # skyless.AWS(), as sky.AWS() is passed
+            given["cloud"] = str(cloud)
         self._config: dict[str, Any] = {k: _plain(v) for k, v in given.items() if v is not None}
         _check({"resources": self._config} if self._config else {}, "<Resources>")
 

@@ -22,7 +22,10 @@ def test_resources_in_code_read_back_as_sky_resources_do() -> None:
     assert (r.cloud, r.region, r.zone) == ("aws", "us-east-1", None)
     assert r.accelerators == {"A100": 8.0} and r.use_spot and r.cpus == "8+"
     assert skyless.Resources(accelerators={"H100": 4}).accelerators == {"H100": 4.0}
-    assert skyless.Resources(cloud="gcp") == skyless.Resources(cloud="gcp")
+    assert skyless.Resources(skyless.AWS(), "p3.2xlarge").to_yaml_config() == {
+        "cloud": "aws", "instance_type": "p3.2xlarge"
+    }  # fmt: skip
+    assert skyless.Resources(cloud="gcp") == skyless.Resources(cloud=skyless.GCP())
     assert len({skyless.Resources(cloud="gcp"), skyless.Resources(cloud="gcp")}) == 1
     assert r.copy(use_spot=None, region=None).to_yaml_config() == {
         "infra": "aws/us-east-1", "accelerators": "A100:8", "cpus": "8+"
