@@ -162,6 +162,8 @@ def tail_logs(
             if done or (not follow and not text):
                 break
             if not text:
+                if client.get_cluster(cluster_name).state == "TERMINATED":  # torn down under the job
+                    break
                 time.sleep(poll_seconds)
     if state not in JOB_TERMINAL:
         return EXIT_NOT_FINISHED

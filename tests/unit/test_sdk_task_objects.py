@@ -136,3 +136,48 @@ def test_importing_skyless_loads_no_aws_sdk_http_client_or_models() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert json.loads(done.stdout) == []
+
+
+class _Pages:
+    """A cluster's job log as the API pages it: `pages` of (text, state), then nothing new."""
+
+    def __init__(self, pages: list[tuple[str, str]], cluster_state: str = "UP") -> None:
+        self.pages, self.cluster_state, self.reads = pages, cluster_state, 0
+
+    def cluster_logs(self, name: str, job: object, *, rank: int = 0, after: str | None = None) -> object:
+        from shared.api.cluster_models import ClusterLogsResponse
+
+        text, state = self.pages[self.reads] if self.reads < len(self.pages) else ("", self.pages[-1][1])
+        self.reads += 1
+        return ClusterLogsResponse(cluster=name, job=1, rank=0, state=state, text=text,
+                                   finished=state in ("SUCCEEDED", "FAILED", "CANCELLED"))  # fmt: skip
+
+    def get_cluster(self, name: str) -> object:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(state=self.cluster_state)
+
+
+def _tail(monkeypatch: pytest.MonkeyPatch, client: _Pages, **kwargs: object) -> tuple[int, str]:
+    import io
+    from contextlib import contextmanager
+
+    from skyless import cluster_calls
+
+    @contextmanager
+    def connected():  # type: ignore[no-untyped-def]
+        yield client
+
+    monkeypatch.setattr(cluster_calls, "connected", connected)
+    out = io.StringIO()
+    code = cluster_calls.tail_logs("dev", 1, output_stream=out, poll_seconds=0, **kwargs)  # type: ignore[arg-type]
+    return code, out.getvalue()
+
+
+def test_tail_logs_answers_skypilots_exit_codes_and_keeps_the_last_lines(monkeypatch: pytest.MonkeyPatch):
+    done = [("a\nb\n", "RUNNING"), ("c\n", "FAILED")]
+    assert _tail(monkeypatch, _Pages(done)) == (100, "a\nb\nc\n")
+    assert _tail(monkeypatch, _Pages([("a\nb\nc\n", "SUCCEEDED")]), tail=2) == (0, "b\nc\n")
+    assert _tail(monkeypatch, _Pages([("x\n", "RUNNING")]), follow=False) == (101, "x\n")
+    gone = _Pages([("x\n", "RUNNING")], cluster_state="TERMINATED")  # torn down under the job: no hang
+    assert _tail(monkeypatch, gone) == (101, "x\n")
