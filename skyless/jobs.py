@@ -9,7 +9,14 @@ from typing import IO
 
 from shared.errors import UserError
 from skyless.connection import connected, say_notes, submission
-from skyless.results import EXIT_CANCELLED, EXIT_FAILED, EXIT_NOT_FINISHED, ManagedJob, ManagedJobLaunch
+from skyless.results import (
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_NOT_FINISHED,
+    EXIT_NOT_FOUND,
+    ManagedJob,
+    ManagedJobLaunch,
+)
 from skyless.task import Task
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
@@ -55,14 +62,27 @@ def cancel(name: str | None = None, job_ids: list[str] | None = None, all: bool 
 
 
 def tail_logs(
-    job_id: str, follow: bool = True, output_stream: IO[str] | None = None, *, poll_seconds: float = 1.0
+    name: str | None = None,
+    job_id: str | None = None,
+    follow: bool = True,
+    output_stream: IO[str] | None = None,
+    *,
+    poll_seconds: float = 1.0,
 ) -> int:
-    """Write the job's log (every node's, prefixed by rank on several) until it ends if `follow`; answers
-    0 succeeded, 100 failed, 101 not finished (without follow), 103 cancelled."""
+    """Write the job's log (by id, or the newest job of that `name`; every node's, prefixed by rank on
+    several) until it ends if `follow`; answers 0 succeeded, 100 failed, 101 not finished (without
+    follow), 102 no such job, 103 cancelled."""
     from cli.log_streams import LogStreams
 
+    if (name is None) == (job_id is None):
+        raise UserError("give a job's name or its job_id, not both", field="job_id")
     out = output_stream or sys.stdout
     with connected() as client:
+        if job_id is None:
+            named = client.list_jobs(name=name)
+            job_id = next((j.job_id for j in named if j.name == name), None)
+            if job_id is None:
+                return EXIT_NOT_FOUND
         streams = LogStreams(client, job_id)
         while True:
             job = client.get_job(job_id)

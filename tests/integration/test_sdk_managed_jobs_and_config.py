@@ -85,7 +85,9 @@ def test_sdk_managed_job_uploads_its_workdir_and_is_listed_and_cancelled(
     assert skyless.jobs.cancel(name="nb-job") == [job_id]
     assert [j.status for j in skyless.jobs.queue()] == ["CANCELLED"]
     assert skyless.jobs.queue(skip_finished=True) == []
-    assert skyless.jobs.tail_logs(job_id, follow=False, output_stream=io.StringIO()) == 103
+    assert skyless.jobs.tail_logs(job_id=job_id, follow=False, output_stream=io.StringIO()) == 103
+    assert skyless.jobs.tail_logs("nb-job", follow=False, output_stream=io.StringIO()) == 103
+    assert skyless.jobs.tail_logs("no-such-job", follow=False) == 102
 
 
 def test_sdk_refuses_what_it_cannot_do_naming_the_argument(sdk: str, sky_home: Path) -> None:
