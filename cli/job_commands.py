@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from cli import cluster_commands, task_options
+from cli import cluster_commands, sky_config, task_options
 from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import ApiKey, ApiUrl, resolve_api
 from cli.console import stderr_console, stdout_console
@@ -141,12 +141,14 @@ def launch(
             use_spot=use_spot, infra=infra, cloud=cloud, region=region, zone=zone,
         )  # fmt: skip
         prepared = prepare_launch(text, str(file), envs, secrets, overrides)
+        cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds else None
+        configured = sky_config.apply_sky_config(prepared.text, str(file), cloud_list)  # ~/.sky/config.yaml
     except UserError as exc:
         errors.print(f"[red]error:[/red] {_escape(str(exc))}")
         raise typer.Exit(2) from None
-    for note in prepared.notes if cluster is None else ():  # a cluster's launch answer says its own
-        console.print(f"[yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)
-    cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds else None
+    prepared, cloud_list = replace(prepared, text=configured.text), configured.clouds
+    for note in [*(prepared.notes if cluster is None else ()), *configured.notes]:  # a cluster's launch
+        console.print(f"[yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)  # answer says its own
     with _client(api_url, api_key) as client:
         workdir_key = None
         if prepared.workdirs:
