@@ -36,6 +36,7 @@ from shared.api.models import (
     SubmitJobResponse,
     UploadResponse,
 )
+from shared.api.report_models import ProviderScorecardResponse
 from shared.errors import UserError
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
@@ -144,6 +145,14 @@ class SkylessClient:
         if all_users:
             params["all_users"] = "true"
         return CostReportResponse.model_validate(self._call("GET", "/costs", params=params))
+
+    def provider_scorecard(self, *, days: int = 30, all_users: bool = False) -> ProviderScorecardResponse:
+        """What each cloud, region and instance family delivered to jobs of the last `days` days."""
+        params: dict[str, str | int] = {"days": days}
+        if all_users:
+            params["all_users"] = "true"
+        answer = self._call("GET", "/reports/providers", params=params)
+        return ProviderScorecardResponse.model_validate(answer)
 
     def get_job(self, job_id: str) -> JobDetail:
         return JobDetail.model_validate(self._call("GET", f"/jobs/{_segment(job_id)}"))

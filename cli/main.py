@@ -14,6 +14,7 @@ from cli import (
     local_commands,
     notify_commands,
     plan_commands,
+    report_commands,
     schedule_commands,
     ssh_commands,
 )
@@ -33,6 +34,7 @@ for area in (
     cluster_commands,
     ssh_commands,
     cost_commands,
+    report_commands,
     dashboard_commands,
     schedule_commands,
     notify_commands,

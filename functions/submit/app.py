@@ -18,6 +18,7 @@ from functions.submit import (
     gateway_events,
     job_views,
     notification_views,
+    report_views,
     schedule_views,
 )
 from functions.submit.dashboard import register_dashboard
@@ -76,6 +77,7 @@ from shared.api.notification_models import (
     NotificationSettingsResponse,
     NotificationTestResponse,
 )
+from shared.api.report_models import ProviderScorecardResponse
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.clusters.agents import ClusterBootCaller, authenticate_cluster_agent, authenticate_cluster_boot
 from shared.config import Settings
@@ -196,6 +198,18 @@ COST_QUERY = (
         response=CostReportResponse, query=COST_QUERY, errors=(400, 403))  # fmt: skip
 def cost_report(caller: User) -> CostReportResponse:
     return cost_views.report(Settings.from_env(), caller, query_params(app))
+
+
+PROVIDER_QUERY = (
+    QueryParam("days", "integer", "Jobs submitted in the last N days (default 30)"),
+    QueryParam("all_users", "string", "true: every user's jobs (an admin key only)"),
+)
+
+
+@_route("/reports/providers", "GET", "What each cloud, region and instance family delivered",
+        response=ProviderScorecardResponse, query=PROVIDER_QUERY, errors=(400, 403))  # fmt: skip
+def provider_report(caller: User) -> ProviderScorecardResponse:
+    return report_views.providers(Settings.from_env(), caller, query_params(app))
 
 
 @_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",

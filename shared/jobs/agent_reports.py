@@ -258,7 +258,9 @@ def _apply_report(
     # A move that loses a race (another report moved the job) answers ALREADY_DONE: read again, retry.
     if phase == "preempting" and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)
-        outcome = recover_job(wiring, job, f"preemption notice on node rank {rank}", preempted=True)
+        outcome = recover_job(
+            wiring, job, f"preemption notice on node rank {rank}", preempted=True, warned=True
+        )
         return outcome != Outcome.ALREADY_DONE
     if phase == "failed" and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)

@@ -95,7 +95,7 @@ def _check_nodes(
                 recover_job(wiring, job, cause, preempted=True)
                 done["recovered"].append(job.job_id)
             else:
-                fail_job(wiring, job, cause)
+                fail_job(wiring, job, cause, node_failure=True)
                 done["failed"].append(job.job_id)
             return
 
