@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
@@ -177,3 +178,48 @@ def test_a_bad_days_value_is_a_400_naming_the_field(stack: Settings, cli_api: li
         headers={"Authorization": f"Bearer {cli_api[3]}"},
     )
     assert answer.status_code == 400 and "days" in answer.text
+
+
+def test_the_dashboard_page_charts_the_places_to_the_signed_in_user(
+    stack: Settings, cli_api: list[str]
+) -> None:
+    """In Chromium (Debian's package, driven by Playwright): sign in, open Providers, read the chart."""
+    import os
+    import re
+    import shutil
+    from pathlib import Path
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no Chromium on this machine: apt-get install -y chromium (.ci/run does)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    owner = find_user(cli_api[3], stack)
+    assert owner is not None
+    _seed(stack, owner.user_id)
+    _seed(stack, "u-someone-else")
+    root = Path(__file__).resolve().parents[2]
+    artefacts = Path(os.environ.get("SKYLESS_TEST_ARTEFACTS") or root / "tmp" / "artefacts")
+    artefacts.mkdir(parents=True, exist_ok=True)
+
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox"])
+        try:
+            page = browser.new_context(viewport={"width": 1360, "height": 900}).new_page()
+            page.goto(f"{cli_api[1]}/dashboard/providers")
+            page.fill("#api_key", cli_api[3])
+            page.click("button[type=submit]")
+            page.wait_for_url(re.compile(r".*/dashboard/providers$"))
+            table = page.inner_text("table.providers")
+            bars = page.locator("svg.chart rect title").all_text_contents()
+            page.screenshot(path=str(artefacts / "dashboard-providers.png"), full_page=True)
+            forbidden = page.goto(f"{cli_api[1]}/dashboard/providers?all_users=true")
+        finally:
+            browser.close()
+    rows = {line.split("\t")[0] + "/" + line.split("\t")[1]: line for line in table.splitlines()[1:]}
+    assert set(rows) == {"aws/us-east-1", "gcp/us-central1"}
+    assert "\t4\t2\t1\t" in rows["aws/us-east-1"]  # asked, no capacity, other refused
+    assert "1 (1)" in rows["gcp/us-central1"]
+    assert "aws/us-east-1 c6i: 1 launched of 4 launch requests" in bars
+    assert "aws/us-east-1 c6i: 2 no capacity of 4 launch requests" in bars
+    assert "gcp/us-central1 n2: 1 launched of 1 launch requests" in bars
+    assert forbidden is not None and forbidden.status == 403

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from chalice import Chalice
 
 from functions.submit.dashboard.pages import register_pages
+from functions.submit.dashboard.provider_page import register_provider_page
 from shared.config import Settings
 
 __all__ = ["register_dashboard"]
@@ -22,3 +23,4 @@ __all__ = ["register_dashboard"]
 
 def register_dashboard(app: Chalice, settings_of: Callable[[], Settings] = Settings.from_env) -> None:
     register_pages(app, settings_of)
+    register_provider_page(app, settings_of)

@@ -16,6 +16,7 @@ STATIC_FILES = {"style.css": "text/css; charset=utf-8", "dashboard.js": "text/ja
 NAV = (
     ("jobs", "/dashboard", "Jobs"),
     ("costs", "/dashboard/costs", "Costs"),
+    ("providers", "/dashboard/providers", "Providers"),
     ("schedules", "/dashboard/schedules", "Schedules"),
     ("notifications", "/dashboard/notifications", "Notifications"),
     ("plan", "/dashboard/plan", "Plan a task"),
@@ -24,6 +25,7 @@ ACTIVE = {
     "jobs.html": "jobs",
     "job.html": "jobs",
     "costs.html": "costs",
+    "providers.html": "providers",
     "schedules.html": "schedules",
     "notifications.html": "notifications",
     "plan.html": "plan",
