@@ -102,6 +102,13 @@ def launch(
     hours: Annotated[
         float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", min=0.000001, help="Cost cap, USD: notices at 50/80/100 %, then stop."),
+    ] = None,
+    max_cost_action: Annotated[
+        str, typer.Option("--max-cost-action", help="At the cap: stop (at a checkpoint) or warn.")
+    ] = "stop",
     cluster: Annotated[
         str | None, typer.Option("--cluster", "-c", help="Run it on this named cluster (made if new).")
     ] = None,
@@ -125,7 +132,12 @@ def launch(
     if cluster is None and given:
         errors.print(f"[red]error:[/red] {', '.join(given)} need a cluster: add -c NAME")
         raise typer.Exit(2)
-    job_only = {"--deadline": deadline, "--hours": hours}
+    if max_cost_action not in ("stop", "warn"):
+        errors.print(
+            f"[red]error:[/red] --max-cost-action: must be stop or warn, not {_escape(max_cost_action)}"
+        )
+        raise typer.Exit(2)
+    job_only = {"--deadline": deadline, "--hours": hours, "--max-cost": max_cost}
     managed = cluster_commands.no_cluster_options(
         **job_only, **{"--notify-slack": notify_slack, "--notify-email": notify_email}
     )
@@ -178,8 +190,15 @@ def launch(
             notify=notify or None,
             deadline=deadline,
             hours=hours,
+            max_cost=max_cost,
+            max_cost_action=max_cost_action,
         )
         console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
+        if max_cost is not None:
+            console.print(
+                f"Cost cap ${max_cost:.2f} (skyless only; SkyPilot has none): notices at 50/80/100 %, then "
+                + ("the job is stopped at a checkpoint." if max_cost_action == "stop" else "a warning only.")
+            )
         if deadline is not None:
             console.print(
                 "Deadline job (skyless only; SkyPilot has none): spot while the deadline is safe, "
@@ -331,6 +350,10 @@ def status(
     )
     if job.reason:
         console.print(f"  reason: {_escape(job.reason)}")
+    if job.max_cost is not None:
+        console.print(f"  cost cap: ${job.max_cost:.2f} ({100 * job.cost / job.max_cost:.0f} % used)")
+    if job.budget_stop and not job.reason:
+        console.print(f"  stopping: {_escape(job.budget_stop)}")
     if job.deadline is not None:
         d = job.deadline
         console.print(

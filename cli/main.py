@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from cli import (
+    budget_commands,
     catalog_commands,
     check_commands,
     cluster_commands,
@@ -35,6 +36,7 @@ for area in (
     ssh_commands,
     cost_commands,
     report_commands,
+    budget_commands,
     dashboard_commands,
     schedule_commands,
     notify_commands,

@@ -13,6 +13,7 @@ from typing import Any
 from chalice import Chalice, Response
 
 from functions.submit import (
+    budget_views,
     cluster_views,
     cost_views,
     gateway_events,
@@ -35,6 +36,7 @@ from functions.submit.route_table import (
     register_route,
 )
 from shared.api.auth import BootCaller, authenticate_agent, authenticate_boot, authenticate_user
+from shared.api.budget_models import BudgetRequest, BudgetResponse
 from shared.api.cluster_models import (
     AutostopRequest,
     ClusterCancelResponse,
@@ -210,6 +212,21 @@ PROVIDER_QUERY = (
         response=ProviderScorecardResponse, query=PROVIDER_QUERY, errors=(400, 403))  # fmt: skip
 def provider_report(caller: User) -> ProviderScorecardResponse:
     return report_views.providers(Settings.from_env(), caller, query_params(app))
+
+
+BUDGET_QUERY = (QueryParam("user_id", "string", "Another user's (an admin key only)"),)
+
+
+@_route("/budget", "GET", "A user's monthly budget and this month's spend", response=BudgetResponse,
+        query=BUDGET_QUERY, errors=(403,))  # fmt: skip
+def budget_show(caller: User) -> BudgetResponse:
+    return budget_views.show(Settings.from_env(), caller, query_params(app))
+
+
+@_route("/budget", "PUT", "Set a user's monthly budget (an admin key for another user's)", body=BudgetRequest,
+        response=BudgetResponse, errors=(400, 403))  # fmt: skip
+def budget_put(caller: User, body: BudgetRequest) -> BudgetResponse:
+    return budget_views.put(Settings.from_env(), caller, body)
 
 
 @_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",

@@ -1,12 +1,13 @@
 """The HTTPS API's edges: request and response models (pydantic) and who the caller is.
 
 `models` (jobs, plans, uploads, agents), `cluster_models` (named clusters and their agents), `cost_models`,
-`notification_models`, `schedule_models`, `report_models`; `auth` turns a bearer token into a user (API
-keys, stored hashed) or a node agent (per-attempt tokens). The routes are in functions/submit/.
+`notification_models`, `schedule_models`, `report_models`, `budget_models`; `auth` turns a bearer token
+into a user (API keys, stored hashed) or a node agent (per-attempt tokens). Routes: functions/submit/.
 """
 
 __all__ = [
     "auth",
+    "budget_models",
     "cluster_models",
     "cost_models",
     "models",
