@@ -44,16 +44,25 @@ class Spend:
         return round(self.finished + self.live, 6)
 
 
+def usd(value: float) -> str:
+    """`$12.35`, `$0.2720`, `$0.000085`: a small sum keeps its significant digits."""
+    if abs(value) >= 10:
+        return f"${value:,.2f}"
+    if abs(value) >= 0.01 or value == 0:
+        return f"${value:.4f}"
+    return f"${value:.6f}"
+
+
 def refusal(what: str, spent: Spend, limit: float) -> str:
     """`monthly budget of user alice reached: spent $12.40 (ended jobs $10.00 + running $2.40) of $12.00`."""
     return (
-        f"{what} reached: spent ${spent.total:.2f} (ended jobs ${spent.finished:.2f} + running "
-        f"${spent.live:.2f}) of ${limit:.2f}; new launches are refused until it is raised or the month ends"
+        f"{what} reached: spent {usd(spent.total)} (ended jobs {usd(spent.finished)} + running "
+        f"{usd(spent.live)}) of {usd(limit)}; new launches are refused until it is raised or the month ends"
     )
 
 
 def notice(what: str, percent: int, spent: float, limit: float, action: str) -> str:
-    text = f"{what}: {percent} % reached (${spent:.4f} of ${limit:.2f})"
+    text = f"{what}: {percent} % reached ({usd(spent)} of {usd(limit)})"
     if percent >= 100:
         text += (
             "; stopping the job at a checkpoint" if action == "stop" else "; warning only, the job goes on"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from shared.budgets.limits import THRESHOLDS, Spend, month_of, month_start, notice, refusal
+from shared.budgets.limits import THRESHOLDS, Spend, month_of, month_start, notice, refusal, usd
 from shared.budgets.records import Budget, user_scope
 from shared.errors import UserError
 from shared.jobs.costs import cluster_cost, cost_with
@@ -105,7 +105,7 @@ class BudgetSweep:
                     self.wiring.store.note(job.job_id, "budget", text, detail)
             if percent >= 100:
                 if action == "stop":
-                    why = f"{what} reached: spent ${spent:.4f} of ${limit:.2f}"
+                    why = f"{what} reached: spent {usd(spent)} of {usd(limit)}"
                     return "stopping" if self._ask_to_stop(job, why) else None
                 outcome = "warned"
         return outcome
