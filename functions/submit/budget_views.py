@@ -23,16 +23,17 @@ def _whose(caller: User, user_id: str | None) -> str:
 
 
 def show(settings: Settings, caller: User, params: Mapping[str, str]) -> BudgetResponse:
-    return _answer(settings, _whose(caller, params.get("user_id")))
+    return budget_of(settings, _whose(caller, params.get("user_id")))
 
 
 def put(settings: Settings, caller: User, body: BudgetRequest) -> BudgetResponse:
     user_id = _whose(caller, body.user_id)
     wiring_for(settings).budgets.put(Budget(user_scope(user_id), body.monthly, body.action, caller.user_id))
-    return _answer(settings, user_id)
+    return budget_of(settings, user_id)
 
 
-def _answer(settings: Settings, user_id: str) -> BudgetResponse:
+def budget_of(settings: Settings, user_id: str) -> BudgetResponse:
+    """The user's monthly budget (if any) and this month's spend: the API's answer and the costs page's."""
     wiring = wiring_for(settings)
     now = time.time()
     budget = wiring.budgets.get(user_scope(user_id))

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
@@ -141,3 +142,50 @@ def test_a_spent_monthly_budget_refuses_the_next_launch_with_the_arithmetic(
     raised = _run("budget", "set", "--monthly", "10", "--user", owner.user_id, *admin)
     assert raised.exit_code == 0, raised.output
     assert _launch(cli_api, tmp_path).exit_code == 0
+
+
+def test_the_sdk_launch_carries_a_cost_cap(
+    stack: Settings, cli_api: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import skyless
+
+    (tmp_path / "home" / ".sky").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    skyless.api_login(cli_api[1], cli_api[3])
+    try:
+        task = skyless.Task(name="sdk-capped", run="echo hi")
+        task.set_resources(skyless.Resources(cpus="1+"))
+        job_id, _ = skyless.jobs.launch(task, max_cost=2.5, max_cost_action="warn")
+    finally:
+        skyless.api_login(None, None)
+    job = wiring_for(stack).store.get(job_id)
+    assert job is not None and float(job.max_cost) == 2.5 and job.max_cost_action == "warn"
+
+
+def test_cost_report_shows_the_monthly_budget(stack: Settings, cli_api: list[str], tmp_path: Path) -> None:
+    first = _launch(cli_api, tmp_path)
+    job_id = re.search(r"Job (job-\w+) submitted", first.output).group(1)  # type: ignore[union-attr]
+    _running(stack, job_id, price=0.5, hours=1.0)
+    assert _run("budget", "set", "--monthly", "2", "--action", "warn", *cli_api).exit_code == 0
+    report = _run("cost-report", *cli_api)
+    assert report.exit_code == 0, report.output
+    line = " ".join(report.output.split())
+    assert re.search(
+        r"Monthly budget \d{4}-\d\d: \$2\.0000, spent \$0\.50\d* \(25\.\d %\), at 100 %: warn", line
+    ), line
+
+
+def test_the_dashboards_costs_page_shows_the_signed_in_users_budget(
+    stack: Settings, cli_api: list[str], tmp_path: Path
+) -> None:
+    from chalice.test import Client
+    from test_dashboard_pages import Browser
+
+    from functions.submit.app import app
+
+    assert _run("budget", "set", "--monthly", "3", *cli_api).exit_code == 0
+    with Client(app) as client:
+        browser = Browser(client)
+        browser.sign_in(cli_api[3])
+        page = browser.get("/dashboard/costs").body.decode()
+    assert "Monthly budget" in page and "$3.0000" in page and "at 100 %: stop" in page, page[:3000]

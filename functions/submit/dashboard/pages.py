@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from chalice import Chalice, Response
 
+from functions.submit.budget_views import budget_of
 from functions.submit.dashboard import charts
 from functions.submit.dashboard.page_routes import (
     BASE,
@@ -239,6 +240,7 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
             {
                 "report": report,
                 "spend": charts.spend_by_cloud(report.daily, days=days, now=now),
+                "budget": budget_of(request.settings, _owner(request)),
                 "days": days,
                 "by": by,
                 "all_users": all_users,
