@@ -358,6 +358,8 @@ def journey(deployed: DeployedStack) -> dict[str, Any]:
         Metadata={"skyless-owner": "alice"},
     )
     uploads = d.sqs_batch("submit")
+    # a monthly budget, so a submit checks this month's spend (shared/jobs/budget_checks.py)
+    d.invoke(api, [d.http("PUT", "/budget", key=key, body={"monthly": 1000})])
     owner = find_user(key, d.settings)
     assert owner is not None
     firing = {
