@@ -14,15 +14,6 @@ THRESHOLDS: tuple[int, ...] = (50, 80, 100)
 ACTIONS: tuple[str, ...] = ("stop", "warn")
 
 
-def crossed(spent: float, limit: float, already: int) -> int:
-    """The highest threshold (percent) `spent` has reached that is above `already`; 0 when none."""
-    if limit <= 0:
-        return 0
-    percent = 100.0 * spent / limit
-    reached = [t for t in THRESHOLDS if percent >= t and t > already]
-    return max(reached, default=0)
-
-
 def month_of(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m")
 
