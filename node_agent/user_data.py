@@ -9,7 +9,9 @@ import shlex
 from functools import cache
 from pathlib import Path
 
-AGENT_SOURCE = Path(__file__).with_name("agent.py")
+AGENT_PACKAGE = Path(__file__).with_name("agent")
+# The agent's modules in the order a VM's one file holds them: each after every module it imports.
+AGENT_MODULES = ("api", "logs", "mounts", "buckets", "sandbox", "containers", "runner", "preemption", "node")
 
 # How a VM learns its own instance id and private IP, per cloud (the agent needs both in its env).
 _IDENTITY = {
@@ -37,8 +39,8 @@ _UNPACK = "python3 -c 'import bz2,sys;sys.stdout.buffer.write(bz2.decompress(sys
 _FALLBACK_IDENTITY = 'INSTANCE_ID=$(hostname)\nNODE_IP=$(hostname -I | cut -d" " -f1)\n'
 
 
-# Only the local cloud runs these (its nodes run agent.py from this folder, never from user-data): a VM's
-# agent never reaches them (`sandboxed` is the local cloud; `--mount-namespace` comes from namespace_command).
+# Only the local cloud runs these (its nodes run the agent package, never a bundle): a VM's agent never
+# reaches them (`sandboxed` is the local cloud; `--mount-namespace` runs sandbox.py itself).
 LOCAL_CLOUD_ONLY = frozenset(
     {"enter_mount_namespace", "namespace_binds", "namespace_command", "mount_namespace_works"}
 )
@@ -82,10 +84,40 @@ def _plain_assignment(node: object) -> object:
     return node
 
 
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+
+
+@cache
+def bundled_agent_source() -> str:
+    """The agent package as one Python file (what /opt/skyless/agent.py is on a VM): each module's body in
+    AGENT_MODULES order, without its docstring, its `__future__` import and its imports of the package's
+    own modules; every other import once, at the top. The modules share one namespace there, so no two
+    of them may define the same top-level name (tests/unit/test_agent_user_data.py checks it)."""
+    imports: dict[str, ast.stmt] = {}
+    bodies: list[ast.stmt] = []
+    for name in AGENT_MODULES:
+        tree = ast.parse((AGENT_PACKAGE / f"{name}.py").read_text())
+        for node in tree.body[1:] if ast.get_docstring(tree) else tree.body:
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").startswith(("node_agent", "__future__"))
+            ):
+                continue
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                imports.setdefault(ast.unparse(node), node)
+            elif not _is_main_guard(node):
+                bodies.append(node)
+    package = ast.parse((AGENT_PACKAGE / "__init__.py").read_text())
+    header = ast.parse(f'"""{ast.get_docstring(package)}"""\nfrom __future__ import annotations\n').body
+    ending = ast.parse('if __name__ == "__main__":\n    sys.exit(main())\n').body
+    module = ast.Module(body=[*header, *imports.values(), *bodies, *ending], type_ignores=[])
+    return ast.unparse(ast.fix_missing_locations(module)) + "\n"
+
+
 @cache
 def shipped_agent_source() -> str:
-    """agent.py as it travels in user-data (see strip_for_shipping)."""
-    return ast.unparse(strip_for_shipping(ast.parse(AGENT_SOURCE.read_text())))
+    """The bundled agent as it travels in user-data (see strip_for_shipping)."""
+    return ast.unparse(strip_for_shipping(ast.parse(bundled_agent_source())))
 
 
 def render_user_data(

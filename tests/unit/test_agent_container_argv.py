@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from node_agent.agent import CONTAINER_HOME, Container, container_path
+from node_agent.agent.containers import CONTAINER_HOME, Container, container_path
 
 BINDS = [["/home/ubuntu/sky_workdir", "/root/sky_workdir"], ["/data", "/data"]]
 
