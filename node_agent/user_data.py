@@ -46,15 +46,24 @@ LOCAL_CLOUD_ONLY = frozenset(
 )
 
 
-def strip_for_shipping(tree: ast.AST) -> ast.AST:
-    """The agent's syntax tree without docstrings, annotations and the local cloud's own functions: what
-    a VM runs is unchanged, and it leaves room under EC2's 16 KB user-data limit (comments go too, since
-    the tree has none)."""
+# Each cloud's preemption watcher (node_agent/agent/preemption.py): a VM of another cloud never makes it.
+CLOUD_WATCHERS = {
+    "AwsSpotWatcher": "aws",
+    "GcpPreemptedWatcher": "gcp",
+    "AzureScheduledEventsWatcher": "azure",
+}
+
+
+def strip_for_shipping(tree: ast.AST, cloud: str = "") -> ast.AST:
+    """The agent's syntax tree without docstrings, annotations, the local cloud's own functions and the
+    other clouds' preemption watchers: what a VM of `cloud` runs is unchanged, and it leaves room under
+    EC2's 16 KB user-data limit (comments go too, since the tree has none)."""
     if isinstance(tree, ast.Module):
         tree.body = [
             node
             for node in tree.body
             if not (isinstance(node, ast.FunctionDef) and node.name in LOCAL_CLOUD_ONLY)
+            and not (isinstance(node, ast.ClassDef) and CLOUD_WATCHERS.get(node.name, cloud) != cloud)
         ]
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -115,9 +124,9 @@ def bundled_agent_source() -> str:
 
 
 @cache
-def shipped_agent_source() -> str:
-    """The bundled agent as it travels in user-data (see strip_for_shipping)."""
-    return ast.unparse(strip_for_shipping(ast.parse(bundled_agent_source())))
+def shipped_agent_source(cloud: str = "") -> str:
+    """The bundled agent as it travels in user-data to a VM of `cloud` (see strip_for_shipping)."""
+    return ast.unparse(strip_for_shipping(ast.parse(bundled_agent_source()), cloud))
 
 
 def render_user_data(
@@ -154,7 +163,7 @@ def render_user_data(
             for name in ("agent.py", "cluster_agent.py")
         )
     else:
-        packed = base64.b64encode(bz2.compress(shipped_agent_source().encode(), 9)).decode()
+        packed = base64.b64encode(bz2.compress(shipped_agent_source(cloud).encode(), 9)).decode()
         unpack = f"echo {packed} | base64 -d | {_UNPACK} > /opt/skyless/agent.py\n"
     home = f"/home/{run_as}" if run_as else "/root"
     env = {

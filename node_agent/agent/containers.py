@@ -42,12 +42,17 @@ class Container:
             argv += ["-v", f"{host}:{inside}"]
         return [*argv, "--entrypoint", "sleep", self.image, "infinity"]
 
+    @property
+    def workdir(self) -> str:
+        return container_path("~/sky_workdir")
+
     def exec_argv(self, script: str, names: list[str]) -> list[str]:
-        """Values stay in the exec's environment: `-e NAME` passes them without putting them in argv."""
-        argv = [self.runtime, "exec", "-w", container_path("~/sky_workdir")]
+        """Values stay in the exec's environment: `-e NAME` passes them without putting them in argv.
+        `bash -i`, as on the host (runner.task_script), so that ~/.bashrc is read as SkyPilot reads it."""
+        argv = [self.runtime, "exec", "-w", self.workdir]
         for name in sorted(names):
             argv += ["-e", name]
-        return [*argv, self.name, "bash", "-c", script]
+        return [*argv, self.name, "bash", "--norc", "-i", "-c", script]
 
     def signal(self, name: str) -> None:
         """Send every process in the container but its init `name` (docker exec passes no signals on)."""

@@ -1,16 +1,20 @@
-"""The task runner: SkyPilot's environment for a stage, and one bash script run in its own process group
-with its output streamed to the log shipper."""
+"""The task runner: SkyPilot's environment for a stage, and each `setup`/`run` script run as SkyPilot runs
+it (sky/skylet/log_lib.py: make_task_bash_script, run_bash_command_with_log), in its own process group, its
+output streamed to the log shipper cut at each newline or carriage return as SkyPilot's log reader cuts it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from node_agent.agent.containers import Container
 from node_agent.agent.logs import LogShipper
@@ -35,6 +39,55 @@ def skypilot_env(config: dict[str, Any], stage: str) -> dict[str, str]:
     return env
 
 
+# SkyPilot runs `bash -i script` so that ~/.bashrc is read past its usual "not interactive: return" guard.
+# `--norc`: the script's own `source ~/.bashrc` reads it once, after the script's SIGTERM trap is set (an
+# interactive bash would ignore a SIGTERM that came while it read ~/.bashrc on its own at start).
+INTERACTIVE_BASH = ("bash", "--norc", "-i")
+# What `bash -i` says on a node without a terminal; SkyPilot drops these lines from the log (run_with_log).
+BASH_NOISE = (b"bash: cannot set terminal process group", b"bash: no job control in this shell")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def task_script(script: str, workdir: str, env: dict[str, str]) -> str:
+    """SkyPilot's wrapper around a `setup` or `run` script (make_task_bash_script): ~/.bashrc first, conda's
+    shell functions exported when conda is there, unbuffered Python, the workdir, then the task's variables
+    exported over whatever ~/.bashrc set, then the script itself. One line is skyless's own: SIGTERM ends
+    the script (an interactive bash ignores it between commands; SkyPilot's cancel kills the process tree,
+    skyless's preemption notice and cancel send SIGTERM first)."""
+    named = sorted((k, v) for k, v in env.items() if _ENV_NAME.fullmatch(k))
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in named)
+    return (
+        "#!/bin/bash\n"
+        "trap 'exit 143' TERM\n"
+        "source ~/.bashrc\n"
+        "set -a\n"
+        ". $(conda info --base 2> /dev/null)/etc/profile.d/conda.sh > /dev/null 2>&1 || true\n"
+        "set +a\n"
+        "export PYTHONUNBUFFERED=1\n"
+        f"cd {shlex.quote(workdir)}\n{exports}{script}\n"
+    )
+
+
+def output_pieces(stream: IO[bytes]) -> Iterator[bytes]:
+    """The task's output cut after each `\\n`, `\\r\\n` or lone `\\r`, terminators kept, `bash -i`'s noise
+    left out: a progress bar's redraws arrive as they are drawn, and print as SkyPilot prints them."""
+    pending = b""
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        data = read(65536)
+        pending += data
+        cut = 0
+        for match in re.finditer(rb"[^\r\n]*(?:\r\n|\n|\r(?=[^\n]))", pending):
+            cut = match.end()
+            if not match.group().startswith(BASH_NOISE):
+                yield match.group()
+        pending = pending[cut:]
+        if not data:
+            if pending and not pending.startswith(BASH_NOISE):
+                yield pending
+            return
+
+
 class TaskRunner:
     """Runs one bash script in its own process group, streaming its output to the log shipper."""
 
@@ -50,27 +103,54 @@ class TaskRunner:
         self.command_prefix: list[str] = []  # e.g. the private mount namespace of a local node
         self.container: Container | None = None  # the task's `image_id: docker:...`, once started
 
-    def run(self, script: str, cwd: Path, env: dict[str, str], names: Any = ()) -> int:
-        """`names`: the variables a container gets (the host's own environment stays outside)."""
+    def run(self, script: str, cwd: Path, env: dict[str, str], task_env: dict[str, str] | None = None) -> int:
+        """Run `script` in `cwd` as SkyPilot does (`bash -i` on the wrapped script, see task_script) and
+        answer its exit code. `task_env`: the task's own variables (SkyPilot's and the task file's), exported
+        after ~/.bashrc; a container gets only these. On the host the wrapped script reaches bash through a
+        pipe (`bash -i /dev/fd/N`): the values never touch a file."""
+        task_env = dict(task_env or {})
         with self.lock:
             if self.terminated:
                 return 143
             box = self.container
-            self.process = subprocess.Popen(
-                box.exec_argv(script, list(names)) if box else [*self.command_prefix, "bash", "-c", script],
-                cwd=str(cwd),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=not self.shares_agent_group,
-            )
+            fds: tuple[int, ...] = ()
+            if box is not None:
+                wrapped = task_script(script, box.workdir, {})
+                argv = box.exec_argv(wrapped, list(task_env))
+            else:
+                home = Path(env.get("HOME") or Path.home())
+                if not (home / ".bashrc").exists():  # as on a fresh VM's user, whose skeleton has one
+                    with contextlib.suppress(OSError):
+                        (home / ".bashrc").touch()
+                read_end, write_end = os.pipe()
+                wrapped = task_script(script, str(cwd), task_env)
+                argv, fds = [*self.command_prefix, *INTERACTIVE_BASH, f"/dev/fd/{read_end}"], (read_end,)
+            try:
+                self.process = subprocess.Popen(
+                    argv,
+                    cwd=str(cwd),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=not self.shares_agent_group,
+                    pass_fds=fds,
+                )
+            except OSError:
+                if fds:
+                    os.close(write_end)
+                raise
+            finally:
+                if fds:
+                    os.close(read_end)
+            if fds:
+                threading.Thread(target=_feed, args=(write_end, wrapped), daemon=True).start()
         stdout = self.process.stdout
         assert stdout is not None
-        for line in iter(stdout.readline, b""):
-            sys.stdout.buffer.write(line)
+        for piece in output_pieces(stdout):
+            sys.stdout.buffer.write(piece)
             sys.stdout.flush()
-            self.shipper.write(line)
+            self.shipper.write(piece)
         return self.process.wait()
 
     def terminate(self) -> None:
@@ -101,3 +181,8 @@ class TaskRunner:
         if process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout)
+
+
+def _feed(fd: int, text: str) -> None:
+    with contextlib.suppress(OSError), os.fdopen(fd, "wb") as out:
+        out.write(text.encode())
