@@ -36,6 +36,8 @@ errors = stderr_console()
 STATE_STYLE = {
     "SUCCEEDED": "green",
     "FAILED": "red",
+    "FAILED_SETUP": "red",
+    "FAILED_NO_RESOURCE": "red",
     "CANCELLED": "yellow",
     "RUNNING": "cyan",
     "RECOVERING": "magenta",
@@ -502,7 +504,7 @@ def local_file_mounts(pipeline: Any, filename: str) -> dict[str, Path]:
     return found
 
 
-PLACED_STATES = frozenset({"SETTING_UP", "RUNNING", "SUCCEEDED", "FAILED", "RECOVERING"})
+PLACED_STATES = frozenset({"SETTING_UP", "RUNNING", "SUCCEEDED", "FAILED", "FAILED_SETUP", "RECOVERING"})
 
 
 def _event_line(event: TimelineEvent, job: JobDetail) -> str:

@@ -248,7 +248,7 @@ class Agent:
             if config.get("setup"):
                 code = self.runner.run(config["setup"], workdir, setup_env, stages["setup"])
                 if code != 0:
-                    return self.finish("failed", code, f"setup exited with {code}", shipper)
+                    return self.finish("setup_failed", code, f"setup exited with {code}", shipper)
             if not self.preempted.is_set() and not self.cancelled.is_set():
                 self.api.report("running")
             code = self.runner.run(config["run"], workdir, run_env, stages["run"]) if config.get("run") else 0
