@@ -26,6 +26,7 @@ from cli.console import stderr_console, stdout_console
 from cli.job_group_views import follow_group_logs, print_group_tasks
 from cli.log_streams import LogStreams, print_job_log, write_log
 from cli.money_format import dollars
+from cli.runtime_notes import conda_note
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
 from shared.task import read_task_file
@@ -217,6 +218,7 @@ def prepare_launch(
     applied = apply_overrides(text, overrides)
     pipeline = load_pipeline(applied.text, filename=filename, env_overrides=envs, secret_overrides=secrets)
     notes = pipeline_notes(pipeline) + container_notes(pipeline)
+    notes += [n for n in [conda_note(text, filename)] if n]
     if applied.ignored:
         notes.append("resource overrides ignored: the file holds several tasks (sky launch ignores them too)")
     return PreparedLaunch(

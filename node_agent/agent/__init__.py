@@ -14,7 +14,7 @@ from node_agent.agent.api import AgentHttpError, http_request, log, with_retries
 from node_agent.agent.logs import LogShipper
 from node_agent.agent.mounts import clone_workdir, fetch_file_mounts, fetch_workdir
 from node_agent.agent.node import Agent, main
-from node_agent.agent.runner import TaskRunner, skypilot_env
+from node_agent.agent.runner import TaskRunner, install_conda, skypilot_env
 from node_agent.agent.sandbox import mount_namespace_works
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "fetch_file_mounts",
     "fetch_workdir",
     "http_request",
+    "install_conda",
     "log",
     "main",
     "mount_namespace_works",

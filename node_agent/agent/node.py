@@ -41,7 +41,7 @@ from node_agent.agent.containers import Container, container_path, container_run
 from node_agent.agent.logs import LogShipper
 from node_agent.agent.mounts import clone_workdir, fetch_file_mounts, fetch_workdir, mount_path
 from node_agent.agent.preemption import MetadataWatcher, metadata_watcher
-from node_agent.agent.runner import TaskRunner, run_script, skypilot_env
+from node_agent.agent.runner import TaskRunner, install_conda, run_script, skypilot_env
 from node_agent.agent.sandbox import namespace_binds, namespace_command
 
 
@@ -245,6 +245,9 @@ class Agent:
                 if problem:
                     shipper.write(f"skyless: {problem}\n".encode())
                     return self.finish("failed", 1, problem, shipper)
+            problem = install_conda(env) if self.cloud != "local" and not box else None
+            if problem:  # as SkyPilot's node, the task goes on: what calls conda fails saying so
+                shipper.write(f"skyless: {problem}\n".encode())
             if config.get("setup"):
                 code = self.runner.run(config["setup"], workdir, setup_env, stages["setup"])
                 if code != 0:

@@ -30,6 +30,28 @@ def run_script(script: str, env: dict[str, str], timeout: float) -> tuple[int, s
     return done.returncode, (done.stdout + done.stderr)[-500:]
 
 
+# SkyPilot's runtime setup on every VM (sky/skylet/constants.py, CONDA_INSTALLATION_COMMANDS): Miniconda in
+# ~/miniconda3 when `conda` is not there (with ~/.bashrc read as a task reads it), base activated, then
+# `conda init` so that ~/.bashrc sets it up for setup and run.
+CONDA_INSTALL = (
+    "source ~/.bashrc; which conda > /dev/null 2>&1 || { curl -fsSL https://repo.anaconda.com/miniconda/"
+    "Miniconda3-py310_23.11.0-2-Linux-$(uname -m).sh -o /tmp/Miniconda3-Linux.sh && { bash "
+    '/tmp/Miniconda3-Linux.sh -b -p ~/miniconda3 || true; eval "$(~/miniconda3/bin/conda shell.bash hook)" '
+    "&& conda init && conda config --set auto_activate_base true; }; }; "
+    'grep -q "# >>> conda initialize >>>" ~/.bashrc || conda init'
+)
+
+
+def install_conda(env: dict[str, str], timeout: float = 900) -> str | None:
+    """Make conda available to the node's tasks as on a SkyPilot node; answer what went wrong, or None."""
+    try:
+        done = subprocess.run([*INTERACTIVE_BASH, "-c", CONDA_INSTALL], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"installing Miniconda failed: {error}"
+    return None if done.returncode == 0 else f"installing Miniconda failed: {done.stderr.strip()[-300:]}"
+
+
 def skypilot_env(config: dict[str, Any], stage: str) -> dict[str, str]:
     """The task's own envs and secrets, with SkyPilot's variables for `stage` ("setup" or "run") over
     them, as SkyPilot lets its own win. The API computes those variables (shared/jobs/node_env.py)."""

@@ -59,3 +59,37 @@ def test_output_is_cut_at_each_carriage_return_as_skypilot_prints_progress_bars(
     data = b"bash: no job control in this shell\n 10%|#\r 50%|#####\r100%|##########\r\ndone\nlast"
     pieces = list(output_pieces(io.BytesIO(data)))
     assert pieces == [b" 10%|#\r", b" 50%|#####\r", b"100%|##########\r\n", b"done\n", b"last"]
+
+
+def _tool(folder: Path, name: str, body: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(f"#!/bin/bash\n{body}\n")
+    (folder / name).chmod(0o755)
+
+
+def test_a_vm_with_conda_is_only_initialised_as_skypilots_runtime_does(tmp_path: Path) -> None:
+    from node_agent.agent.runner import install_conda
+
+    tools = tmp_path / "bin"
+    _tool(
+        tools,
+        "conda",
+        'echo "conda $*" >> ~/calls; [ "$1" = init ] && echo "# >>> conda initialize >>>" >> ~/.bashrc',
+    )
+    _tool(tools, "curl", "echo curl >> ~/calls; exit 6")
+    (tmp_path / ".bashrc").write_text("")
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    assert install_conda(env) is None and install_conda(env) is None
+    assert (tmp_path / "calls").read_text() == "conda init\n"  # once; no download where conda is
+
+
+def test_a_vm_without_conda_downloads_miniconda_and_a_failure_is_said(tmp_path: Path) -> None:
+    from node_agent.agent.runner import install_conda
+
+    tools = tmp_path / "bin"
+    _tool(tools, "curl", "echo \"curl $*\" >> ~/calls; echo 'could not resolve host' >&2; exit 6")
+    (tmp_path / ".bashrc").write_text("")
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    problem = install_conda(env)
+    assert problem is not None and problem.startswith("installing Miniconda failed")
+    assert "repo.anaconda.com/miniconda/Miniconda3-py310_23.11.0-2-Linux-" in (tmp_path / "calls").read_text()
