@@ -36,6 +36,7 @@ _IDENTITY = {
 }
 PER_BOOT = 'B=/var/lib/cloud/scripts/per-boot; [ -d $B ] && cp "$0" $B/skyless-agent.sh\n'
 _UNPACK = "python3 -c 'import bz2,sys;sys.stdout.buffer.write(bz2.decompress(sys.stdin.buffer.read()))'"
+EC2_USER_DATA_BYTES = 16 * 1024
 _FALLBACK_IDENTITY = 'INSTANCE_ID=$(hostname)\nNODE_IP=$(hostname -I | cut -d" " -f1)\n'
 
 
@@ -145,7 +146,9 @@ def render_user_data(
     The only credential in it is the boot token (shared.jobs.tokens): it expires with the boot window and
     buys one config fetch per node, so the script opens nothing once the agent has started.
     The agent file travels bzip2-compressed (a tenth smaller than gzip; python3 unpacks it, so no bzip2
-    binary is needed) and base64-encoded, which keeps the script under EC2's 16 KB limit.
+    binary is needed) and base64-encoded, which keeps the script under EC2's 16 KB limit; a script that
+    would pass it (a long API URL, a container task) fetches the agent from the API instead, as a named
+    cluster's node does.
     The agent runs in its own session (setsid) from the user's home, so ~/sky_workdir is where SkyPilot
     puts it and stopping the agent's process group stops the task with it.
 
@@ -156,15 +159,34 @@ def render_user_data(
     comes back at every boot.
     """
     cluster = (extra_env or {}).get("SKYLESS_AGENT_MODE") == "cluster"
+    base = shlex.quote(api_url.rstrip("/") + "/node-agent/")
+    fetch = "".join(
+        f"curl -fsS --retry 20 --retry-delay 3 {base}{name} -o /opt/skyless/{name}\n"
+        for name in (("agent.py", "cluster_agent.py") if cluster else ("agent.py",))
+    )
+    facts = (api_url, job_id, cluster_id, boot_token, cloud, run_as, extra_env, container)
     if cluster:
-        base = shlex.quote(api_url.rstrip("/") + "/node-agent/")
-        unpack = "".join(
-            f"curl -fsS --retry 20 --retry-delay 3 {base}{name} -o /opt/skyless/{name}\n"
-            for name in ("agent.py", "cluster_agent.py")
-        )
-    else:
-        packed = base64.b64encode(bz2.compress(shipped_agent_source(cloud).encode(), 9)).decode()
-        unpack = f"echo {packed} | base64 -d | {_UNPACK} > /opt/skyless/agent.py\n"
+        return _boot_script(fetch, *facts)
+    packed = base64.b64encode(bz2.compress(shipped_agent_source(cloud).encode(), 9)).decode()
+    script = _boot_script(f"echo {packed} | base64 -d | {_UNPACK} > /opt/skyless/agent.py\n", *facts)
+    if len(script.encode()) <= EC2_USER_DATA_BYTES:
+        return script
+    # The agent no longer fits EC2's user-data beside this script: the VM fetches it, as a cluster node does.
+    return _boot_script(fetch, *facts)
+
+
+def _boot_script(
+    unpack: str,
+    api_url: str,
+    job_id: str,
+    cluster_id: str,
+    boot_token: str,
+    cloud: str,
+    run_as: str | None,
+    extra_env: dict[str, str] | None,
+    container: bool,
+) -> str:
+    cluster = (extra_env or {}).get("SKYLESS_AGENT_MODE") == "cluster"
     home = f"/home/{run_as}" if run_as else "/root"
     env = {
         "SKYLESS_API_URL": api_url,

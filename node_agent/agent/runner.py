@@ -67,20 +67,26 @@ def skypilot_env(config: dict[str, Any], stage: str) -> dict[str, str]:
 INTERACTIVE_BASH = ("bash", "--norc", "-i")
 # What `bash -i` says on a node without a terminal; SkyPilot drops these lines from the log (run_with_log).
 BASH_NOISE = (b"bash: cannot set terminal process group", b"bash: no job control in this shell")
+# The wrapper's second line, once its SIGTERM trap is set (not in the log): before it, SIGTERM would be lost
+# on an interactive bash, and nothing of the task has run yet, so stopping it is a kill.
+STARTED_MARK = b"__skyless_task_started__\n"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def task_script(script: str, workdir: str, env: dict[str, str]) -> str:
     """SkyPilot's wrapper around a `setup` or `run` script (make_task_bash_script): ~/.bashrc first, conda's
     shell functions exported when conda is there, unbuffered Python, the workdir, then the task's variables
-    exported over whatever ~/.bashrc set, then the script itself. One line is skyless's own: SIGTERM ends
-    the script (an interactive bash ignores it between commands; SkyPilot's cancel kills the process tree,
-    skyless's preemption notice and cancel send SIGTERM first)."""
+    exported over whatever ~/.bashrc set, then the script itself. Three lines are skyless's own, since
+    skyless stops a task by signalling its process group where SkyPilot kills its process tree: `set +m` (an
+    interactive bash running a file puts each command in a group of its own), a SIGTERM trap (an
+    interactive bash ignores SIGTERM), and STARTED_MARK once that trap is set."""
     named = sorted((k, v) for k, v in env.items() if _ENV_NAME.fullmatch(k))
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in named)
     return (
         "#!/bin/bash\n"
+        "set +m\n"  # no job control: every command stays in the task's process group, which signals reach
         "trap 'exit 143' TERM\n"
+        f"echo {STARTED_MARK.decode().strip()}\n"
         "source ~/.bashrc\n"
         "set -a\n"
         ". $(conda info --base 2> /dev/null)/etc/profile.d/conda.sh > /dev/null 2>&1 || true\n"
@@ -124,6 +130,7 @@ class TaskRunner:
         self.shares_agent_group = os.getpgrp() == os.getpid()
         self.command_prefix: list[str] = []  # e.g. the private mount namespace of a local node
         self.container: Container | None = None  # the task's `image_id: docker:...`, once started
+        self.started = threading.Event()  # the running script has its SIGTERM trap (STARTED_MARK)
 
     def run(self, script: str, cwd: Path, env: dict[str, str], task_env: dict[str, str] | None = None) -> int:
         """Run `script` in `cwd` as SkyPilot does (`bash -i` on the wrapped script, see task_script) and
@@ -134,6 +141,7 @@ class TaskRunner:
         with self.lock:
             if self.terminated:
                 return 143
+            self.started = threading.Event()
             box = self.container
             fds: tuple[int, ...] = ()
             if box is not None:
@@ -170,6 +178,9 @@ class TaskRunner:
         stdout = self.process.stdout
         assert stdout is not None
         for piece in output_pieces(stdout):
+            if piece == STARTED_MARK:
+                self.started.set()
+                continue
             sys.stdout.buffer.write(piece)
             sys.stdout.flush()
             self.shipper.write(piece)
@@ -181,9 +192,14 @@ class TaskRunner:
             self.terminated = True
             process = self.process
         if process is not None and process.poll() is None:
-            self._signal_task(process, signal.SIGTERM)
+            name = "TERM" if self.started.is_set() else "KILL"
+            if name == "TERM":
+                self._signal_task(process, signal.SIGTERM)
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()  # the wrapper alone: nothing of the task has started
             if self.container is not None:
-                threading.Thread(target=self.container.signal, args=("TERM",), daemon=True).start()
+                threading.Thread(target=self.container.signal, args=(name,), daemon=True).start()
 
     def kill(self) -> None:
         """SIGKILL whatever is left of the task (in a shared group, that ends the agent as well)."""

@@ -93,3 +93,19 @@ def test_a_vm_without_conda_downloads_miniconda_and_a_failure_is_said(tmp_path: 
     problem = install_conda(env)
     assert problem is not None and problem.startswith("installing Miniconda failed")
     assert "repo.anaconda.com/miniconda/Miniconda3-py310_23.11.0-2-Linux-" in (tmp_path / "calls").read_text()
+
+
+def test_a_terminate_while_bashrc_is_read_ends_the_script_at_once(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    (tmp_path / ".bashrc").write_text("sleep 30\n")
+    (tmp_path / "sky_workdir").mkdir()
+    runner = TaskRunner(Collected())  # type: ignore[arg-type]
+    runner.shares_agent_group = False
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    threading.Timer(1.0, runner.terminate).start()
+    started = time.monotonic()
+    code = runner.run("echo never", tmp_path / "sky_workdir", env, {})
+    assert code == 143 and time.monotonic() - started < 10
+    assert runner.started.is_set()  # the wrapper had its trap: SIGTERM, not a kill

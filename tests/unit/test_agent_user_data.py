@@ -125,3 +125,13 @@ def test_a_vm_runs_the_bundle_and_the_cluster_agent_beside_it_without_the_packag
     done = subprocess.run([sys.executable, "-I", "-c", check], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0 and "agent.TaskRunner" in done.stdout, done.stderr
+
+
+def test_a_script_that_would_pass_ec2s_limit_fetches_the_agent_from_the_api_instead() -> None:
+    long_url = "https://" + "a" * 1200 + ".execute-api.us-east-1.amazonaws.com/prod"
+    facts = {"job_id": "job-123456789012", "cluster_id": "job-123456789012-0", "boot_token": "boot.0.1.x"}
+    script = render_user_data(api_url=long_url, **facts, cloud="aws", run_as="ubuntu", container=True)
+    assert "base64 -d" not in script and len(script.encode()) < 16 * 1024
+    assert f"{long_url}/node-agent/agent.py -o /opt/skyless/agent.py" in script
+    assert "cluster_agent.py" not in script and "setsid python3 /opt/skyless/agent.py" in script
+    assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
