@@ -17,7 +17,7 @@ from typing import Any
 from shared.errors import UserError
 from shared.storage.backends import BucketBackend, StorageBackends, StoreError
 from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
-from shared.storage.specs import BucketMount, bucket_mounts
+from shared.storage.specs import SCHEME_OF_STORE, BucketMount, bucket_mounts, bucket_url
 
 
 class StorageFailure(Exception):
@@ -49,13 +49,15 @@ def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: st
             continue
         for mount in bucket_mounts(task, skyless_bucket=settings.bucket, filename=filename):
             if mount.store is not None and backends.backend_name(mount.store) is None:
-                scheme = {"gcs": "gs", "s3": "s3", "r2": "r2"}[mount.store]
+                scheme = SCHEME_OF_STORE[mount.store]
                 raise UserError(
                     f"{scheme}:// buckets are not reached by this deployment (no {mount.store} store)",
                     file=filename,
                     field=mount.field,
                     hint="set SKYLESS_STORES on the control plane, or use s3",
                 )
+            if problem := _foreign_account(backends, mount):
+                raise UserError(problem, file=filename, field=mount.field)
             record = find_bucket(settings, mount.bucket)
             if record is not None and record.owner != owner:
                 raise UserError(
@@ -121,11 +123,15 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
             raise StorageFailure(f"{mount.field}: bucket {mount.bucket} belongs to another skyless user")
         store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
         backend = _backend(backends, store, mount)
+        if problem := _foreign_account(backends, mount):
+            raise StorageFailure(f"{mount.field}: {problem}")
         try:
             exists = backend.exists(mount.bucket)
             if not mount.managed:
                 if not exists:
-                    raise StorageFailure(f"{mount.field}: bucket {_url(store, mount.bucket)} does not exist")
+                    raise StorageFailure(
+                        f"{mount.field}: bucket {bucket_url(store, mount.bucket)} does not exist"
+                    )
                 continue
             if record is None:
                 record = claim_bucket(
@@ -143,7 +149,7 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
             if not exists:
                 backend.create(mount.bucket)
                 kept = "kept after the job" if record.persistent else "deleted when the job ends"
-                notes.append(f"bucket {_url(store, mount.bucket)} created for {mount.path} ({kept})")
+                notes.append(f"bucket {bucket_url(store, mount.bucket)} created for {mount.path} ({kept})")
         except StoreError as error:
             raise StorageFailure(f"{mount.field}: {error}") from None
     return notes
@@ -191,7 +197,7 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
                 continue
             backend.delete(mount.bucket)
             if mark_deleted(settings, mount.bucket, job.job_id):
-                notes.append(f"bucket {_url(record.store, mount.bucket)} deleted (persistent: false)")
+                notes.append(f"bucket {bucket_url(record.store, mount.bucket)} deleted (persistent: false)")
     return notes
 
 
@@ -202,5 +208,12 @@ def _backend(backends: StorageBackends, store: str, mount: BucketMount) -> Bucke
     return backend
 
 
-def _url(store: str, bucket: str) -> str:
-    return f"{ {'gcs': 'gs', 's3': 's3', 'r2': 'r2'}[store] }://{bucket}"
+def _foreign_account(backends: StorageBackends, mount: BucketMount) -> str | None:
+    """Why an Azure URL's storage account cannot be served: skyless holds the key of one account (the
+    local store simulates every account)."""
+    if mount.account is None or backends.backend_name("azure") != "azure":
+        return None
+    ours = backends.config.azure_account
+    if mount.account == ours:
+        return None
+    return f"storage account {mount.account} is not reached by this deployment (its Azure account is {ours})"
