@@ -53,7 +53,8 @@ def test_azure_containers_are_buckets_by_url_or_by_store_and_keep_their_storage_
         "  /d:\n    source: az://acct1/logs\n    mode: MOUNT\n"
         "  /e: https://example.com/file.txt\n"
     )
-    assert [(m.path, m.store, m.account, m.bucket, m.prefix, m.mode, m.managed, m.write_back) for m in found] == [
+    seen = [(m.path, m.store, m.account, m.bucket, m.prefix, m.mode, m.managed, m.write_back) for m in found]
+    assert seen == [
         ("/a", "azure", "acct1", "data", "train", "COPY", False, False),
         ("/b", "azure", "acct2", "models", "llama", "COPY", False, False),
         ("/c", "azure", None, "my-ckpt", "", "MOUNT_CACHED", True, True),
