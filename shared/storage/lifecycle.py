@@ -19,6 +19,8 @@ from shared.storage.backends import BucketBackend, StorageBackends, StoreError
 from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
 from shared.storage.specs import SCHEME_OF_STORE, BucketMount, bucket_mounts, bucket_url
 
+NOT_ON_THE_LOCAL_CLOUD = ("gcs", "azure")  # its nodes copy with their own S3 client, no rclone
+
 
 class StorageFailure(Exception):
     """A bucket the job needs cannot be had (taken, missing, unreachable): the job fails with this."""
@@ -125,6 +127,11 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
         backend = _backend(backends, store, mount)
         if problem := _foreign_account(backends, mount):
             raise StorageFailure(f"{mount.field}: {problem}")
+        if cloud == "local" and backends.backend_name(store) in NOT_ON_THE_LOCAL_CLOUD:
+            raise StorageFailure(
+                f"{mount.field}: a local-cloud node reaches S3-compatible stores only, not {store} "
+                "(the local runtime's own store simulates every store)"
+            )
         try:
             exists = backend.exists(mount.bucket)
             if not mount.managed:

@@ -16,10 +16,17 @@ from azure.storage.blob import BlobServiceClient, ContainerClient
 from fakes.store_emulators import AZURITE_ACCOUNT, AZURITE_KEY, FakeGoogleSts
 
 from shared.config import Settings
+from shared.errors import UserError
 from shared.storage.azure_blob import AzureBlobBackend
 from shared.storage.backends import StorageBackends, StoreError
 from shared.storage.gcs import GCSBackend, access_boundary
-from shared.storage.lifecycle import node_storage, prepare_job_storage, release_job_storage
+from shared.storage.lifecycle import (
+    StorageFailure,
+    check_job_storage,
+    node_storage,
+    prepare_job_storage,
+    release_job_storage,
+)
 from shared.storage.registry import find_bucket
 from shared.task.loader import load_pipeline
 
@@ -206,3 +213,42 @@ def test_a_jobs_gcs_bucket_and_azure_container_are_made_scoped_per_node_and_remo
     assert release_job_storage(settings, job, [task]) == []
     assert not backends.for_store("gcs").exists(on_gcp) and not backends.for_store("azure").exists(on_azure)
     assert backends.for_store("gcs").exists(kept)
+
+
+def test_another_users_gcs_bucket_or_azure_container_is_refused_at_submit_and_at_launch(
+    stack: Settings, monkeypatch: pytest.MonkeyPatch, gcs_emulator: str, azurite: str, google_sts
+):
+    _gcs_and_azure_stores(monkeypatch, gcs_emulator, azurite, google_sts)
+    settings = stack.with_(providers="gcp=gcp,azure=azure")
+    theirs_gcs, theirs_azure = _name("theirs"), _name("theirs")
+    mounts = (
+        f"  /a:\n    name: {theirs_gcs}\n    store: gcs\n  /b:\n    name: {theirs_azure}\n    store: azure\n"
+    )
+    text = f"resources:\n  cpus: 1+\nfile_mounts:\n{mounts}run: ls\n"
+    task = load_pipeline(text).tasks[0]
+    alice = SimpleNamespace(job_id=f"job-{uuid.uuid4().hex[:10]}", owner="u-alice", attempt=0)
+    bob = SimpleNamespace(job_id=f"job-{uuid.uuid4().hex[:10]}", owner="u-bob", attempt=0)
+    prepare_job_storage(settings, alice, task, "gcp")
+
+    with pytest.raises(UserError, match=f"bucket {theirs_gcs} belongs to another skyless user"):
+        check_job_storage(settings, load_pipeline(text), owner="u-bob", filename="b.yaml", text=text)
+    with pytest.raises(StorageFailure, match="belongs to another skyless user"):
+        prepare_job_storage(settings, bob, task, "gcp")
+    only_azure = load_pipeline(f"resources:\n  cpus: 1+\nfile_mounts:\n  /b:\n    name: {theirs_azure}\n"
+                               "    store: azure\nrun: ls\n").tasks[0]  # fmt: skip
+    with pytest.raises(StorageFailure, match=f"file_mounts./b: bucket {theirs_azure} belongs to another"):
+        prepare_job_storage(settings, bob, only_azure, "azure")
+
+
+def test_a_local_cloud_node_is_not_sent_to_a_gcs_or_azure_store(stack: Settings, monkeypatch):
+    monkeypatch.setenv("SKYLESS_STORES", "s3=local,gcs=gcs,azure=azure")
+    monkeypatch.setenv("SKYLESS_AZURE_STORAGE_ACCOUNT", AZURITE_ACCOUNT)
+    monkeypatch.setenv("SKYLESS_AZURE_STORAGE_KEY", AZURITE_KEY)
+    task = load_pipeline(
+        "resources:\n  cpus: 1+\nfile_mounts:\n  /c:\n    name: c-x1\n    store: azure\nrun: ls\n"
+    )
+    job = SimpleNamespace(job_id=f"job-{uuid.uuid4().hex[:10]}", owner="u-a", attempt=0)
+    with pytest.raises(
+        StorageFailure, match="a local-cloud node reaches S3-compatible stores only, not azure"
+    ):
+        prepare_job_storage(stack, job, task.tasks[0], "local")
