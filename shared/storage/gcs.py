@@ -58,7 +58,7 @@ class GCSBackend:
     store_label: str = "gcs"
 
     def client(self) -> Any:
-        from google.cloud import storage  # the GCS store only: not on every launch's import path
+        import google.cloud.storage as storage  # the GCS store only: not on every launch's import path
         from google.oauth2.credentials import Credentials
 
         options = {"api_endpoint": self.endpoint_url} if self.endpoint_url else None
