@@ -7,7 +7,11 @@ its container and, read-only, for any write."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -31,6 +35,7 @@ from shared.storage.registry import find_bucket
 from shared.task.loader import load_pipeline
 
 pytest_plugins = ["fakes.store_fixtures"]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class StaticToken:
@@ -252,3 +257,20 @@ def test_a_local_cloud_node_is_not_sent_to_a_gcs_or_azure_store(stack: Settings,
         StorageFailure, match="a local-cloud node reaches S3-compatible stores only, not azure"
     ):
         prepare_job_storage(stack, job, task.tasks[0], "local")
+
+
+def test_the_store_clients_are_imported_only_when_a_gcs_or_azure_bucket_is_touched():
+    probe = (
+        "import sys, functions.provision.handler, functions.submit.app\n"
+        "from shared.config import Settings\n"
+        "from shared.storage.backends import StorageBackends\n"
+        "backends = StorageBackends(Settings.from_env())\n"
+        "backends.for_store('gcs'), backends.for_store('azure')\n"
+        "print(sorted(m for m in ('google.cloud.storage', 'azure.storage.blob') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SKYLESS_STORES": "gcs=gcs,azure=azure",
+           "GOOGLE_OAUTH_ACCESS_TOKEN": "t", "SKYLESS_AZURE_STORAGE_ACCOUNT": "a",
+           "SKYLESS_AZURE_STORAGE_KEY": "a2V5"}  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"  # cold starts of the handlers pay nothing for the stores' clients
