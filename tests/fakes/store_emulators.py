@@ -117,3 +117,26 @@ def fuse_or_skip() -> None:
         shutil.which("fusermount3") is None and shutil.which("fusermount") is None
     ):
         pytest.skip("no FUSE here (/dev/fuse and fusermount3, Debian's fuse3): rclone cannot mount")
+
+
+class RecordingProxy:
+    """Forwards every request to `target` (an emulator) and records the Authorization header it carried:
+    which credentials a client really sent, where the emulator checks none."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.rstrip("/")
+        self.authorizations: list[str | None] = []
+        self.server = FakeServer(self._handle)
+        self.url = self.server.url
+
+    def _handle(self, request: Request) -> Response:
+        import httpx
+
+        self.authorizations.append(request.headers.get("Authorization"))
+        path = request.full_path if request.query_string else request.path
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
+        answer = httpx.request(
+            request.method, self.target + path, content=request.get_data(), headers=headers
+        )
+        kept = {k: v for k, v in answer.headers.items() if k.lower() in ("content-type", "location", "etag")}
+        return Response(answer.content, status=answer.status_code, headers=kept)

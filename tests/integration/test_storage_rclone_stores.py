@@ -13,6 +13,7 @@ import stat
 import subprocess
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,7 +24,14 @@ from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import ContainerClient
 from fakes.azure_metadata import start_fake_azure_metadata
 from fakes.gcp_metadata import start_fake_gcp_metadata
-from fakes.store_emulators import AZURITE_ACCOUNT, AZURITE_KEY, FakeGoogleSts, fuse_or_skip, rclone_or_skip
+from fakes.store_emulators import (
+    AZURITE_ACCOUNT,
+    AZURITE_KEY,
+    FakeGoogleSts,
+    RecordingProxy,
+    fuse_or_skip,
+    rclone_or_skip,
+)
 from test_agent import AgentProtocolServer, _config, _shipped_log, _start_agent, _wait_for
 
 from node_agent.agent.buckets import write_credential_file
@@ -265,3 +273,36 @@ def test_the_spot_example_resumes_from_a_gcs_bucket_or_azure_container_mounted_b
         f"bucket {'gs' if store == 'gcs' else 'az'}://{bucket} deleted (persistent: false)"
     ]
     assert not StorageBackends(stores).for_store(store).exists(bucket)
+
+
+def test_a_gcs_mount_takes_the_token_the_agent_rewrites_once_the_old_one_expires(
+    stores: Settings, gcs_emulator: str, tmp_path: Path, unmount_after: Path
+):
+    fuse_or_skip()
+    proxy = RecordingProxy(gcs_emulator)
+    proxy.server.start()
+    try:
+        bucket = f"refresh-{uuid.uuid4().hex[:10]}"
+        StorageBackends(stores).for_store("gcs").create(bucket)
+        soon = datetime.now(UTC) + timedelta(seconds=20)  # Go's oauth2 calls a token expired 10 s early
+        first = {"access_token": "first", "expiration": soon.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        entry = {"path": str(unmount_after), "mode": "MOUNT", "store": "gcs", "bucket": bucket, "prefix": "",
+                 "write_back": True, "api": "gcs", "endpoint": proxy.url, "credentials": first}  # fmt: skip
+        entry["rclone"] = json.loads(json.dumps(rclone_commands(entry, 7)).replace("$HOME", str(tmp_path)))
+        write_credential_file(entry)
+        code, output = run_script(entry["rclone"]["mount"], {**os.environ, **entry["rclone"]["env"]}, 90)
+        assert code == 0, output
+        (unmount_after / "before.txt").write_text("1")
+        _wait_for(lambda: "before.txt" in _objects(stores, "gcs", bucket), 30)
+        assert set(proxy.authorizations) == {"Bearer first"}
+
+        later = datetime.now(UTC) + timedelta(hours=1)  # what the agent does before credentials expire
+        entry["credentials"] = {"access_token": "second", "expiration": later.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        write_credential_file(entry)
+        _wait_for(lambda: datetime.now(UTC) > soon + timedelta(seconds=2), 30)
+        proxy.authorizations.clear()
+        (unmount_after / "after.txt").write_text("2")
+        _wait_for(lambda: "after.txt" in _objects(stores, "gcs", bucket), 30)
+        assert set(proxy.authorizations) == {"Bearer second"}, proxy.authorizations
+    finally:
+        proxy.server.stop()
