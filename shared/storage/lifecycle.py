@@ -58,7 +58,7 @@ def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: st
                     field=mount.field,
                     hint="set SKYLESS_STORES on the control plane, or use s3",
                 )
-            if problem := _foreign_account(backends, mount):
+            if problem := _foreign_account(backends, mount) or _azure_prefix(backends, mount, mount.store):
                 raise UserError(problem, file=filename, field=mount.field)
             record = find_bucket(settings, mount.bucket)
             if record is not None and record.owner != owner:
@@ -125,7 +125,7 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
             raise StorageFailure(f"{mount.field}: bucket {mount.bucket} belongs to another skyless user")
         store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
         backend = _backend(backends, store, mount)
-        if problem := _foreign_account(backends, mount):
+        if problem := _foreign_account(backends, mount) or _azure_prefix(backends, mount, store):
             raise StorageFailure(f"{mount.field}: {problem}")
         if cloud == "local" and backends.backend_name(store) in NOT_ON_THE_LOCAL_CLOUD:
             raise StorageFailure(
@@ -224,3 +224,13 @@ def _foreign_account(backends: StorageBackends, mount: BucketMount) -> str | Non
     if mount.account == ours:
         return None
     return f"storage account {mount.account} is not reached by this deployment (its Azure account is {ours})"
+
+
+def _azure_prefix(backends: StorageBackends, mount: BucketMount, store: str | None) -> str | None:
+    """Why a prefix of an Azure container cannot be mounted: a SAS names a whole container or one blob."""
+    if not mount.prefix or store != "azure" or backends.backend_name("azure") != "azure":
+        return None
+    return (
+        f"a prefix of an Azure container ({mount.prefix}/) cannot be given to a node alone: a SAS names "
+        "a whole container or one blob; mount the whole container"
+    )

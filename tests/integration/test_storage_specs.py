@@ -62,19 +62,27 @@ def test_azure_containers_are_buckets_by_url_or_by_store_and_keep_their_storage_
     ]
 
 
-def test_an_azure_url_of_another_storage_account_than_the_deployments_is_refused_at_submit(stack):
+def test_an_azure_url_of_another_account_or_a_prefix_of_a_container_is_refused_at_submit(stack):
     settings = stack.with_(providers="azure=azure")
     text = "resources:\n  cpus: 1+\nfile_mounts:\n  /d: az://theirs/data\n  /m: az://ours/data\nrun: ls\n"
     pipeline = load_pipeline(text, filename="t.yaml")
     env = {"SKYLESS_STORES": "azure=azure", "SKYLESS_AZURE_STORAGE_ACCOUNT": "ours",
            "SKYLESS_AZURE_STORAGE_KEY": "a2V5"}  # fmt: skip
+    prefixed = "resources:\n  cpus: 1+\nfile_mounts:\n  /m: az://ours/data/train\nrun: ls\n"
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():
             patch.setenv(name, value)
         with pytest.raises(UserError) as caught:
             check_job_storage(settings, pipeline, owner="u1", filename="t.yaml", text=text)
+        with pytest.raises(UserError) as prefix_refused:
+            check_job_storage(settings, load_pipeline(prefixed), owner="u1", filename="p.yaml", text=prefixed)
     assert "storage account theirs is not reached by this deployment" in caught.value.message
     assert (caught.value.field, caught.value.line) == ("file_mounts./d", 4)
+    assert (
+        "a prefix of an Azure container (train/) cannot be given to a node alone"
+        in prefix_refused.value.message
+    )
+    assert (prefix_refused.value.field, prefix_refused.value.line) == ("file_mounts./m", 4)
 
 
 @pytest.mark.parametrize(
