@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import os
+import string
 import threading
 import time
 import urllib.error
@@ -203,10 +204,18 @@ def expires_in(entry: dict[str, Any]) -> float:
 
 
 def write_credential_file(entry: dict[str, Any]) -> None:
-    """rclone (on a VM) reads the node's credentials through `credential_process = cat <file>`."""
+    """rclone (on a VM) reads the node's credentials: on S3 through `credential_process = cat <file>`; on
+    GCS and Azure from its own config file, which the control plane sends as a template to fill in."""
     commands, creds = entry["rclone"], entry["credentials"]
     path = Path(os.path.expandvars(commands["credentials_file"]))
     path.parent.mkdir(parents=True, exist_ok=True)
+    if "credentials_template" in commands:
+        text = string.Template(commands["credentials_template"]).substitute(creds)
+        temporary = path.with_name(path.name + ".tmp")
+        with os.fdopen(os.open(str(temporary), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+            out.write(text)
+        os.replace(str(temporary), str(path))
+        return
     document = {"Version": 1, "AccessKeyId": creds["access_key_id"],
                 "SecretAccessKey": creds["secret_access_key"], "SessionToken": creds.get("session_token"),
                 "Expiration": creds.get("expiration")}  # fmt: skip

@@ -87,7 +87,7 @@ class Agent:
     def let_go(self, reason: str) -> None:
         writes_back = any(e.get("write_back") for e in self.storage)
         if writes_back:
-            self.write_back("the preemption notice")
+            self.write_back("the preemption notice", mounts=False)
         if self.runner is not None:
             self.runner.terminate()
             if writes_back:
@@ -127,10 +127,12 @@ class Agent:
                         entry["credentials"] = fresh.get(entry["path"], entry)["credentials"]
                         if entry.get("rclone"):
                             write_credential_file(entry)
-            self.write_back()
+            self.write_back(mounts=False)  # rclone writes back on its own
 
-    def write_back(self, why: str = "") -> list[str]:
-        """Write every write-back bucket back now; answer the errors (none: all landed)."""
+    def write_back(self, why: str = "", mounts: bool = True) -> list[str]:
+        """Write every write-back bucket back now; answer the errors (none: all landed). `mounts`: also wait
+        for rclone's upload queues, which drain only once the task stops writing (rclone uploads a file a
+        few seconds after its last change)."""
         errors = []
         with self.storage_lock:
             for mirror in self.mirrors:
@@ -141,7 +143,7 @@ class Agent:
                     continue
                 if why and count:
                     log(f"wrote back {count} change(s) of {mirror.entry['path']} on {why}")
-            for entry in self.mounted:
+            for entry in self.mounted if mounts else []:
                 code, output = run_script(entry["rclone"]["flush"], dict(os.environ), PREEMPT_GRACE_SECONDS)
                 if code != 0:
                     errors.append(f"writing back {entry['path']} failed: {output}")
