@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import DeleteError, PutError
+from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.models import Model
 
 from shared.config import Settings
@@ -42,6 +42,8 @@ class UserKeyModel(Model):
     name = UnicodeAttribute()
     created_at = NumberAttribute()
     admin = BooleanAttribute(null=True)
+    # Dashboard sessions of this key signed at or before this time (ms since the epoch) are signed out.
+    sessions_ended_ms = NumberAttribute(null=True)
 
 
 API_KEY_PREFIX = "sky_"
@@ -122,6 +124,32 @@ def find_user_by_key_hash(key_hash: str, settings: Settings) -> User | None:
     except users_model(settings).DoesNotExist:
         return None
     return User(user_id=record.user_id, name=record.name, admin=bool(record.admin))
+
+
+def find_key(key_hash: str, settings: Settings) -> tuple[User, int | None] | None:
+    """(the user holding the key whose hash this is, when its dashboard sessions were last ended), or None
+    for a revoked key. One read: what every dashboard request asks."""
+    try:
+        record = users_model(settings).get(key_hash)
+    except users_model(settings).DoesNotExist:
+        return None
+    ended = int(record.sessions_ended_ms) if record.sessions_ended_ms is not None else None
+    return User(user_id=record.user_id, name=record.name, admin=bool(record.admin)), ended
+
+
+def end_sessions(key_hash: str, at_ms: int, settings: Settings) -> None:
+    """Sign out every dashboard session of this key signed at or before `at_ms`. Conditional on the key's
+    record (a revoked key is not written back); never moves the time backwards, so a late or repeated
+    sign-out changes nothing."""
+    model = users_model(settings)
+    condition = model.key_hash.exists() & (
+        model.sessions_ended_ms.does_not_exist() | (model.sessions_ended_ms < at_ms)
+    )
+    try:
+        model(key_hash=key_hash).update(actions=[model.sessions_ended_ms.set(at_ms)], condition=condition)
+    except UpdateError as error:
+        if error.cause_response_code != "ConditionalCheckFailedException":
+            raise
 
 
 def user_names(settings: Settings) -> dict[str, str]:
