@@ -24,11 +24,22 @@ from dataclasses import dataclass
 from functools import cache
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import DeleteError, PutError, UpdateError
+from pynamodb.exceptions import DeleteError, PutError, QueryError, UpdateError
+from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from shared.config import Settings
 from shared.store.models import with_shared_session
+
+
+class UserIdIndex(GlobalSecondaryIndex["UserKeyModel"]):
+    """A user's keys by user id: whether a user exists is one Query of at most one item."""
+
+    class Meta:
+        index_name = "user-id-index"
+        projection = KeysOnlyProjection()
+
+    user_id = UnicodeAttribute(hash_key=True)
 
 
 class UserKeyModel(Model):
@@ -67,6 +78,7 @@ class User:
 
 @cache
 def users_model(settings: Settings) -> type[UserKeyModel]:
+    by_user = type(f"UserIdIndex_{settings.prefix}", (UserIdIndex,), {})()
     meta = type(
         "Meta",
         (),
@@ -77,7 +89,8 @@ def users_model(settings: Settings) -> type[UserKeyModel]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return with_shared_session(type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta}))
+    model = type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta, "by_user": by_user})
+    return with_shared_session(model)
 
 
 def ensure_users_table(settings: Settings) -> None:
@@ -124,6 +137,24 @@ def find_user_by_key_hash(key_hash: str, settings: Settings) -> User | None:
     except users_model(settings).DoesNotExist:
         return None
     return User(user_id=record.user_id, name=record.name, admin=bool(record.admin))
+
+
+MAX_USER_ID_CHARS = 128
+
+
+def user_exists(user_id: str, settings: Settings) -> bool:
+    """Whether `user_id` holds a live key (a user whose every key was revoked is no user): one Query of the
+    user-id index, reading at most one item. A table made before the index (an older local runtime's
+    state) is scanned instead."""
+    if not user_id or len(user_id) > MAX_USER_ID_CHARS:
+        return False
+    model = users_model(settings)
+    try:
+        return any(True for _ in model.by_user.query(user_id, limit=1))  # type: ignore[attr-defined]
+    except QueryError as error:
+        if "index" not in str(error.cause or error).lower():
+            raise
+    return any(True for _ in model.scan(model.user_id == user_id))
 
 
 def find_key(key_hash: str, settings: Settings) -> tuple[User, int | None] | None:
