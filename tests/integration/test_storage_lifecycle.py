@@ -28,6 +28,7 @@ from shared.storage.backends import R2Backend, S3Backend, StorageBackends, sessi
 from shared.storage.lifecycle import StorageFailure, prepare_job_storage, release_job_storage
 from shared.storage.rclone import rclone_commands, remote_of
 from shared.storage.registry import find_bucket
+from shared.store.tenancy import Grant, put_grant
 from shared.task.loader import load_pipeline
 from shared.wiring import wiring_for
 
@@ -67,6 +68,7 @@ def test_a_named_bucket_is_created_once_for_its_owner_and_refused_to_everyone_el
 def test_only_a_bucket_this_job_created_and_did_not_keep_is_deleted_at_its_end(stack: Settings):
     made, kept, existing = (f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("made", "kept", "existing"))
     boto3.client("s3", endpoint_url=stack.endpoint_url).create_bucket(Bucket=existing)
+    put_grant(stack, Grant(existing, "user:u-a", "", write=True))  # not skyless's: usable once granted
     task = _task(
         f"  /a:\n    name: {made}\n    persistent: false\n"
         f"  /b:\n    name: {kept}\n"
@@ -82,11 +84,13 @@ def test_only_a_bucket_this_job_created_and_did_not_keep_is_deleted_at_its_end(s
 
     assert notes == [f"bucket s3://{made} deleted (persistent: false)"]
     assert made not in _buckets(stack) and {kept, existing} <= _buckets(stack)
-    assert find_bucket(stack, made) is None and find_bucket(stack, existing).created_by is None
+    assert find_bucket(stack, made) is None and find_bucket(stack, existing) is None  # granted, never claimed
 
 
 def test_a_bucket_named_as_a_source_must_exist(stack: Settings):
-    task = _task(f"  /data: s3://missing-{uuid.uuid4().hex[:8]}/train\n")
+    missing = f"missing-{uuid.uuid4().hex[:8]}"
+    put_grant(stack, Grant(missing, "user:u-a", "", write=False))
+    task = _task(f"  /data: s3://{missing}/train\n")
     with pytest.raises(StorageFailure, match=r"file_mounts./data: bucket s3://missing-\w+ does not exist"):
         prepare_job_storage(stack, _job(), task, "aws")
 
