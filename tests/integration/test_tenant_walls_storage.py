@@ -331,10 +331,20 @@ def test_every_route_answers_another_users_key_as_if_nothing_were_there(tenants:
                  "/clusters/dev/queue", "/clusters/dev/jobs/1/logs"):  # fmt: skip
         assert bob.get(path).status_code == 404, path
         assert tenants.carol.get(path).status_code == 404, path  # a teammate sees; the walls stand
-    for path in (f"/jobs/{job_id}/cancel", "/schedules/nightly/pause", "/clusters/dev/stop",
-                 "/clusters/dev/down", "/clusters/dev/jobs/1/cancel"):  # fmt: skip
-        assert bob.post(path).status_code == 404, path
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI x"
+    changes: list[tuple[str, dict[str, Any]]] = [
+        (f"/jobs/{job_id}/cancel", {}), ("/schedules/nightly/pause", {}), ("/schedules/nightly/resume", {}),
+        ("/clusters/dev/stop", {}), ("/clusters/dev/start", {}), ("/clusters/dev/down", {}),
+        ("/clusters/dev/jobs/1/cancel", {}), ("/clusters/dev/autostop", {"idle_minutes": 5}),
+        ("/clusters/dev/exec", {"command": "id"}), ("/clusters/dev/ssh", {"public_key": key}),
+    ]  # fmt: skip
+    for path, body in changes:
+        assert bob.post(path, body).status_code == 404, path
     assert bob.delete("/schedules/nightly").status_code == 404
+    for path in (f"/agent/{job_id}/status", f"/agent/{job_id}/storage"):  # a user's key is no node's token
+        assert bob.post(path, {"instance_id": "i-x", "phase": "heartbeat"}).status_code == 401, path
+    assert bob.get(f"/agent/{job_id}/config?instance_id=i-x").status_code == 401
+    assert bob.get("/costs?all_users=true").status_code == 403
     assert [j["job_id"] for j in bob.get("/jobs").json_body["jobs"]] == []
     assert bob.get("/clusters").json_body["clusters"] == []
     uploads_of_alice = {
