@@ -214,14 +214,19 @@ def test_a_task_bucket_of_the_local_runtime_outlives_a_restart_through_the_snaps
 ):
     from local_runtime.state_snapshot import restore_snapshot, save_snapshot
 
-    name = f"ckpt-{uuid.uuid4().hex[:8]}"
+    name, granted = f"ckpt-{uuid.uuid4().hex[:8]}", f"data-{uuid.uuid4().hex[:8]}"
     prepare_job_storage(stack, _job(), _task(f"  /ckpt:\n    name: {name}\n"), "aws")
     s3 = boto3.client("s3", endpoint_url=stack.endpoint_url)
-    s3.put_object(Bucket=name, Key="run/step", Body=b"9\n")
+    s3.create_bucket(Bucket=granted)  # made with an S3 client, then granted: not skyless's, still kept
+    put_grant(stack, Grant(granted, "user:u-a", "", write=False))
+    for bucket in (name, granted):
+        s3.put_object(Bucket=bucket, Key="run/step", Body=b"9\n")
     save_snapshot(stack, tmp_path / "state.json")
-    s3.delete_object(Bucket=name, Key="run/step")
-    s3.delete_bucket(Bucket=name)  # what a fresh embedded endpoint looks like
+    for bucket in (name, granted):
+        s3.delete_object(Bucket=bucket, Key="run/step")
+        s3.delete_bucket(Bucket=bucket)  # what a fresh embedded endpoint looks like
 
     restore_snapshot(stack, tmp_path / "state.json")
 
-    assert s3.get_object(Bucket=name, Key="run/step")["Body"].read() == b"9\n"
+    for bucket in (name, granted):
+        assert s3.get_object(Bucket=bucket, Key="run/step")["Body"].read() == b"9\n"
