@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.submit.route_table import ForbiddenError, QueryParam
+from functions.submit.route_table import QueryParam
 from shared.api.admin_models import (
     AuditEntryView,
     AuditLog,
@@ -27,6 +27,7 @@ from shared.api.admin_models import (
     UserView,
 )
 from shared.config import Settings
+from shared.errors import ForbiddenError
 from shared.store.users import User
 
 Route = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
