@@ -509,7 +509,7 @@ def local_file_mounts(pipeline: Any, filename: str) -> dict[str, Path]:
 
     found: dict[str, Path] = {}
     for task in pipeline.tasks:  # sources no node can fetch are refused before anything is uploaded
-        mount_sources(task, bucket=None, filename=filename)
+        mount_sources(task, walls=None, filename=filename)
     for task in pipeline.tasks:
         for remote, source in local_mounts(task).items():
             path = Path(source).expanduser()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from cli import (
+    admin_commands,
     catalog_commands,
     check_commands,
     cluster_commands,
@@ -16,6 +17,7 @@ from cli import (
     plan_commands,
     schedule_commands,
     ssh_commands,
+    team_commands,
 )
 
 app = typer.Typer(
@@ -38,5 +40,7 @@ for area in (
     notify_commands,
     local_commands,
     check_commands,
+    admin_commands,
+    team_commands,
 ):
     area.register(app)

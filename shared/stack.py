@@ -60,6 +60,11 @@ def _create_tables(settings: Settings) -> None:
     from shared.storage.registry import buckets_model
 
     buckets_model(settings).create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+    from shared.store.audit import audit_model
+    from shared.store.tenancy import tenancy_model
+
+    for model in (tenancy_model(settings), audit_model(settings)):  # teams, grants; the admin audit log
+        model.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
 
 
 def _create_queues(settings: Settings) -> dict[str, str]:

@@ -13,12 +13,14 @@ from typing import Any
 from chalice import Chalice, Response
 
 from functions.submit import (
+    admin_views,
     cluster_views,
     cost_views,
     gateway_events,
     job_views,
     notification_views,
     schedule_views,
+    team_views,
 )
 from functions.submit.dashboard import register_dashboard
 from functions.submit.gateway_events import is_routed, to_rest_event
@@ -250,6 +252,9 @@ def resume_schedule(name: str, caller: User) -> ScheduleView:
 def delete_schedule(name: str, caller: User) -> dict[str, str]:
     return schedule_views.delete(Settings.from_env(), caller, name)
 
+
+admin_views.register(_route, lambda: query_params(app))  # /admin/*: users, teams, bucket grants, audit
+team_views.register(_route, lambda: query_params(app))  # /teams/*: members see the team's work, read-only
 
 # ------------------------------------------------------------ notifications (views: notification_views.py)
 

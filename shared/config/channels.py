@@ -20,6 +20,7 @@ from shared.config.env_names import (
     ENV_R2_ENDPOINT,
     ENV_R2_SECRET_ACCESS_KEY,
     ENV_S3_ENDPOINT,
+    ENV_STORAGE_BUCKETS,
     ENV_STORAGE_CREDENTIAL_SECONDS,
     ENV_STORAGE_ROLE_ARN,
     ENV_STORES,
@@ -61,6 +62,7 @@ class StorageConfig:
     credential_seconds: int = 3600
     s3_endpoint: str | None = None
     storage_role_arn: str | None = None
+    allowed_buckets: str | None = None  # comma-separated name patterns (`ml-*`); None: any name
     r2_account_id: str | None = None
     r2_endpoint: str | None = None
     r2_access_key_id: str | None = None
@@ -81,6 +83,7 @@ class StorageConfig:
             credential_seconds=env_int(env, ENV_STORAGE_CREDENTIAL_SECONDS, cls.credential_seconds),
             s3_endpoint=env_text(env, ENV_S3_ENDPOINT),
             storage_role_arn=env.get(ENV_STORAGE_ROLE_ARN),
+            allowed_buckets=env_text(env, ENV_STORAGE_BUCKETS),
             r2_account_id=env_text(env, ENV_R2_ACCOUNT_ID),
             r2_endpoint=env_text(env, ENV_R2_ENDPOINT),
             r2_access_key_id=env.get(ENV_R2_ACCESS_KEY_ID),

@@ -26,6 +26,7 @@ from shared.jobs.recovery import fail_job, recover_job, recovery_options
 from shared.jobs.task_records import load_pipeline_of, secrets_of
 from shared.jobs.tokens import attempt_fields
 from shared.states import HAS_NODES, JobState, is_terminal
+from shared.storage.access import StorageWalls
 from shared.store.job_store import NodeFields
 from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
@@ -167,7 +168,9 @@ def agent_config(wiring: Wiring, job_id: str, instance_id: str) -> AgentConfig |
         envs={**task.envs, **secrets},
         workdir_url=workdir_url,
         workdir_git=_git_source(task.workdir),
-        file_mounts=node_file_mounts(wiring.objects, settings.bucket, task, decode_keys(job.file_mounts)),
+        file_mounts=node_file_mounts(
+            wiring.objects, StorageWalls.of(settings), task, decode_keys(job.file_mounts)
+        ),
         log_upload={**wiring.objects.presigned_post(key_prefix), "key_prefix": key_prefix},
         heartbeat_seconds=settings.heartbeat_seconds,
         cloud=cluster.cloud,

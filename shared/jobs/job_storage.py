@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.clouds.errors import InvalidLaunchError
-from shared.errors import NotFoundError
+from shared.errors import ForbiddenError, NotFoundError
 from shared.jobs.task_records import load_pipeline_of
 from shared.storage.lifecycle import (
     StorageFailure,
@@ -47,7 +47,10 @@ def storage_for_node(wiring: Wiring, job: JobModel, task: Any, cluster: ClusterM
     if not job_bucket_mounts(wiring.settings, task):
         return []
     session = f"skyless-{job.job_id}-{int(job.attempt)}"
-    entries = node_storage(wiring.settings, job, task, cluster.cloud, session=session)
+    try:
+        entries = node_storage(wiring.settings, job, task, cluster.cloud, session=session)
+    except StorageFailure as error:  # a grant revoked (or a bucket gone) since the job was accepted
+        raise ForbiddenError(error.message, field="storage") from None
     if cluster.provider != "local":
         for index, entry in enumerate(entries):
             if entry["mode"] != "COPY" or entry["api"] != "s3":  # the agent copies from S3 on its own

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.errors import UserError
+from shared.storage.access import BucketUse, Reach, RegistryFacts, StorageWalls, grant_command, reach
 from shared.storage.backends import BucketBackend, StorageBackends, StoreError
 from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
 from shared.storage.specs import SCHEME_OF_STORE, BucketMount, bucket_mounts, bucket_url
@@ -46,10 +47,11 @@ def check_job_storage(
 def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: str | None) -> None:
     _check_local_mount_paths(settings, pipeline, filename)
     backends = StorageBackends(settings)
+    facts, walls = RegistryFacts(settings), StorageWalls.of(settings)
     for task in pipeline.tasks:
         if not any(not isinstance(s, str) or "://" in s for s in (task.file_mounts or {}).values()):
             continue
-        for mount in bucket_mounts(task, skyless_bucket=settings.bucket, filename=filename):
+        for mount in bucket_mounts(task, filename=filename):
             if mount.store is not None and backends.backend_name(mount.store) is None:
                 scheme = SCHEME_OF_STORE[mount.store]
                 raise UserError(
@@ -60,11 +62,15 @@ def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: st
                 )
             if problem := _foreign_account(backends, mount) or _azure_prefix(backends, mount, mount.store):
                 raise UserError(problem, file=filename, field=mount.field)
-            record = find_bucket(settings, mount.bucket)
-            if record is not None and record.owner != owner:
-                raise UserError(
-                    f"bucket {mount.bucket} belongs to another skyless user", file=filename, field=mount.field
-                )
+            try:
+                reach(use_of(mount), user_id=owner, facts=facts, walls=walls)
+            except UserError as error:
+                error.file = filename
+                raise
+
+
+def use_of(mount: BucketMount) -> BucketUse:
+    return BucketUse(mount.field, mount.bucket, mount.prefix, mount.write_back, mount.managed)
 
 
 def _check_local_mount_paths(settings: Any, pipeline: Any, filename: str | None) -> None:
@@ -111,18 +117,18 @@ def line_of_mount_field(text: str, pipeline: Any, field: str) -> int | None:
 
 
 def job_bucket_mounts(settings: Any, task: Any) -> list[BucketMount]:
-    return bucket_mounts(task, skyless_bucket=settings.bucket)
+    return bucket_mounts(task)
 
 
 def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[str]:
     """Before a launch: decide each named bucket's store (once, for every attempt), claim and create what
     is missing, check that existing buckets exist. Answers notes for the timeline; StorageFailure."""
     backends = StorageBackends(settings)
+    facts, walls = RegistryFacts(settings), StorageWalls.of(settings)
     notes: list[str] = []
     for mount in job_bucket_mounts(settings, task):
+        allowed = _reach(mount, job.owner, facts, walls)
         record = find_bucket(settings, mount.bucket)
-        if record is not None and record.owner != job.owner:
-            raise StorageFailure(f"{mount.field}: bucket {mount.bucket} belongs to another skyless user")
         store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
         backend = _backend(backends, store, mount)
         if problem := _foreign_account(backends, mount) or _azure_prefix(backends, mount, store):
@@ -134,19 +140,24 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
             )
         try:
             exists = backend.exists(mount.bucket)
-            if not mount.managed:
+            if not mount.managed or allowed.via.startswith(("user:", "team:")):
                 if not exists:
                     raise StorageFailure(
                         f"{mount.field}: bucket {bucket_url(store, mount.bucket)} does not exist"
                     )
                 continue
+            if record is None and exists:  # in the account, but not made by skyless for anyone: not theirs
+                raise StorageFailure(
+                    f"{mount.field}: bucket {mount.bucket} exists and skyless did not create it for you; "
+                    f"an admin may grant it: {grant_command(mount.bucket, mount.prefix, job.owner)}"
+                )
             if record is None:
                 record = claim_bucket(
                     settings,
                     bucket=mount.bucket,
                     store=store,
                     owner=job.owner,
-                    created_by=None if exists else job.job_id,
+                    created_by=job.job_id,
                     persistent=mount.persistent,
                 )
                 if record is None:
@@ -165,14 +176,18 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
 def node_storage(settings: Any, job: Any, task: Any, cloud: str, *, session: str) -> list[dict[str, Any]]:
     """Each bucket mount as the node reaches it: path, mode, and credentials scoped to it alone."""
     backends = StorageBackends(settings)
+    facts, walls = RegistryFacts(settings), StorageWalls.of(settings)
     entries: list[dict[str, Any]] = []
     for mount in job_bucket_mounts(settings, task):
+        allowed = _reach(mount, job.owner, facts, walls)
+        if allowed.via == "new":  # prepare_job_storage claims every bucket it creates before any node asks
+            raise StorageFailure(f"{mount.field}: bucket {mount.bucket} is not (yet) yours")
         record = find_bucket(settings, mount.bucket) if mount.managed else None
         store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
         backend = _backend(backends, store, mount)
         try:
             access = backend.node_access(
-                mount.bucket, mount.prefix, read_only=not mount.write_back, session=session
+                mount.bucket, mount.prefix, read_only=allowed.read_only, session=session
             )
         except StoreError as error:
             raise StorageFailure(f"{mount.field}: {error}") from None
@@ -183,7 +198,7 @@ def node_storage(settings: Any, job: Any, task: Any, cloud: str, *, session: str
                 "store": store,
                 "bucket": mount.bucket,
                 "prefix": mount.prefix,
-                "write_back": mount.write_back,
+                "write_back": not allowed.read_only,
                 **access,
             }
         )
@@ -206,6 +221,14 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
             if mark_deleted(settings, mount.bucket, job.job_id):
                 notes.append(f"bucket {bucket_url(record.store, mount.bucket)} deleted (persistent: false)")
     return notes
+
+
+def _reach(mount: BucketMount, owner: str, facts: RegistryFacts, walls: StorageWalls) -> Reach:
+    """The rule again, at launch and at each credentials request: a grant revoked since submit ends here."""
+    try:
+        return reach(use_of(mount), user_id=owner, facts=facts, walls=walls)
+    except UserError as error:
+        raise StorageFailure(f"{mount.field}: {error.message}") from None
 
 
 def _backend(backends: StorageBackends, store: str, mount: BucketMount) -> BucketBackend:

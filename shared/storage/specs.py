@@ -92,21 +92,19 @@ def bucket_url(store: str, bucket: str, account: str | None = None) -> str:
     return f"{SCHEME_OF_STORE[store]}://{where}"
 
 
-def bucket_mounts(task: Any, *, skyless_bucket: str | None, filename: str | None = None) -> list[BucketMount]:
-    """Every bucket mount of `task`; UserError (field named) for one skyless cannot serve.
-
-    `s3://<skyless_bucket>/<key>` strings are not bucket mounts: they are objects of skyless's own bucket
-    (shared.jobs.file_mounts hands those out one by one)."""
+def bucket_mounts(task: Any, *, filename: str | None = None) -> list[BucketMount]:
+    """Every bucket mount of `task`; UserError (field named) for one skyless cannot serve. Whose bucket
+    it may be (never skyless's own) is shared.storage.access's rule."""
     found: list[BucketMount] = []
     for path, source in (task.file_mounts or {}).items():
         field = f"file_mounts.{path}"
         if isinstance(source, str):
-            if not is_bucket_url(source) or _in_skyless_bucket(source, skyless_bucket):
+            if not is_bucket_url(source):
                 continue
             store, bucket, prefix, account = split_bucket_url(source)
             found.append(BucketMount(path, store, bucket, prefix, COPY, True, False, True, account))
         else:
-            found.append(_storage_object(path, source, field, skyless_bucket, filename))
+            found.append(_storage_object(path, source, field, filename))
     for mount in found:
         _check_name(mount, filename)
         _check_path(mount, filename)
@@ -114,13 +112,7 @@ def bucket_mounts(task: Any, *, skyless_bucket: str | None, filename: str | None
     return found
 
 
-def _in_skyless_bucket(source: str, skyless_bucket: str | None) -> bool:
-    return skyless_bucket is not None and source.startswith(f"s3://{skyless_bucket}/")
-
-
-def _storage_object(
-    path: str, spec: Any, field: str, skyless_bucket: str | None, filename: str | None
-) -> BucketMount:
+def _storage_object(path: str, spec: Any, field: str, filename: str | None) -> BucketMount:
     def refuse(message: str, sub: str = "", hint: str | None = None) -> UserError:
         return UserError(message, file=filename, field=field + (f".{sub}" if sub else ""), hint=hint)
 
@@ -160,8 +152,6 @@ def _storage_object(
             "source",
             "mount the folder itself (file_mounts: {PATH: ./folder}), or copy it to the bucket first",
         )
-    if _in_skyless_bucket(source, skyless_bucket):
-        raise refuse("skyless's own bucket cannot be mounted", "source", "name a bucket of your own")
     url_store, bucket, prefix, account = split_bucket_url(source)
     if store is not None and store != url_store:
         raise refuse(f"store {spec.store} does not match the source {source}", "store")

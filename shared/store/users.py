@@ -1,14 +1,14 @@
 """Users and their API keys. A key is stored only as its SHA-256 hash; the clear key is shown once.
 
-Admin path (a deployed stack): with AWS credentials for its account and `SKYLESS_PREFIX` set,
+Admins manage users with `skyless admin users create|list|revoke` (the /admin routes). The first admin of a
+deployed stack is made here, with AWS credentials for its account and `SKYLESS_PREFIX` set:
 
-    python -m shared.store.users create alice      # prints alice's new API key, once
-    python -m shared.store.users create lead --admin   # a key that may read every user's cost report
+    python -m shared.store.users create lead --admin   # prints the new admin key, once
     python -m shared.store.users revoke <api key>
 
-An admin key may read cost reports across users (`GET /costs?all_users=true`); it sees and touches
-no other user's jobs. The admin flag belongs to the key, so a user can hold an ordinary key and an
-admin one.
+An admin key may administer users, teams and bucket grants and read cost reports across users
+(`GET /costs?all_users=true`); it sees and touches no other user's jobs. The admin flag belongs to the
+key, so a user can hold an ordinary key and an admin one.
 
 The local runtime calls `create_user("local")` when it first starts.
 """
@@ -186,6 +186,43 @@ def end_sessions(key_hash: str, at_ms: int, settings: Settings) -> None:
 def user_names(settings: Settings) -> dict[str, str]:
     """user id -> name, for reports across users (a scan of the users table: one row per key)."""
     return {record.user_id: record.name for record in users_model(settings).scan()}
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    user_id: str
+    name: str
+    admin: bool  # holds at least one admin key
+    keys: int
+    created_at: int
+
+
+def list_users(settings: Settings) -> list[UserSummary]:
+    """Every user with a live key, oldest first (a scan of the users table: for an admin's listing)."""
+    found: dict[str, UserSummary] = {}
+    for record in users_model(settings).scan():
+        seen = found.get(record.user_id)
+        found[record.user_id] = UserSummary(
+            record.user_id,
+            seen.name if seen else record.name,
+            bool(record.admin) or (seen.admin if seen else False),
+            (seen.keys if seen else 0) + 1,
+            min(int(record.created_at), seen.created_at if seen else int(record.created_at)),
+        )
+    return sorted(found.values(), key=lambda u: (u.created_at, u.user_id))
+
+
+def revoke_user(user_id: str, settings: Settings) -> int:
+    """Forget every key of `user_id`; answer how many there were. Idempotent (a second call answers 0)."""
+    model = users_model(settings)
+    revoked = 0
+    for record in model.scan(model.user_id == user_id):
+        try:
+            record.delete(condition=model.key_hash.exists())
+        except DeleteError:
+            continue
+        revoked += 1
+    return revoked
 
 
 def revoke_key(api_key: str, settings: Settings) -> bool:

@@ -8,20 +8,19 @@ import pytest
 from shared.errors import UserError
 from shared.storage.lifecycle import check_job_storage
 from shared.storage.specs import bucket_mounts
+from shared.store.tenancy import Grant, put_grant
 from shared.task.loader import load_pipeline
-
-SKYLESS_BUCKET = "prefix-artifacts"
 
 
 def _mounts(mounts: str) -> list:
     text = f"resources:\n  cpus: 1+\nfile_mounts:\n{mounts}run: ls\n"
-    return bucket_mounts(load_pipeline(text).tasks[0], skyless_bucket=SKYLESS_BUCKET)
+    return bucket_mounts(load_pipeline(text).tasks[0])
 
 
-def test_bucket_urls_are_read_only_copies_of_existing_buckets_and_skylesss_own_objects_are_not_buckets():
+def test_bucket_urls_are_read_only_copies_of_existing_buckets():
     found = _mounts(
         "  /imagenet: s3://datasets/imagenet/train/\n  /weights: gs://models/llama\n  /r2data: r2://mine\n"
-        f"  /own.txt: s3://{SKYLESS_BUCKET}/uploads/u1/x\n  /web: https://example.com/a\n  ~/local: ./local\n"
+        "  /web: https://example.com/a\n  ~/local: ./local\n"
     )
     assert [(m.path, m.store, m.bucket, m.prefix, m.mode, m.read_only, m.managed) for m in found] == [
         ("/imagenet", "s3", "datasets", "imagenet/train", "COPY", True, False),
@@ -99,7 +98,10 @@ def test_an_azure_url_of_another_account_or_a_prefix_of_a_container_is_refused_a
         ("  /c:\n    name: b1c\n  /c/d:\n    name: b2c\n", "file_mounts./c/d", 7, "cannot be nested"),
         ("  data:\n    name: b1c\n", "file_mounts.data", 5, "absolute or under ~/"),
         ("  /c:\n    source: s3://a1\n    store: gcs\n", "file_mounts./c.store", 7, "does not match"),
-        ("  /c:\n    source: s3://THE-SKYLESS-BUCKET/x\n", "file_mounts./c.source", 6, "own bucket"),
+        ("  /c:\n    source: s3://THE-SKYLESS-BUCKET/x\n", "file_mounts./c", 5, "own bucket"),
+        ("  /c:\n    name: THE-SKYLESS-BUCKET\n", "file_mounts./c", 5, "own bucket"),
+        ("  /c: s3://THE-SKYLESS-BUCKET\n", "file_mounts./c", 5, "own bucket"),
+        ("  /c: s3://ungranted-bucket/x\n", "file_mounts./c", 5, "not yours and not granted"),
     ],
 )
 def test_what_skyless_cannot_serve_is_refused_at_submit_naming_file_line_and_field(
@@ -123,6 +125,7 @@ def test_a_store_this_deployment_does_not_reach_is_refused_and_the_local_runtime
 ):
     text = "resources:\n  cpus: 1+\nfile_mounts:\n  ~/w: gs://weights/llama\nrun: ls\n"
     pipeline = load_pipeline(text, filename="t.yaml")
+    put_grant(stack, Grant("weights", "user:u1", "", write=False))
     check_job_storage(stack, pipeline, owner="u1", filename="t.yaml", text=text)  # `*=local`: simulated
 
     monkeypatch.setenv("SKYLESS_STORES", "s3=aws")
