@@ -1,0 +1,174 @@
+"""Live records indexed apart (issue 20), on DynamoDB (moto's server), through what AWS calls: the reconcile
+function (its template Handler, a scheduled event) over a stack holding a thousand finished jobs written as
+the store writes them reads only the live ones; `GET /jobs?state=RUNNING` finds an old RUNNING job behind
+them reading a page; a stack made before the live index is upgraded (indexes, TTL, backfill) so no live job
+drops out of the sweeps. Items read are counted at pynamodb's one door to DynamoDB."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from chalice.test import Client
+from history import seed_dynamo
+from pynamodb.connection.base import Connection
+
+from functions.reconcile.handler import handler as reconcile_handler
+from functions.submit.app import app
+from shared.aws.sessions import aws_client
+from shared.config import Settings
+from shared.stack import create_stack
+from shared.states import JobState
+from shared.store.jobs import DynamoJobStore
+from shared.store.users import create_user
+
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+FINISHED = 1000
+
+
+@contextlib.contextmanager
+def counting_reads() -> Iterator[dict[str, int]]:
+    """Items DynamoDB read (a query's or scan's ScannedCount, a get's item) and read requests, meanwhile."""
+    counts = {"items": 0, "requests": 0}
+    original = Connection._make_api_call
+
+    def counted(self: Connection, operation: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        answer = original(self, operation, kwargs)
+        if operation in ("Query", "Scan"):
+            counts["items"] += int(answer.get("ScannedCount", answer.get("Count", 0)))
+        elif operation == "GetItem":
+            counts["items"] += 1 if "Item" in answer else 0
+        elif operation == "BatchGetItem":
+            counts["items"] += sum(len(items) for items in answer.get("Responses", {}).values())
+        else:
+            return answer
+        counts["requests"] += 1
+        return answer
+
+    with mock.patch.object(Connection, "_make_api_call", counted):
+        yield counts
+
+
+def running_job(store: DynamoJobStore, job_id: str, owner: str = "alice") -> Any:
+    job = store.new_job(job_id=job_id, owner=owner, state="PENDING", version=0, token_hash="h")
+    assert store.create(job, "submitted")
+    for to in (JobState.PLANNED, JobState.SETTING_UP, JobState.RUNNING):
+        assert store.move(job, to, f"to {to}")
+    return job
+
+
+def scheduled_event() -> dict[str, Any]:
+    return json.loads((EVENTS / "scheduled_event.json").read_text())
+
+
+def test_the_reconcile_function_reads_only_live_records_over_a_thousand_finished_jobs(
+    stack: Settings,
+) -> None:
+    store = DynamoJobStore(stack)
+    live = [running_job(store, f"live-{n}") for n in range(2)]
+    with counting_reads() as empty_history:
+        reconcile_handler(scheduled_event(), None)
+    seed_dynamo(stack, FINISHED)
+    with counting_reads() as history:
+        answer = reconcile_handler(scheduled_event(), None)
+    assert answer["actions"] == {}
+    assert history == empty_history  # nothing read grows with the history
+    assert history["items"] <= len(live) + 1
+    assert {j.job_id for j in store.live_jobs()} == {j.job_id for j in live}
+
+
+def test_a_state_filter_finds_an_old_running_job_behind_a_thousand_finished_ones(stack: Settings) -> None:
+    store = DynamoJobStore(stack)
+    old = running_job(store, "old-running")
+    seed_dynamo(stack, FINISHED, owner="alice")
+    headers = {"Authorization": f"Bearer {create_user('alice', stack, user_id='alice')}"}
+    with Client(app) as client, counting_reads() as reads:
+        answer = client.http.get("/jobs?state=running&limit=20", headers=headers)
+    assert answer.status_code == 200, answer.json_body
+    assert [j["job_id"] for j in answer.json_body["jobs"]] == [old.job_id]
+    assert answer.json_body["cursor"] is None
+    jobs_read = reads["items"] - 1  # the caller's user record
+    assert jobs_read <= 20 + 1
+
+
+def test_pages_follow_the_cursor_through_the_api(stack: Settings) -> None:
+    seed_dynamo(stack, 25, owner="alice")
+    headers = {"Authorization": f"Bearer {create_user('alice', stack, user_id='alice')}"}
+    seen: list[str] = []
+    path = "/jobs?limit=10"
+    with Client(app) as client:
+        while True:
+            with counting_reads() as reads:
+                answer = client.http.get(path, headers=headers)
+            assert answer.status_code == 200, answer.json_body
+            assert reads["items"] - 1 <= 10 + 1
+            seen += [j["job_id"] for j in answer.json_body["jobs"]]
+            if answer.json_body["cursor"] is None:
+                break
+            path = f"/jobs?limit=10&cursor={answer.json_body['cursor']}"
+        bad = client.http.get("/jobs?cursor=yesterday", headers=headers)
+    assert seen == [f"hist-alice-{n:07d}" for n in reversed(range(25))]
+    assert bad.status_code == 400 and "cursor" in json.dumps(bad.json_body)
+
+
+def test_a_stack_made_before_the_live_index_is_upgraded_and_keeps_its_live_jobs_in_the_sweep(
+    moto_endpoint: str, tmp_path: Path
+) -> None:
+    settings = Settings(prefix=f"t{uuid.uuid4().hex[:10]}", endpoint_url=moto_endpoint, home=tmp_path)
+    dynamodb = aws_client("dynamodb", settings)
+    dynamodb.create_table(  # the jobs table as the template made it before issue 20
+        TableName=settings.table_name("jobs"),
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "job_id", "AttributeType": "S"},
+            {"AttributeName": "owner", "AttributeType": "S"},
+            {"AttributeName": "created_at", "AttributeType": "N"},
+        ],
+        KeySchema=[{"AttributeName": "job_id", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "owner-index",
+                "KeySchema": [
+                    {"AttributeName": "owner", "KeyType": "HASH"},
+                    {"AttributeName": "created_at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    old_item = {
+        "job_id": {"S": "job-before-upgrade"}, "owner": {"S": "alice"}, "state": {"S": "RUNNING"},
+        "version": {"N": "3"}, "token_hash": {"S": "h"}, "created_at": {"N": "1700000000"},
+        "updated_at": {"N": "1700000100"},
+    }  # fmt: skip
+    dynamodb.put_item(TableName=settings.table_name("jobs"), Item=old_item)
+    create_stack(settings)
+    store = DynamoJobStore(settings)
+    assert [j.job_id for j in store.live_jobs()] == ["job-before-upgrade"]
+    assert [j.job_id for j in store.iter_jobs_of("alice", state="RUNNING")] == ["job-before-upgrade"]
+    ttl = dynamodb.describe_time_to_live(TableName=settings.table_name("events"))["TimeToLiveDescription"]
+    assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expires_at"}
+    create_stack(settings)  # again: nothing to do, nothing breaks
+
+
+@pytest.mark.parametrize("state", [JobState.SUCCEEDED, JobState.CANCELLED])
+def test_a_finished_job_carries_its_expiry_and_leaves_the_live_index(
+    stack: Settings, state: JobState
+) -> None:
+    store = DynamoJobStore(stack)
+    job = running_job(store, f"ending-{state.value.lower()}")
+    assert store.move(job, state, "ended")
+    raw = aws_client("dynamodb", stack).get_item(
+        TableName=stack.table_name("jobs"), Key={"job_id": {"S": job.job_id}}
+    )["Item"]
+    assert "live" not in raw
+    assert int(raw["expires_at"]["N"]) - int(float(raw["updated_at"]["N"])) == stack.retention_seconds
+    assert raw["owner_state"]["S"] == f"alice#{state.value}"
+    assert all(int(e.expires_at) > 0 for e in store.timeline(job.job_id))
+    assert store.live_jobs() == []
