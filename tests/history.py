@@ -6,7 +6,6 @@ benchmarks/scale.py. Items come from the store itself: one real job is run throu
 
 from __future__ import annotations
 
-import copy
 import time
 import zlib
 from collections.abc import Iterator
@@ -79,7 +78,7 @@ def finished_items(
     start = (ended_before or time.time() - DAY) - count * 60.0
     for n in range(count):
         job_id, at = f"hist-{owner}-{n:07d}", start + n * 60.0
-        job = copy.deepcopy(job_t)
+        job = dict(job_t)  # shallow: stores replace whole items, never mutate one
         job["job_id"] = {"S": job_id}
         job["created_at"] = {"N": repr(at)}
         job["updated_at"] = {"N": repr(at + 50)}
@@ -87,12 +86,12 @@ def finished_items(
         job["cluster_id"] = {"S": f"{job_id}-0"}
         yield "jobs", job
         for k, event in enumerate(events_t):
-            item = copy.deepcopy(event)
+            item = dict(event)
             item["job_id"] = {"S": job_id}
             item["at"] = {"S": f"{at + k:017.6f}#v{k:05d}"}
             yield "events", item
         for cluster in clusters_t:
-            item = copy.deepcopy(cluster)
+            item = dict(cluster)
             key = item["cluster_id"]["S"]
             item["cluster_id"] = {"S": f"node#i-{job_id}" if key.startswith("node#") else f"{job_id}-0"}
             item["job_id"] = {"S": job_id}
@@ -101,9 +100,11 @@ def finished_items(
             yield "clusters", item
 
 
-def seed_memory(store: MemoryJobStore, count: int, owner: str = "alice") -> None:
+def seed_memory(
+    store: MemoryJobStore, count: int, owner: str = "alice", *, ended_before: float | None = None
+) -> None:
     """Put the items straight into the store's tables (no reads counted)."""
-    for table, item in finished_items(count, owner):
+    for table, item in finished_items(count, owner, ended_before=ended_before):
         if table == "jobs":
             store._jobs[item["job_id"]["S"]] = item
         elif table == "clusters":

@@ -36,7 +36,7 @@ from shared.config.env_names import (
 )
 from shared.config.environment import ConfigError, env_float, env_int, process_environ
 
-QUEUE_KINDS = ("optimize", "provision", "spot_watch", "submit")
+QUEUE_KINDS = ("optimize", "provision", "spot_watch", "submit", "teardown")
 
 
 def home_from_env(environ: Mapping[str, str]) -> Path:

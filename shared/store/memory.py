@@ -25,6 +25,7 @@ from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
 from shared.store.cooldowns import PrunedCooldowns, entry
 from shared.store.job_store import CompanionUpdate, NodeFields, PreemptionCount
+from shared.store.jobs import _days_since as days_since
 from shared.store.jobs import _event_key as event_key
 from shared.store.live_index import (
     LIVE_CLUSTER,
@@ -217,7 +218,7 @@ class MemoryJobStore:
         if since is not None:
             first_day = day_of(since)
             items = [i for i in items if i.get("created_day", {}).get("S", "") >= first_day]
-            self._read(len(items), requests=0)  # what the day partitions hold
+            self._read(len(items), requests=len(days_since(since)))  # a query of each day's partition
             return iter([_record(JobModel, i) for i in items if _created(i) >= since])
         self._read(len(items))
         return iter([_record(JobModel, i) for i in items])
@@ -329,8 +330,12 @@ class MemoryJobStore:
         return True
 
     def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:
-        found = {cluster_id: self.cluster(cluster_id) for cluster_id in dict.fromkeys(cluster_ids)}
-        return {cluster_id: cluster for cluster_id, cluster in found.items() if cluster is not None}
+        """As DynamoJobStore's: a BatchGetItem per 100 ids."""
+        wanted = list(dict.fromkeys(cluster_ids))
+        with self._lock:
+            items = {cid: self._clusters[cid] for cid in wanted if cid in self._clusters}
+        self._read(len(items), requests=-(-len(wanted) // 100))
+        return {cid: _record(ClusterModel, item) for cid, item in items.items()}
 
     def live_clusters(self) -> list[ClusterModel]:
         """The live index's cluster records only (those with `live` set: UP ones)."""
