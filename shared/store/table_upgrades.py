@@ -73,7 +73,19 @@ def add_missing_indexes(settings: Settings, model: type[Model]) -> list[str]:
             ],
         )
         added.append(index["index_name"])
+        _wait_until_active(client, table, index["index_name"])  # DynamoDB builds one index at a time
     return added
+
+
+def _wait_until_active(client: Any, table: str, index_name: str, timeout: float = 3600.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        described = client.describe_table(TableName=table)["Table"]
+        statuses = {i["IndexName"]: i.get("IndexStatus") for i in described.get("GlobalSecondaryIndexes", [])}
+        if described["TableStatus"] == "ACTIVE" and statuses.get(index_name) in ("ACTIVE", None):
+            return
+        time.sleep(5)
+    raise TimeoutError(f"index {index_name} of {table} is not ACTIVE after {timeout:.0f} s")
 
 
 def enable_ttl(settings: Settings, table: str) -> None:

@@ -18,15 +18,19 @@ import pytest
 from chalice.test import Client
 from history import seed_dynamo
 from pynamodb.connection.base import Connection
+from typer.testing import CliRunner
 
+from cli.main import app as cli
 from functions.reconcile.handler import handler as reconcile_handler
 from functions.submit.app import app
 from shared.aws.sessions import aws_client
+from shared.clusters.health import sweep_clusters
 from shared.config import Settings
 from shared.stack import create_stack
 from shared.states import JobState
+from shared.store.cluster_records import ClusterStore
 from shared.store.jobs import DynamoJobStore
-from shared.store.users import create_user
+from shared.store.users import create_user, find_user
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 FINISHED = 1000
@@ -172,3 +176,45 @@ def test_a_finished_job_carries_its_expiry_and_leaves_the_live_index(
     assert raw["owner_state"]["S"] == f"alice#{state.value}"
     assert all(int(e.expires_at) > 0 for e in store.timeline(job.job_id))
     assert store.live_jobs() == []
+
+
+def named_cluster(store: ClusterStore, name: str, state: str = "STOPPED") -> Any:
+    key = f"k{uuid.uuid4().hex[:12]}"
+    cluster = store.new_cluster(key=key, owner="alice", name=name, state=state)
+    plan = store.new_plan(key, plan_z=b"x", task="{}")
+    assert store.create(cluster, plan, store.new_claim("alice", name, key), replacing=None, message="made")
+    return cluster
+
+
+def test_the_named_cluster_sweep_reads_only_clusters_that_are_not_terminated(stack: Settings) -> None:
+    store = ClusterStore(stack)
+    kept = named_cluster(store, "kept")
+    for n in range(150):
+        ended = named_cluster(store, f"old-{n}")
+        assert store.write_cluster(ended, {"state": "TERMINATED"}, message="torn down")
+    with counting_reads() as reads:
+        answer = sweep_clusters()
+    assert answer == {}
+    assert reads["items"] == 1 and reads["requests"] == 1  # the one live cluster, from the live index
+    assert [c.key for c in store.live_clusters()] == [kept.key]
+
+
+def test_skyless_queue_prints_the_cursor_of_the_next_page_and_follows_it(
+    stack: Settings, cli_api: list[str]
+) -> None:
+    user = find_user(cli_api[-1], stack)
+    assert user is not None
+    seed_dynamo(stack, 7, owner=user.user_id)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["queue", "--limit", "5", "--json", *cli_api])
+    assert first.exit_code == 0, first.output
+    assert [j["job_id"] for j in json.loads(first.output)] == [
+        f"hist-{user.user_id}-{n:07d}" for n in (6, 5, 4, 3, 2)
+    ]
+    table = runner.invoke(cli, ["queue", "--limit", "5", *cli_api], env={"COLUMNS": "200"})
+    [hint] = [line for line in table.output.splitlines() if line.startswith("More jobs:")]
+    cursor = hint.split("--cursor '")[1].split("'")[0]
+    rest = runner.invoke(cli, ["queue", "--limit", "5", "--cursor", cursor, "--json", *cli_api])
+    assert [j["job_id"] for j in json.loads(rest.output)] == [f"hist-{user.user_id}-{n:07d}" for n in (1, 0)]
+    bad = runner.invoke(cli, ["queue", "--cursor", "tomorrow", *cli_api])
+    assert bad.exit_code != 0 and "cursor" in bad.output and "Traceback" not in bad.output
