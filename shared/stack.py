@@ -35,6 +35,9 @@ def create_stack(settings: Settings) -> dict[str, str]:
     """Tables, queues (each with a DLQ), the bucket, the EventBridge rules, and the notification resources
     (events stream, notifications table, SES sender). Returns queue URLs by kind."""
     _create_tables(settings)
+    from shared.store.table_upgrades import upgrade_tables
+
+    upgrade_tables(settings)  # a stack made before the live indexes: its indexes, backfill and TTL
     urls = _create_queues(settings)
     _create_bucket(settings)
     _create_event_rules(settings, urls["spot_watch"])
@@ -46,11 +49,8 @@ def create_stack(settings: Settings) -> dict[str, str]:
 
 
 def _create_tables(settings: Settings) -> None:
-    from shared.store.table_upgrades import upgrade_tables
-
     for model in models_for(settings).all():
         model.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
-    upgrade_tables(settings)  # a stack made before the live index: its indexes, TTL and backfill
     try:
         from shared.store.users import users_model  # the API's table, owned by the API module
     except ImportError:
@@ -62,9 +62,6 @@ def _create_tables(settings: Settings) -> None:
     from shared.store.cluster_records import create_cluster_table
 
     create_cluster_table(settings)
-    from shared.store.table_upgrades import upgrade_named_clusters
-
-    upgrade_named_clusters(settings)
     from shared.storage.registry import buckets_model
 
     buckets_model(settings).create_table(wait=True, billing_mode="PAY_PER_REQUEST")

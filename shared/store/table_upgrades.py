@@ -2,8 +2,9 @@
 index attributes of records written before them (`live`, `owner_state`, `created_day`).
 
 Without the backfill a job that was live at the upgrade would be missing from the live index, and so from
-every sweep: `create_stack` runs it on an existing local stack, and `python -m shared.store.table_upgrades`
-runs it once against a deployed stack (its Settings from the environment, as the functions read them). It
+every sweep: `create_stack` runs it (the local runtime at every `local up`; it backfills only a stack not yet
+upgraded), and `python -m shared.store.table_upgrades` runs it once against a deployed stack, backfilling
+always (its Settings from the environment, as the functions read them). It
 is idempotent: each record is written only when it lacks the attribute, on a condition that its state is
 still the one read, so a move in between wins and the next run picks the record up again.
 """
@@ -26,19 +27,23 @@ from shared.store.models import models_for
 TTL_ATTRIBUTE = "expires_at"
 
 
-def upgrade_tables(settings: Settings) -> dict[str, int]:
-    """Indexes, TTL and backfill; returns how many records of each kind were backfilled."""
+def upgrade_tables(settings: Settings, *, always_backfill: bool = False) -> dict[str, int]:
+    """Indexes, backfill, then TTL; returns how many records of each kind were backfilled. The backfill runs
+    when an index was missing or TTL is not on yet (TTL is turned on last: a run that died before it is
+    finished by the next), so a stack already upgraded reads no history here."""
     models = models_for(settings)
-    for indexed in (models.jobs, models.clusters):
-        add_missing_indexes(settings, indexed)
+    added = []
+    named = cluster_models(settings).table()
+    for indexed in (models.jobs, models.clusters, *([named] if named.exists() else [])):
+        added += add_missing_indexes(settings, indexed)
+    done: dict[str, int] = {}
+    if added or always_backfill or not ttl_enabled(settings, models.jobs.Meta.table_name):
+        done = backfill(settings)
+        if named.exists():
+            done["named_clusters"] = backfill_named_clusters(settings)
     for model in models.all():
         enable_ttl(settings, model.Meta.table_name)
-    return backfill(settings)
-
-
-def upgrade_named_clusters(settings: Settings) -> int:
-    add_missing_indexes(settings, cluster_models(settings).table())
-    return backfill_named_clusters(settings)
+    return done
 
 
 def add_missing_indexes(settings: Settings, model: type[Model]) -> list[str]:
@@ -88,11 +93,16 @@ def _wait_until_active(client: Any, table: str, index_name: str, timeout: float 
     raise TimeoutError(f"index {index_name} of {table} is not ACTIVE after {timeout:.0f} s")
 
 
-def enable_ttl(settings: Settings, table: str) -> None:
+def ttl_enabled(settings: Settings, table: str) -> bool:
     client = aws_client("dynamodb", settings)
     current = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
-    if current.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+    return current.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
+
+
+def enable_ttl(settings: Settings, table: str) -> None:
+    if ttl_enabled(settings, table):
         return
+    client = aws_client("dynamodb", settings)
     client.update_time_to_live(
         TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
     )
@@ -140,5 +150,4 @@ def _set_if_state(record: Any, model: Any, fields: dict[str, Any]) -> int:
 
 
 if __name__ == "__main__":
-    settings = Settings.from_env()
-    print({**upgrade_tables(settings), "named_clusters": upgrade_named_clusters(settings)})
+    print(upgrade_tables(Settings.from_env(), always_backfill=True))

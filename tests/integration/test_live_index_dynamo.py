@@ -30,6 +30,7 @@ from shared.stack import create_stack
 from shared.states import JobState
 from shared.store.cluster_records import ClusterStore
 from shared.store.jobs import DynamoJobStore
+from shared.store.table_upgrades import upgrade_tables
 from shared.store.users import create_user, find_user
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
@@ -159,6 +160,9 @@ def test_a_stack_made_before_the_live_index_is_upgraded_and_keeps_its_live_jobs_
     ttl = dynamodb.describe_time_to_live(TableName=settings.table_name("events"))["TimeToLiveDescription"]
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expires_at"}
     create_stack(settings)  # again: nothing to do, nothing breaks
+    with counting_reads() as reads:
+        assert upgrade_tables(settings) == {}  # upgraded: no backfill, no history read
+    assert reads["items"] == 0
 
 
 @pytest.mark.parametrize("state", [JobState.SUCCEEDED, JobState.CANCELLED])
