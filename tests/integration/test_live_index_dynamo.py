@@ -222,3 +222,23 @@ def test_skyless_queue_prints_the_cursor_of_the_next_page_and_follows_it(
     assert [j["job_id"] for j in json.loads(rest.output)] == [f"hist-{user.user_id}-{n:07d}" for n in (1, 0)]
     bad = runner.invoke(cli, ["queue", "--cursor", "tomorrow", *cli_api])
     assert bad.exit_code != 0 and "cursor" in bad.output and "Traceback" not in bad.output
+
+
+def test_the_dashboard_links_to_the_older_jobs_page(stack: Settings) -> None:
+    from test_dashboard_pages import Browser
+
+    key = create_user("alice", stack, user_id="alice")
+    seed_dynamo(stack, 7, owner="alice")
+    with Client(app) as client:
+        browser = Browser(client)
+        browser.sign_in(key)
+        first = browser.get("/dashboard?limit=5")
+        body = first.body.decode()
+        assert "hist-alice-0000006" in body and "hist-alice-0000001" not in body
+        link = body.split('<p class="pager"><a href="')[1].split('"')[0].replace("&amp;", "&")
+        older = browser.get(link).body.decode()
+    assert "cursor=" in link and "limit=5" in link
+    assert (
+        "hist-alice-0000001" in older and "hist-alice-0000000" in older and "hist-alice-0000006" not in older
+    )
+    assert '<p class="pager">' not in older
