@@ -133,9 +133,21 @@ class SkylessClient:
     ) -> list[JobSummary]:
         """Newest first. `state`: comma-separated states; `since`: `2d`, `12h` or an ISO 8601 time;
         `name`: part of the job's name; `limit`: at most this many (the API's default is 200)."""
-        filters = {"state": state, "since": since, "name": name, "limit": limit}
+        return self.job_page(state=state, since=since, name=name, limit=limit).jobs
+
+    def job_page(
+        self,
+        *,
+        state: str | None = None,
+        since: str | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> JobList:
+        """One page of `list_jobs`; its `cursor` (None on the last page) asks for the next."""
+        filters = {"state": state, "since": since, "name": name, "limit": limit, "cursor": cursor}
         params = {key: value for key, value in filters.items() if value not in (None, "")}
-        return JobList.model_validate(self._call("GET", "/jobs", params=params)).jobs
+        return JobList.model_validate(self._call("GET", "/jobs", params=params))
 
     def cost_report(self, *, days: int = 7, by: str = "cloud", all_users: bool = False) -> CostReportResponse:
         """What jobs submitted in the last `days` cost, per attempt and against on-demand; `all_users`

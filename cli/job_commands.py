@@ -240,6 +240,9 @@ def queue(
     name: Annotated[str | None, typer.Option("--name", help="Only jobs whose name contains this.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many jobs.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="The page after the one that printed this cursor.")
+    ] = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -249,11 +252,13 @@ def queue(
     with _client(api_url, api_key) as client:
         if cluster is not None:
             return cluster_commands.print_queue(client, cluster, as_json=as_json)
-        jobs = client.list_jobs(state=states, since=since, name=name, limit=limit)
+        page = client.job_page(state=states, since=since, name=name, limit=limit, cursor=cursor)
     if as_json:
-        typer.echo(json.dumps([job.model_dump(mode="json") for job in jobs], indent=2))
+        typer.echo(json.dumps([job.model_dump(mode="json") for job in page.jobs], indent=2))
         return
-    _print_jobs(jobs)
+    _print_jobs(page.jobs)
+    if page.cursor:
+        typer.echo(f"More jobs: skyless queue --cursor '{page.cursor}' (with the same filters)")
 
 
 def _print_jobs(jobs: list[JobSummary]) -> None:

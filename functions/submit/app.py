@@ -127,6 +127,7 @@ JOB_QUERY = (
     QueryParam("since", "string", "Only jobs submitted since: a duration (2d, 12h) or an ISO 8601 time"),
     QueryParam("name", "string", "Only jobs whose name contains this (case-insensitive)"),
     QueryParam("limit", "integer", "At most this many jobs (1-1000, default 200)"),
+    QueryParam("cursor", "string", "The `cursor` a page answered: the page after it"),
 )
 
 

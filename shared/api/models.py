@@ -183,6 +183,7 @@ class JobDetail(JobSummary):
 
 class JobList(BaseModel):
     jobs: list[JobSummary]
+    cursor: str | None = Field(None, description="More jobs follow: pass as `cursor` for the next page.")
 
 
 class LogsResponse(BaseModel):

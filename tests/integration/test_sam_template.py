@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from cfnlint.decode import decode
 
+from local_runtime.dispatcher import QUEUE_HANDLERS
 from shared.config import QUEUE_KINDS, Settings
 from shared.stack import SPOT_EVENT_PATTERN
 
@@ -125,7 +126,7 @@ def test_each_queue_feeds_its_handler_with_partial_batch_responses(template: dic
                 )
     for kind in QUEUE_KINDS:
         handler, props = by_queue[queue_logical[SETTINGS.queue_name(kind)]]
-        assert handler == f"functions.{kind}.handler.handler"
+        assert handler == f"{QUEUE_HANDLERS[kind]}.handler"  # the local dispatcher's wiring is the template's
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
         function_timeout = 60
         visibility = template["Resources"][queue_logical[SETTINGS.queue_name(kind)]]["Properties"]

@@ -349,7 +349,7 @@ def journey(deployed: DeployedStack) -> dict[str, Any]:
     [cancelled] = d.invoke(api, [d.http("POST", f"/jobs/{second_id}/cancel", key=key)])
     seen["cancelled"] = cancelled
     d.sqs_batch("optimize")  # the cancelled job's plan request: optimize would drop it
-    seen["teardown"] = d.invoke("ProvisionFunction", [d.sqs_batch("provision")])
+    seen["teardown"] = d.invoke("ProvisionFunction", [d.sqs_batch("teardown")])  # its own queue
 
     # A task file uploaded under tasks/ reaches the submit queue by the bucket's notification (S3 via SQS).
     owner = find_user(key, d.settings)

@@ -15,8 +15,8 @@ from secret_leaks import holds, objects_holding, table_items_holding
 
 from functions.submit.handler import handler as submit_handler
 from shared.config import Settings
+from shared.jobs.job_listing import list_jobs
 from shared.jobs.task_records import secrets_of
-from shared.jobs.views import list_jobs
 from shared.store.users import create_user
 from shared.wiring import wiring_for
 

@@ -17,7 +17,8 @@ from functions.submit.handler import handler as submit_handler
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.agent_reports import AgentReport, report_agent_status
-from shared.jobs.views import get_job, list_jobs
+from shared.jobs.job_listing import list_jobs
+from shared.jobs.views import get_job
 from shared.store.users import create_user
 from shared.uploads import intake as uploads
 from shared.uploads.intake import UploadRejection, check_task_runs, uploads_in

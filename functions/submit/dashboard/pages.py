@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from chalice import Chalice, Response
 
@@ -41,7 +41,8 @@ from shared.jobs.blocks import blocks_of
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.cost_report import cost_report, job_attempts
 from shared.jobs.job_filters import job_filter, parse_days, parse_flag, parse_group
-from shared.jobs.views import ReadLogs, job_view, list_jobs, read_logs, with_group
+from shared.jobs.job_listing import list_job_page, list_jobs
+from shared.jobs.views import ReadLogs, job_view, read_logs, with_group
 from shared.notifications.settings import user_settings
 from shared.schedules.operations import list_schedules
 from shared.states import JobState, is_terminal
@@ -165,15 +166,24 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         QueryParam("name", "string", "Only jobs whose name contains this"),
         QueryParam("since", "string", "Only jobs submitted since (2d, 12h, or an ISO time)"),
         QueryParam("limit", "integer", "At most this many jobs"),
+        QueryParam("cursor", "string", "The page after this one's last job"),
     )
 
     @route(BASE, "GET", "The dashboard: the user's jobs and their spend", query=job_query, errors=(400,))
     def jobs_page(request: PageRequest) -> Page:
         q = request.query
         where = job_filter(
-            state=q.get("state"), since=q.get("since"), name=q.get("name"), limit=q.get("limit") or "100"
+            state=q.get("state"),
+            since=q.get("since"),
+            name=q.get("name"),
+            limit=q.get("limit") or "100",
+            cursor=q.get("cursor"),
         )
-        jobs = list_jobs(wiring_for(request.settings), owner=_owner(request), where=where)
+        page = list_job_page(wiring_for(request.settings), owner=_owner(request), where=where)
+        jobs = page.jobs
+        next_page = (
+            urlencode({**{k: v for k, v in q.items() if v}, "cursor": page.cursor}) if page.cursor else None
+        )
         now = time.time()
         report = cost_report(request.settings, owner=_owner(request), days=14, by="cloud", now=now)
         counts: dict[str, int] = {}
@@ -186,6 +196,7 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
                 "counts": counts,
                 "states": STATES,
                 "filters": q,
+                "next_page": next_page,
                 "report": report,
                 "spend": charts.spend_by_cloud(report.daily, days=14, now=now),
             },
