@@ -28,7 +28,7 @@ def my_teams(settings: Settings, caller: str) -> dict[str, list[str]]:
 
 def team_jobs(settings: Settings, team: str, caller: str, where: Any = None) -> list[tuple[str, Any]]:
     """(owner, job view) of every member's jobs matching `where`, newest first (a query per member)."""
-    from shared.jobs.views import list_jobs
+    from shared.jobs.job_listing import list_jobs
     from shared.wiring import wiring_for
 
     wiring = wiring_for(settings)
