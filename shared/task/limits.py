@@ -19,7 +19,7 @@ MAX_YAML_DEPTH = 64
 MAX_YAML_DOCUMENTS = 64
 MAX_YAML_NODES = 20_000  # values, every alias (*name) counted as the whole value it stands for
 MAX_YAML_EXPANDED_CHARS = 1024 * 1024  # scalar text, aliases counted the same way
-MAX_PARSE_SECONDS = 2.0
+MAX_PARSE_SECONDS = 3.0  # CPU seconds of the parsing thread; the largest files the limits allow take ~1 s
 
 
 def _size(count: int) -> str:

@@ -17,6 +17,7 @@ from parse_attacks import ATTACKS, billion_laughs, many_documents, parse_in_fres
 from shared.errors import TaskFileError
 from shared.task import load_pipeline
 from shared.task.limits import (
+    MAX_PARSE_SECONDS,
     MAX_TASK_FILE_BYTES,
     MAX_YAML_DEPTH,
     MAX_YAML_DOCUMENTS,
@@ -35,7 +36,8 @@ def test_each_attack_of_the_issue_is_refused_quickly_in_bounded_memory(attack: s
     assert error["file"] == "attack.yaml" and error["line"] == line, error
     assert "skyless" in error["message"] and _names(limit, error["message"]), error["message"]
     # Before: over a minute and past 3 GB (laughs), a 500 after 13 s (depth), 40 s of planning (documents).
-    assert measured["seconds"] < 1.5, measured
+    # CPU time is the parse's own work; wall time is bounded loosely (this machine is shared).
+    assert measured["cpu_seconds"] < 1.5 and measured["seconds"] < 10, measured
     assert measured["grown_kib"] < 20 * 1024, measured
 
 
@@ -59,7 +61,8 @@ def test_the_largest_files_within_the_limits_parse_in_bounded_time_and_memory() 
         measured = parse_in_fresh_process(text)
         assert measured["error"] is not None and measured["error"]["line"] in (4, 3), measured
         assert "limit" not in measured["error"]["message"], measured  # refused by the model, not a limit
-        assert measured["seconds"] < 4.0 and measured["grown_kib"] < 80 * 1024, measured
+        assert measured["cpu_seconds"] < MAX_PARSE_SECONDS and measured["seconds"] < 30, measured
+        assert measured["grown_kib"] < 80 * 1024, measured
 
 
 def test_a_laugh_one_level_smaller_than_the_limit_reads_and_one_level_more_is_refused() -> None:
@@ -185,4 +188,4 @@ def test_a_parse_past_its_time_limit_stops_where_it_got_to(monkeypatch: pytest.M
     monkeypatch.setattr(bounded, "MAX_PARSE_SECONDS", -1.0)  # the clock ran out before the first node
     with pytest.raises(TaskFileError) as refused:
         load_pipeline("name: slow\nrun: echo hi\n", filename="slow.yaml")
-    assert refused.value.line == 1 and "took more than -1 s, skyless's limit" in refused.value.message
+    assert refused.value.line == 1 and "took more than -1 s of CPU, skyless's limit" in refused.value.message
