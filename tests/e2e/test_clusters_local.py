@@ -81,6 +81,7 @@ def test_a_cluster_session_from_launch_to_down(user: User) -> None:
     first = user.ok("launch", "-c", "dev", "examples/dev_cluster.yaml")
     assert "provisioning a new cluster" in first and "hello from" in first, first
     assert "Job 1 on dev SUCCEEDED" in first
+    assert "resources.autostop" not in first  # applied to the cluster, so never called "read, not applied"
 
     user.ok("exec", "dev", "cat ~/marker; echo second >> ~/marker")
     second = user.ok("exec", "dev", "cat", "~/marker", "~/setup.log")
