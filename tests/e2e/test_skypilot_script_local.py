@@ -1,6 +1,7 @@
 """A SkyPilot user's shell script, unchanged but for the command name, run by bash through the installed
 `skyless` entry point on a fresh HOME (the first command starts the local runtime): launch -y with an
-inline command, exec with resource overrides, queue -s, cancel, jobs launch/queue/cancel -n, down -a -y.
+inline command, exec with resource overrides, queue -s, cancel, stop and start (each returning once the
+cluster is STOPPED or UP), jobs launch/queue/cancel -n, down -a -y.
 `set -euo pipefail` makes every line's exit code part of the proof."""
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ sky exec dev -d 'sleep 300'
 echo "== queue -s"
 sky queue dev -s
 sky cancel -y dev
+echo "== stop"
+sky stop -y dev
+sky status dev
+echo "== start"
+sky start -y dev
+sky exec dev 'cat ~/marker'
 echo "== jobs launch"
 sky jobs launch -y -d -n train 'sleep 300'
 echo "== jobs queue -s"
@@ -77,6 +84,10 @@ def test_a_skypilot_script_runs_unchanged_but_for_the_command_name(home: tuple[P
     assert re.search(r"3\W.*(PENDING|RUNNING).*sleep 300", queued), queued
     assert "SUCCEEDED" not in queued  # -s: finished jobs left out
     assert "cancelling the latest job, 3" in queued and "Cancelled job(s) 3 on dev" in queued
+    stopped = sections["stop"]  # stop returns once the cluster is STOPPED, and says so
+    assert re.search(r"dev: STOPPED\n", stopped) and re.search(r"^dev STOPPED", stopped, re.M), stopped
+    started = sections["start"]
+    assert re.search(r"dev: UP\n", started) and "ready\n" in started, started  # UP: exec works at once
     train = re.search(r"Job (job-\S+) submitted", sections["jobs launch"])
     assert train is not None, sections["jobs launch"]
     assert train.group(1) in sections["jobs queue -s"]
