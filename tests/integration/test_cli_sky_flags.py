@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
@@ -146,3 +147,18 @@ def test_stop_and_down_with_all_and_yes_on_no_clusters(stack: Settings, cli_api:
         assert result.exit_code == 0 and "No cluster to act on." in result.output, result.output
     refused = run("stop", *cli_api)
     assert refused.exit_code == 2 and "name the clusters, or --all" in refused.output
+
+
+def test_a_bare_env_name_takes_its_value_from_the_shell_as_sky_does(
+    stack: Settings, cli_api: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WANDB_PROJECT", "from-my-shell")
+    result = run("launch", "-d", "--env", "WANDB_PROJECT", "echo $WANDB_PROJECT", *cli_api)
+    task = task_of(stack, job_id_of(result))
+    assert task.envs["WANDB_PROJECT"] == "from-my-shell"  # type: ignore[attr-defined]
+    monkeypatch.delenv("WANDB_PROJECT")
+    unset = run("launch", "-d", "--env", "WANDB_PROJECT", "echo hi", *cli_api)
+    assert (
+        unset.exit_code == 2
+        and "--env: expected K=V, or the name of a variable set in this shell" in unset.output
+    )
