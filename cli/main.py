@@ -19,6 +19,7 @@ from cli import (
     plan_commands,
     schedule_commands,
     ssh_commands,
+    storage_commands,
 )
 
 app = typer.Typer(
@@ -44,5 +45,6 @@ for area in (
     notify_commands,
     local_commands,
     check_commands,
+    storage_commands,
 ):
     area.register(app)

@@ -3,7 +3,8 @@
 `specs` reads which buckets a task names and how each reaches the node (pure); `lifecycle` checks them at
 submit, creates them before the first launch, hands each node credentials for exactly its buckets and
 deletes them at the end when skyless made them and they are not `persistent`; `backends` (S3, R2) and
-`registry` (who owns which name) sit under it; `rclone` writes the mount commands for real VMs.
+`registry` (who owns which name) sit under it;
+`listing` is `skyless storage ls | delete`; `rclone` writes the mount commands for real VMs.
 """
 
-__all__ = ["lifecycle", "specs"]
+__all__ = ["lifecycle", "listing", "specs"]
