@@ -1,8 +1,16 @@
 """The HTTPS API's edges: request and response models (pydantic) and who the caller is.
 
 `models` (jobs, plans, uploads, agents), `cluster_models` (named clusters and their agents), `cost_models`,
-`notification_models`, `schedule_models`; `auth` turns a bearer token into a user (API keys, stored hashed)
-or a node agent (per-attempt tokens). The routes are in functions/submit/.
+`notification_models`, `schedule_models`, `storage_models` (buckets); `auth` turns a bearer token into a user
+(API keys, stored hashed) or a node agent (per-attempt tokens). The routes are in functions/submit/.
 """
 
-__all__ = ["auth", "cluster_models", "cost_models", "models", "notification_models", "schedule_models"]
+__all__ = [
+    "auth",
+    "cluster_models",
+    "cost_models",
+    "models",
+    "notification_models",
+    "schedule_models",
+    "storage_models",
+]
