@@ -1,6 +1,7 @@
 """A SkyPilot user's cluster session, typed at the `skyless` command on a fresh HOME, on the local runtime
 the first command starts: launch -c, exec twice, queue, a command through ssh, autostop stopping the idle
-cluster (an autostop "minute" is one second here), start, down, and nothing left running after it."""
+cluster (an autostop "minute" is two seconds here: the file's 30m outlasts the session on a busy machine),
+start, down, and nothing left running after it."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class User:
             HOME=str(home),
             SKYLESS_LOCAL_MOTO_PORT=str(free_port()),
             SKYLESS_LOCAL_API_PORT=str(free_port()),
-            SKYLESS_AUTOSTOP_MINUTE_SECONDS="1",
+            SKYLESS_AUTOSTOP_MINUTE_SECONDS="2",
             SKYLESS_CLUSTER_POLL_SECONDS="0.5",
             SKYLESS_LOG_FLUSH_SECONDS="0.5",
         )
