@@ -39,7 +39,7 @@ from shared.api.models import (
 from shared.api.storage_models import BucketList, BucketView
 from shared.errors import UserError
 
-TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED"})
 SKIPPED_IN_WORKDIR = frozenset({".git", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"})
 
 

@@ -24,6 +24,7 @@ from cli.client_session import client_session
 from cli.clock_format import age as _age
 from cli.clock_format import clock as _clock
 from cli.console import stderr_console, stdout_console
+from cli.log_streams import write_log
 from cli.ssh_config import remove_host
 from shared.api.cluster_models import ClusterView
 from shared.errors import UserError
@@ -112,7 +113,7 @@ def launch_on_cluster(
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     console.print(f"Job [bold]{answer.job.job}[/bold] queued on {escape(name)}.")
     if detach:
-        console.print(f"Follow it with: skyless logs {name} {answer.job.job} --follow")
+        console.print(f"Follow it with: skyless logs {name} {answer.job.job}")
         return 0
     return follow_cluster_job(client, name, answer.job.job, timeline=True)
 
@@ -139,7 +140,7 @@ def follow_cluster_job(
                         )
             text, state, ranks = _read_job_logs(client, name, number, cursors, finished)
             if text:
-                console.out(text, end="", highlight=False)
+                write_log(text)  # `\r` kept, as SkyPilot prints a log
             if state in JOB_TERMINAL and all(finished.get(r) for r in range(ranks)):
                 break
             if detail.state == "TERMINATED" or (detail.state == "TERMINATING" and state in JOB_TERMINAL):
@@ -302,7 +303,7 @@ def print_logs(client: SkylessClient, name: str, job: str | None, follow: bool) 
         text, _, _ = _read_job_logs(client, name, number, cursors, finished)
         if not text:
             return 0
-        console.out(text, end="", highlight=False)
+        write_log(text)  # `\r` kept, as SkyPilot prints a log
 
 
 def cancel_on_cluster(client: SkylessClient, name: str, jobs: list[str], every: bool) -> None:

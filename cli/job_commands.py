@@ -25,7 +25,7 @@ from cli.clock_format import when as _when
 from cli.console import stderr_console, stdout_console
 from cli.job_group_views import follow_group_logs, print_group_tasks
 from cli.launch_prep import PreparedLaunch, local_file_mounts, local_workdirs, prepare_launch
-from cli.log_streams import LogStreams
+from cli.log_streams import LogStreams, print_job_log, write_log
 from cli.money_format import dollars
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
@@ -40,6 +40,8 @@ errors = stderr_console()
 STATE_STYLE = {
     "SUCCEEDED": "green",
     "FAILED": "red",
+    "FAILED_SETUP": "red",
+    "FAILED_NO_RESOURCE": "red",
     "CANCELLED": "yellow",
     "RUNNING": "cyan",
     "RECOVERING": "magenta",
@@ -265,29 +267,40 @@ def logs(
     rank: Annotated[
         int | None, typer.Option("--rank", min=0, help="Only this node's log (default: every node's).")
     ] = None,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep reading until the job ends.")] = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow/--no-follow",
+            "-f",
+            help="Follow the log until the job ends (as SkyPilot, the default); --no-follow prints the "
+            "log so far, all of it, and exits.",
+        ),
+    ] = True,
+    tail: Annotated[
+        int,
+        typer.Option(
+            "--tail", min=0, help="Start with the last N lines of the log so far (0, the default: all)."
+        ),
+    ] = 0,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
     """A job's log: every node's, lines prefixed `(head, rank=0)`, `(worker1, rank=1)`, … (or --rank N)."""
     if not cluster_commands.is_job_id(job_id):
+        if tail:
+            errors.print("[red]error:[/red] --tail is for a managed job's log, not a cluster's job")
+            raise typer.Exit(2)
         with _client(api_url, api_key) as client:
             code = cluster_commands.print_logs(client, job_id, cluster_job, follow)
         raise typer.Exit(code)
     with _client(api_url, api_key) as client:
         group = client.get_job(job_id) if rank is None else None
         if group is not None and group.group:  # a job group: every task's log, `[task]` before each line
+            if tail:
+                errors.print("[red]error:[/red] --tail is for one task's log; give the task's job id")
+                raise typer.Exit(2)
             return follow_group_logs(client, group, console, follow=follow)
-        streams = LogStreams(client, job_id, ranks=None if rank is None else [rank])
-        while True:
-            job = client.get_job(job_id) if rank is None else None
-            text = streams.read(job)
-            _print_log(text)
-            if not follow or streams.finished:
-                _print_log(streams.flush())
-                return
-            if not text:
-                time.sleep(1.0)
+        print_job_log(client, job_id, rank=rank, follow=follow, tail=tail)
 
 
 def cancel(
@@ -388,7 +401,7 @@ def follow_job(
     return state
 
 
-PLACED_STATES = frozenset({"SETTING_UP", "RUNNING", "SUCCEEDED", "FAILED", "RECOVERING"})
+PLACED_STATES = frozenset({"SETTING_UP", "RUNNING", "SUCCEEDED", "FAILED", "FAILED_SETUP", "RECOVERING"})
 
 
 def _event_line(event: TimelineEvent, job: JobDetail) -> str:
@@ -427,9 +440,8 @@ def _print_places(job: JobDetail) -> None:
 
 
 def _print_log(text: str) -> None:
-    """Log text as it is: a line split across reads is printed as one (LogStreams.flush ends it)."""
-    if text:
-        console.out(text, end="", highlight=False)
+    """Log text as it is (see write_log): a line split across reads is printed as one (LogStreams.flush)."""
+    write_log(text)
 
 
 def _state(state: str) -> str:

@@ -8,13 +8,14 @@ the job keeps running).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli import cluster_commands, sky_flags, task_options
+from cli import cluster_commands, sky_config, sky_flags, task_options
 from cli.api_client import SkylessClient
 from cli.client_config import ApiKey, ApiUrl
 from cli.client_session import client_session
@@ -162,9 +163,12 @@ def _launch(**o: Any) -> None:
         )
         text = apply_edits(entry.text, edits, filename=entry.filename)
         prepared = prepare_launch(text, entry.filename, envs, secrets, overrides)
+        asked = [c.strip() for c in o["clouds"].split(",") if c.strip()] if o["clouds"] else None
+        configured = sky_config.apply_sky_config(prepared.text, entry.filename, asked)  # ~/.sky/config.yaml
     except UserError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
+    prepared, cloud_list = replace(prepared, text=configured.text), configured.clouds
     if entry.command:
         console.print(f"Command to run: {escape(entry.command)}", soft_wrap=True)
     flag_notes = (
@@ -175,9 +179,8 @@ def _launch(**o: Any) -> None:
     for flag, note in flag_notes:
         if flag:
             sky_flags.note(note)
-    for note in prepared.notes if cluster is None else ():  # a cluster's launch answer says its own
-        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
-    cloud_list = [c.strip() for c in o["clouds"].split(",") if c.strip()] if o["clouds"] else None
+    for note in [*(prepared.notes if cluster is None else ()), *configured.notes]:  # a cluster's launch
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)  # answer says its own
     detach = o["detach"] or o["async_call"]
     with client_session(o["api_url"], o["api_key"]) as client:
         if o["dryrun"]:
@@ -231,7 +234,7 @@ def _launch(**o: Any) -> None:
                 "on-demand when it must."
             )
         if detach:
-            console.print(f"Follow it with: skyless logs {job.job_id} --follow")
+            console.print(f"Follow it with: skyless logs {job.job_id}")
             return
         try:
             final = follow_job(client, job.job_id)

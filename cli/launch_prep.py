@@ -23,12 +23,14 @@ def prepare_launch(
 ) -> PreparedLaunch:
     """Validate the task here (a precise error before any upload or network call) as the API will:
     null secrets must have values; answer what to upload and what to submit."""
+    from cli.runtime_notes import conda_note
     from shared.task import apply_overrides, container_notes, load_pipeline, pipeline_notes
 
     load_pipeline(text, filename=filename, env_overrides=envs, secret_overrides=secrets)
     applied = apply_overrides(text, overrides)
     pipeline = load_pipeline(applied.text, filename=filename, env_overrides=envs, secret_overrides=secrets)
     notes = pipeline_notes(pipeline) + container_notes(pipeline)
+    notes += [n for n in [conda_note(text, filename)] if n]
     if applied.ignored:
         notes.append("resource overrides ignored: the file holds several tasks (sky launch ignores them too)")
     return PreparedLaunch(

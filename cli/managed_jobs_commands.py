@@ -187,6 +187,9 @@ def jobs_logs(
     follow: Annotated[
         bool, typer.Option("--follow/--no-follow", help="Keep reading until the job ends (the default).")
     ] = True,
+    tail: Annotated[
+        int, typer.Option("--tail", min=0, help="Start with the last N lines of the log so far (0: all).")
+    ] = 0,
     controller: Annotated[
         bool, typer.Option("--controller", help="The controller's log (skyless has no controller).")
     ] = False,
@@ -208,7 +211,7 @@ def jobs_logs(
             job_id = _newest_job_named(client, name)
     assert job_id is not None
     job_commands.logs(
-        job_id=job_id, cluster_job=None, rank=None, follow=follow, api_url=api_url, api_key=api_key
+        job_id=job_id, cluster_job=None, rank=None, follow=follow, tail=tail, api_url=api_url, api_key=api_key
     )
 
 

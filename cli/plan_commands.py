@@ -16,9 +16,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli import task_options
+from cli import sky_config, task_options
 from cli.console import stderr_console, stdout_console
 from cli.launch_prep import local_workdirs
+from cli.runtime_notes import conda_note
 from shared.errors import NoOfferingError, UserError
 from shared.optimizer import Candidate, Plan
 from shared.task import Overridden, apply_overrides, read_task_file
@@ -88,6 +89,9 @@ def plan(
         catalog, enabled = _catalog(catalog_dir, clouds, minimize)
         from shared.optimizer import plan_pipeline
 
+        asked = None if enabled is None else sorted(enabled)
+        configured = sky_config.apply_sky_config(applied.text, str(file), asked)  # ~/.sky/config.yaml
+        enabled = None if configured.clouds is None else set(configured.clouds)
         result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize)
         estimate = deadline_estimate(result, catalog, deadline, hours)
     except UserError as error:
@@ -100,7 +104,8 @@ def plan(
         else:
             errors.print(f"[red]error:[/red] {escape(str(error))}")
         raise typer.Exit(2) from None
-    notes = plan_notes(pipeline, ignored_overrides=applied.ignored)
+    notes = plan_notes(pipeline, ignored_overrides=applied.ignored) + configured.notes
+    notes += [n for n in [conda_note(text, str(file))] if n]
     from shared.optimizer import why_chosen
 
     reasons = why_chosen(pipeline, result, catalog, enabled_clouds=enabled)

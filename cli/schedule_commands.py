@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli import task_options
+from cli import sky_config, task_options
 from cli.api_client import SkylessClient
 from cli.client_config import ApiKey, ApiUrl, resolve_api
 from cli.console import stderr_console, stdout_console
@@ -73,11 +73,16 @@ def create(
         except OSError as exc:
             raise UserError(f"cannot read {file}: {exc.strerror}", file=str(file)) from None
         overrides = _pairs(env or [])
+        configured = sky_config.apply_sky_config(text, str(file), None)  # ~/.sky/config.yaml, as launch
+        for note in configured.notes:
+            stdout_console().print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
         body: dict[str, Any] = {
             "name": name, "cron": cron, "timezone": timezone, "overlap": overlap,
-            "task": text, "filename": str(file), "env": overrides,
+            "task": configured.text, "filename": str(file), "env": overrides,
             "secrets": task_options.pairs(secret, "--secret"),
         }  # fmt: skip
+        if configured.clouds:
+            body["clouds"] = configured.clouds
         view = ScheduleView.model_validate(client._call("POST", "/schedules", json=body))
         stdout_console().print(
             f"Schedule [bold]{escape(view.name)}[/bold] created; next run {view.next_run}."

@@ -6,7 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shared.config.env_names import (
+    ENV_AZURE_BLOB_ENDPOINT,
+    ENV_AZURE_STORAGE_ACCOUNT,
+    ENV_AZURE_STORAGE_KEY,
     ENV_CLOUDFLARE_API_URL,
+    ENV_GCS_ENDPOINT,
+    ENV_GCS_STS_URL,
     ENV_NOTIFY_BACKOFF_SECONDS,
     ENV_NOTIFY_FROM,
     ENV_R2_ACCESS_KEY_ID,
@@ -52,7 +57,7 @@ class UploadConfig:
 class StorageConfig:
     """Which backend serves which store (`stores`, None: the default for the providers) and their keys."""
 
-    stores: str | None = None  # `s3=aws,r2=r2` or `*=local`
+    stores: str | None = None  # `s3=aws,r2=r2,gcs=gcs,azure=azure` or `*=local`
     credential_seconds: int = 3600
     s3_endpoint: str | None = None
     storage_role_arn: str | None = None
@@ -62,6 +67,11 @@ class StorageConfig:
     r2_secret_access_key: str | None = None
     r2_api_token: str | None = None
     cloudflare_api_url: str = "https://api.cloudflare.com/client/v4"
+    gcs_endpoint: str | None = None
+    gcs_sts_url: str = "https://sts.googleapis.com/v1/token"
+    azure_account: str | None = None
+    azure_key: str | None = None
+    azure_endpoint: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> StorageConfig:
@@ -77,4 +87,9 @@ class StorageConfig:
             r2_secret_access_key=env.get(ENV_R2_SECRET_ACCESS_KEY),
             r2_api_token=env.get(ENV_R2_API_TOKEN),
             cloudflare_api_url=env_text(env, ENV_CLOUDFLARE_API_URL) or cls.cloudflare_api_url,
+            gcs_endpoint=env_text(env, ENV_GCS_ENDPOINT),
+            gcs_sts_url=env_text(env, ENV_GCS_STS_URL) or cls.gcs_sts_url,
+            azure_account=env_text(env, ENV_AZURE_STORAGE_ACCOUNT),
+            azure_key=env.get(ENV_AZURE_STORAGE_KEY),
+            azure_endpoint=env_text(env, ENV_AZURE_BLOB_ENDPOINT),
         )

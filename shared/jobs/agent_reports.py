@@ -30,9 +30,10 @@ from shared.store.job_store import NodeFields
 from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
 
-PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
+PHASES = ("setting_up", "running", "succeeded", "failed", "setup_failed", "preempting", "heartbeat")
 ATTEMPTS_ON_RACE = 3
-PHASE_ORDER = {"launched": 0, "setting_up": 1, "running": 2, "preempting": 3, "succeeded": 4, "failed": 4}
+PHASE_ORDER = {"launched": 0, "setting_up": 1, "running": 2, "preempting": 3, "succeeded": 4, "failed": 4,
+               "setup_failed": 4}  # fmt: skip
 # A heartbeat is written only when the recorded one is older than this share of the silence limit, so a
 # live node's record is never staler than silent_after/3 + one heartbeat interval: half the writes at the
 # defaults (10 s heartbeats, 60 s limit), and reconcile still never mistakes a live node for a silent one.
@@ -260,9 +261,10 @@ def _apply_report(
         store.update_node(cluster, instance_id, **fields)
         outcome = recover_job(wiring, job, f"preemption notice on node rank {rank}", preempted=True)
         return outcome != Outcome.ALREADY_DONE
-    if phase == "failed" and state in HAS_NODES:
+    if phase in ("failed", "setup_failed") and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)
-        return _on_node_failed(wiring, job, rank, exit_code, message) != Outcome.ALREADY_DONE
+        ended = JobState.FAILED_SETUP if phase == "setup_failed" else JobState.FAILED
+        return _on_node_failed(wiring, job, rank, exit_code, message, ended) != Outcome.ALREADY_DONE
     moved = _move_if_step_complete(wiring, job, cluster, nodes, phase, node_update)  # `nodes` has this report
     if moved is not None:
         return moved
@@ -305,8 +307,11 @@ def _move_if_step_complete(
 
 
 def _on_node_failed(
-    wiring: Wiring, job: JobModel, rank: int, exit_code: int | None, message: str | None
+    wiring: Wiring, job: JobModel, rank: int, exit_code: int | None, message: str | None, ended: JobState
 ) -> Outcome:
+    """A setup failure counts as a run failure does, as SkyPilot's managed jobs count both (user code
+    failures: sky/jobs/controller.py, `should_restart_on_failure`); once no restart is left the job ends in
+    FAILED_SETUP rather than FAILED."""
     options = recovery_options(wiring, job)
     what = f"node rank {rank} failed" + (f" with exit code {exit_code}" if exit_code is not None else "")
     if message:
@@ -317,7 +322,7 @@ def _on_node_failed(
     if int(job.restarts) < options["max_restarts_on_errors"]:
         restart = f"{what} (restart {int(job.restarts) + 1})"
         return recover_job(wiring, job, restart, preempted=False, counts_as_restart=True)
-    return fail_job(wiring, job, what)
+    return fail_job(wiring, job, what, ended)
 
 
 def _on_all_succeeded(

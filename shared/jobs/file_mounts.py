@@ -56,6 +56,8 @@ def mount_sources(task: Any, *, bucket: str | None, filename: str | None = None)
             continue  # a storage object: shared.storage
         if is_local_source(source):
             found.append(MountSource(path, "upload", source))
+        elif source.startswith("https://") and is_bucket_url(source):
+            continue  # an Azure container (https://<account>.blob.core.windows.net/...): shared.storage
         elif source.startswith(WEB_SCHEMES):
             found.append(MountSource(path, "web", source))
         elif bucket is None and source.startswith("s3://"):
@@ -70,7 +72,7 @@ def mount_sources(task: Any, *, bucket: str | None, filename: str | None = None)
                 f"{scheme}:// sources are not fetched by skyless",
                 file=filename,
                 field=field,
-                hint="use a local path, an https:// URL, or an s3://, gs:// or r2:// bucket",
+                hint="use a local path, an https:// URL, or an s3://, gs://, r2:// or az:// bucket",
             )
     return found
 

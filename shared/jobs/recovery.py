@@ -95,16 +95,18 @@ def recover_job(
     return Outcome.DONE
 
 
-def _fail_and_teardown(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
+def _fail_and_teardown(
+    wiring: Wiring, job: JobModel, reason: str, ended: JobState = JobState.FAILED
+) -> Outcome:
     cluster_id = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
     changes = {"reason": reason, "cost": cost_with(job, wiring.store.cluster(job.cluster_id))}
-    if not wiring.store.move(job, JobState.FAILED, reason, changes=changes):
+    if not wiring.store.move(job, ended, reason, changes=changes):
         return Outcome.ALREADY_DONE
     send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
     tell_group(wiring, job)
     return Outcome.DONE
 
 
-def fail_job(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
-    """FAILED with a reason, and the job's cluster torn down."""
-    return _fail_and_teardown(wiring, job, reason)
+def fail_job(wiring: Wiring, job: JobModel, reason: str, ended: JobState = JobState.FAILED) -> Outcome:
+    """FAILED (or `ended`, one of shared.states.FAILURES) with a reason, and the job's cluster torn down."""
+    return _fail_and_teardown(wiring, job, reason, ended)

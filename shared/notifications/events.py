@@ -158,7 +158,9 @@ def topic_of(record: TimelineRecord, earlier_states: Sequence[str] = ()) -> str 
         return None
     if record.state == "SUCCEEDED":
         return "succeeded"
-    if record.state == "FAILED":
+    if record.state == "FAILED_NO_RESOURCE":
+        return "no_capacity"
+    if record.state in ("FAILED", "FAILED_SETUP"):
         return "no_capacity" if record.message.startswith(NO_CAPACITY_REASON) else "failed"
     if record.state == "RECOVERING":
         return "preempted"

@@ -17,7 +17,9 @@ from typing import Any
 from shared.errors import UserError
 from shared.storage.backends import BucketBackend, StorageBackends, StoreError
 from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
-from shared.storage.specs import BucketMount, bucket_mounts
+from shared.storage.specs import SCHEME_OF_STORE, BucketMount, bucket_mounts, bucket_url
+
+NOT_ON_THE_LOCAL_CLOUD = ("gcs", "azure")  # its nodes copy with their own S3 client, no rclone
 
 
 class StorageFailure(Exception):
@@ -49,13 +51,15 @@ def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: st
             continue
         for mount in bucket_mounts(task, skyless_bucket=settings.bucket, filename=filename):
             if mount.store is not None and backends.backend_name(mount.store) is None:
-                scheme = {"gcs": "gs", "s3": "s3", "r2": "r2"}[mount.store]
+                scheme = SCHEME_OF_STORE[mount.store]
                 raise UserError(
                     f"{scheme}:// buckets are not reached by this deployment (no {mount.store} store)",
                     file=filename,
                     field=mount.field,
                     hint="set SKYLESS_STORES on the control plane, or use s3",
                 )
+            if problem := _foreign_account(backends, mount) or _azure_prefix(backends, mount, mount.store):
+                raise UserError(problem, file=filename, field=mount.field)
             record = find_bucket(settings, mount.bucket)
             if record is not None and record.owner != owner:
                 raise UserError(
@@ -121,11 +125,20 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
             raise StorageFailure(f"{mount.field}: bucket {mount.bucket} belongs to another skyless user")
         store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
         backend = _backend(backends, store, mount)
+        if problem := _foreign_account(backends, mount) or _azure_prefix(backends, mount, store):
+            raise StorageFailure(f"{mount.field}: {problem}")
+        if cloud == "local" and backends.backend_name(store) in NOT_ON_THE_LOCAL_CLOUD:
+            raise StorageFailure(
+                f"{mount.field}: a local-cloud node reaches S3-compatible stores only, not {store} "
+                "(the local runtime's own store simulates every store)"
+            )
         try:
             exists = backend.exists(mount.bucket)
             if not mount.managed:
                 if not exists:
-                    raise StorageFailure(f"{mount.field}: bucket {_url(store, mount.bucket)} does not exist")
+                    raise StorageFailure(
+                        f"{mount.field}: bucket {bucket_url(store, mount.bucket)} does not exist"
+                    )
                 continue
             if record is None:
                 record = claim_bucket(
@@ -143,7 +156,7 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
             if not exists:
                 backend.create(mount.bucket)
                 kept = "kept after the job" if record.persistent else "deleted when the job ends"
-                notes.append(f"bucket {_url(store, mount.bucket)} created for {mount.path} ({kept})")
+                notes.append(f"bucket {bucket_url(store, mount.bucket)} created for {mount.path} ({kept})")
         except StoreError as error:
             raise StorageFailure(f"{mount.field}: {error}") from None
     return notes
@@ -191,7 +204,7 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
                 continue
             backend.delete(mount.bucket)
             if mark_deleted(settings, mount.bucket, job.job_id):
-                notes.append(f"bucket {_url(record.store, mount.bucket)} deleted (persistent: false)")
+                notes.append(f"bucket {bucket_url(record.store, mount.bucket)} deleted (persistent: false)")
     return notes
 
 
@@ -202,5 +215,22 @@ def _backend(backends: StorageBackends, store: str, mount: BucketMount) -> Bucke
     return backend
 
 
-def _url(store: str, bucket: str) -> str:
-    return f"{ {'gcs': 'gs', 's3': 's3', 'r2': 'r2'}[store] }://{bucket}"
+def _foreign_account(backends: StorageBackends, mount: BucketMount) -> str | None:
+    """Why an Azure URL's storage account cannot be served: skyless holds the key of one account (the
+    local store simulates every account)."""
+    if mount.account is None or backends.backend_name("azure") != "azure":
+        return None
+    ours = backends.config.azure_account
+    if mount.account == ours:
+        return None
+    return f"storage account {mount.account} is not reached by this deployment (its Azure account is {ours})"
+
+
+def _azure_prefix(backends: StorageBackends, mount: BucketMount, store: str | None) -> str | None:
+    """Why a prefix of an Azure container cannot be mounted: a SAS names a whole container or one blob."""
+    if not mount.prefix or store != "azure" or backends.backend_name("azure") != "azure":
+        return None
+    return (
+        f"a prefix of an Azure container ({mount.prefix}/) cannot be given to a node alone: a SAS names "
+        "a whole container or one blob; mount the whole container"
+    )

@@ -24,11 +24,22 @@ from dataclasses import dataclass
 from functools import cache
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import DeleteError, PutError
+from pynamodb.exceptions import DeleteError, PutError, QueryError, UpdateError
+from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from shared.config import Settings
 from shared.store.models import with_shared_session
+
+
+class UserIdIndex(GlobalSecondaryIndex["UserKeyModel"]):
+    """A user's keys by user id: whether a user exists is one Query of at most one item."""
+
+    class Meta:
+        index_name = "user-id-index"
+        projection = KeysOnlyProjection()
+
+    user_id = UnicodeAttribute(hash_key=True)
 
 
 class UserKeyModel(Model):
@@ -42,6 +53,8 @@ class UserKeyModel(Model):
     name = UnicodeAttribute()
     created_at = NumberAttribute()
     admin = BooleanAttribute(null=True)
+    # Dashboard sessions of this key signed at or before this time (ms since the epoch) are signed out.
+    sessions_ended_ms = NumberAttribute(null=True)
 
 
 API_KEY_PREFIX = "sky_"
@@ -65,6 +78,7 @@ class User:
 
 @cache
 def users_model(settings: Settings) -> type[UserKeyModel]:
+    by_user = type(f"UserIdIndex_{settings.prefix}", (UserIdIndex,), {})()
     meta = type(
         "Meta",
         (),
@@ -75,7 +89,8 @@ def users_model(settings: Settings) -> type[UserKeyModel]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return with_shared_session(type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta}))
+    model = type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta, "by_user": by_user})
+    return with_shared_session(model)
 
 
 def ensure_users_table(settings: Settings) -> None:
@@ -122,6 +137,50 @@ def find_user_by_key_hash(key_hash: str, settings: Settings) -> User | None:
     except users_model(settings).DoesNotExist:
         return None
     return User(user_id=record.user_id, name=record.name, admin=bool(record.admin))
+
+
+MAX_USER_ID_CHARS = 128
+
+
+def user_exists(user_id: str, settings: Settings) -> bool:
+    """Whether `user_id` holds a live key (a user whose every key was revoked is no user): one Query of the
+    user-id index, reading at most one item. A table made before the index (an older local runtime's
+    state) is scanned instead."""
+    if not user_id or len(user_id) > MAX_USER_ID_CHARS:
+        return False
+    model = users_model(settings)
+    try:
+        return any(True for _ in model.by_user.query(user_id, limit=1))  # type: ignore[attr-defined]
+    except QueryError as error:
+        if "index" not in str(error.cause or error).lower():
+            raise
+    return any(True for _ in model.scan(model.user_id == user_id))
+
+
+def find_key(key_hash: str, settings: Settings) -> tuple[User, int | None] | None:
+    """(the user holding the key whose hash this is, when its dashboard sessions were last ended), or None
+    for a revoked key. One read: what every dashboard request asks."""
+    try:
+        record = users_model(settings).get(key_hash)
+    except users_model(settings).DoesNotExist:
+        return None
+    ended = int(record.sessions_ended_ms) if record.sessions_ended_ms is not None else None
+    return User(user_id=record.user_id, name=record.name, admin=bool(record.admin)), ended
+
+
+def end_sessions(key_hash: str, at_ms: int, settings: Settings) -> None:
+    """Sign out every dashboard session of this key signed at or before `at_ms`. Conditional on the key's
+    record (a revoked key is not written back); never moves the time backwards, so a late or repeated
+    sign-out changes nothing."""
+    model = users_model(settings)
+    condition = model.key_hash.exists() & (
+        model.sessions_ended_ms.does_not_exist() | (model.sessions_ended_ms < at_ms)
+    )
+    try:
+        model(key_hash=key_hash).update(actions=[model.sessions_ended_ms.set(at_ms)], condition=condition)
+    except UpdateError as error:
+        if error.cause_response_code != "ConditionalCheckFailedException":
+            raise
 
 
 def user_names(settings: Settings) -> dict[str, str]:

@@ -6,7 +6,8 @@ pydantic models of the task and its `resources:`; `values` parses SkyPilot's sma
 `4+`, `2x`, `infra`); `positions` keeps each field's line; `strict_model` turns unknown fields into
 "did you mean" errors; `requests` is what the optimizer reads from a task; `unsupported_fields` says which
 fields are read but not acted on; `container_image` reads `image_id: docker:...`; `overrides` applies
-`sky launch`'s resource options; `limits` is the task-file size limit. Pure: no I/O but reading files.
+`sky launch`'s resource options; `limits` is the task-file size limit; `conda_use` finds the lines that
+call conda. Pure: no I/O but reading files.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from shared.lazy_faces import lazy_face
 
 if TYPE_CHECKING:
+    from shared.task.conda_use import conda_lines
     from shared.task.container_image import container_notes
     from shared.task.limits import MAX_TASK_FILE_BYTES, read_task_file
     from shared.task.loader import load_pipeline, load_pipeline_file, task_field_line
@@ -34,6 +36,7 @@ __all__ = [
     "ResourceRequest",
     "Task",
     "apply_overrides",
+    "conda_lines",
     "container_notes",
     "load_pipeline",
     "load_pipeline_file",
@@ -45,6 +48,7 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "conda_lines": "shared.task.conda_use",
         "container_notes": "shared.task.container_image",
         "MAX_TASK_FILE_BYTES": "shared.task.limits",
         "read_task_file": "shared.task.limits",

@@ -22,7 +22,7 @@ from typer.testing import CliRunner, Result
 from cli.api_client import tar_path
 from cli.main import app as cli
 from local_runtime import ensure_local_runtime
-from node_agent.agent import clone_workdir, mount_path, unpack_mount
+from node_agent.agent.mounts import clone_workdir, mount_path, unpack_mount
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.file_mounts import check_file_mounts, decode_keys, mount_sources

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from parliament import analyze_policy_string
 from template_resolution import (
-    ROOT,
     DeployedFunction,
     StackResolver,
     as_list,
@@ -98,7 +97,9 @@ def test_nodes_have_no_rights_at_all_and_the_agent_needs_none(resolver: StackRes
     assert resolved_role_statements(resolver, "NodeRole") == []
     assert "ManagedPolicyArns" not in resolver.template["Resources"]["NodeRole"]["Properties"]
     # the agent reaches its run data only through the URLs its config carries: no SDK, no credentials
-    tree = ast.parse((ROOT / "node_agent" / "agent.py").read_text())
+    from node_agent.user_data import bundled_agent_source
+
+    tree = ast.parse(bundled_agent_source())
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)

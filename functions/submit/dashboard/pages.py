@@ -51,6 +51,7 @@ from shared.wiring import wiring_for
 SIGN_IN_REASONS = {
     "expired": "Your session has ended. Sign in again.",
     "revoked": "The API key of your session was revoked. Sign in with another.",
+    "signed_out": "You signed out. Sign in again.",
 }
 STATES = tuple(s.value for s in JobState)
 MAX_RANKS_SHOWN = 16
@@ -133,8 +134,12 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         request.set_cookies.append(cookie_header(SIGN_IN_COOKIE, "", max_age=0, secure=request.secure))
         return Redirect(_safe_next(request.form.get("next")))
 
-    @route(f"{BASE}/logout", "POST", "Sign out (the session cookie is cleared)", status=303)
+    @route(
+        f"{BASE}/logout", "POST", "Sign out (the session ends server-side; the cookie is cleared)", status=303
+    )
     def sign_out(request: PageRequest) -> Redirect:
+        assert request.session is not None  # a session route: signed in, CSRF checked
+        request.keeper.sign_out(request.session)
         request.set_cookies.append(cookie_header(SESSION_COOKIE, "", max_age=0, secure=request.secure))
         return Redirect(f"{BASE}/login")
 
