@@ -36,6 +36,7 @@ from shared.api.models import (
     SubmitJobResponse,
     UploadResponse,
 )
+from shared.api.storage_models import BucketList, BucketView
 from shared.errors import UserError
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED"})
@@ -261,6 +262,16 @@ class SkylessClient:
     ) -> SshAccess:
         body = {k: v for k, v in (("public_key", public_key), ("caller_cidr", caller_cidr)) if v}
         return SshAccess.model_validate(self._call("POST", f"/clusters/{_segment(name)}/ssh", json=body))
+
+    # buckets skyless made (`skyless storage ls | delete`)
+
+    def list_storage(self) -> list[BucketView]:
+        """The caller's buckets, as task files' `file_mounts` named them."""
+        return BucketList.model_validate(self._call("GET", "/storage")).buckets
+
+    def delete_storage(self, name: str) -> BucketView:
+        """Delete a bucket skyless created for one of the caller's jobs (refused for any other)."""
+        return BucketView.model_validate(self._call("DELETE", f"/storage/{_segment(name)}"))
 
     # workdir uploads
 

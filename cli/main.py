@@ -11,12 +11,16 @@ from cli import (
     cluster_commands,
     cost_commands,
     dashboard_commands,
+    exec_command,
     job_commands,
+    launch_command,
     local_commands,
+    managed_jobs_commands,
     notify_commands,
     plan_commands,
     schedule_commands,
     ssh_commands,
+    storage_commands,
     team_commands,
 )
 
@@ -31,8 +35,11 @@ app = typer.Typer(
 for area in (
     plan_commands,
     catalog_commands,
+    launch_command,
     job_commands,
+    exec_command,
     cluster_commands,
+    managed_jobs_commands,
     ssh_commands,
     cost_commands,
     dashboard_commands,
@@ -42,5 +49,6 @@ for area in (
     check_commands,
     admin_commands,
     team_commands,
+    storage_commands,
 ):
     area.register(app)

@@ -79,6 +79,7 @@ from shared.api.notification_models import (
     NotificationTestResponse,
 )
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
+from shared.api.storage_models import BucketList, BucketView
 from shared.clusters.agents import ClusterBootCaller, authenticate_cluster_agent, authenticate_cluster_boot
 from shared.config import Settings
 from shared.store.cluster_records import NamedClusterModel
@@ -384,6 +385,26 @@ def cluster_agent_poll(key: str, caller: NamedClusterModel, body: ClusterPollReq
 def cluster_agent_job_status(key: str, job: str, caller: NamedClusterModel, body: ClusterJobStatusRequest
                              ) -> ClusterJobStatusResponse:  # fmt: skip
     return cluster_views.agent_job_status(Settings.from_env(), key, job, body)
+
+
+# ------------------------------------------------------- buckets skyless made (`skyless storage ls|delete`)
+
+
+@_route("/storage", "GET", "The caller's buckets (from task files' file_mounts)", response=BucketList)
+def list_storage(caller: User) -> BucketList:
+    from shared.storage.listing import buckets_of
+
+    found = buckets_of(Settings.from_env(), caller.user_id)
+    return BucketList(buckets=[BucketView.model_validate(b, from_attributes=True) for b in found])
+
+
+@_route("/storage/{name}", "DELETE", "Delete a bucket skyless made for one of the caller's jobs",
+        response=BucketView, errors=(404, 409))  # fmt: skip
+def delete_storage(name: str, caller: User) -> BucketView:
+    from shared.storage.listing import delete_bucket
+
+    deleted = delete_bucket(Settings.from_env(), caller.user_id, name)
+    return BucketView.model_validate(deleted, from_attributes=True)
 
 
 # --------------------------------------------------------------- the dashboard (functions/submit/dashboard/)

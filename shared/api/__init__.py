@@ -1,9 +1,9 @@
 """The HTTPS API's edges: request and response models (pydantic) and who the caller is.
 
 `models` (jobs, plans, uploads, agents), `cluster_models` (named clusters and their agents), `cost_models`,
-`notification_models`, `schedule_models`, `admin_models` (users, teams, grants, the audit log, team views);
-`auth` turns a bearer token into a user (API keys, stored hashed)
-or a node agent (per-attempt tokens). The routes are in functions/submit/.
+`notification_models`, `schedule_models`, `storage_models` (buckets), `admin_models` (users, teams, grants,
+the audit log, team views); `auth` turns a bearer token into a user (API keys, stored hashed) or a node agent
+(per-attempt tokens). The routes are in functions/submit/.
 """
 
 __all__ = [
@@ -14,4 +14,5 @@ __all__ = [
     "models",
     "notification_models",
     "schedule_models",
+    "storage_models",
 ]

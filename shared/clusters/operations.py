@@ -179,7 +179,8 @@ def launch_on_cluster(
             file_mount_keys=keys,
             accepting=ACCEPTS_JOBS,
         )
-        notes = (*skypilot_differences(task), *task.unsupported)
+        applied = "resources.autostop:"  # a managed job's note; a named cluster applies autostop
+        notes = (*skypilot_differences(task), *(n for n in task.unsupported if not n.startswith(applied)))
         return LaunchOutcome(store.get(cluster.key) or cluster, job, action, notes)
     raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
 

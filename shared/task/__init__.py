@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from shared.task.conda_use import conda_lines
     from shared.task.container_image import container_notes
     from shared.task.limits import MAX_TASK_FILE_BYTES, read_task_file
-    from shared.task.loader import load_pipeline, load_pipeline_file
+    from shared.task.loader import load_pipeline, load_pipeline_file, task_field_line
     from shared.task.overrides import Overridden, ResourceOverrides, apply_overrides
     from shared.task.requests import ResourceChoice, ResourceRequest
     from shared.task.spec import GitWorkdir, Pipeline, Task
@@ -42,6 +42,7 @@ __all__ = [
     "load_pipeline_file",
     "pipeline_notes",
     "read_task_file",
+    "task_field_line",
 ]
 
 __getattr__ = lazy_face(
@@ -53,6 +54,7 @@ __getattr__ = lazy_face(
         "read_task_file": "shared.task.limits",
         "load_pipeline": "shared.task.loader",
         "load_pipeline_file": "shared.task.loader",
+        "task_field_line": "shared.task.loader",
         "Overridden": "shared.task.overrides",
         "ResourceOverrides": "shared.task.overrides",
         "apply_overrides": "shared.task.overrides",

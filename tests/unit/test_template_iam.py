@@ -202,8 +202,11 @@ def test_bucket_rights_are_per_prefix_and_per_function(functions: dict[str, Depl
             for resource in as_list(statement["Resource"]):
                 if not resource.startswith("arn:aws:s3:::"):
                     continue
-                if statement.get("Sid") == "CreateAndDeleteTaskBuckets":  # buckets named in task files
-                    assert name == "ProvisionFunction", name
+                sid = statement.get("Sid")
+                if sid in ("CreateAndDeleteTaskBuckets", "DeleteTaskBucketsSkylessMadeOnRequest"):
+                    # buckets named in task files: made and removed at job end, or by `skyless storage delete`
+                    owner = "ProvisionFunction" if sid == "CreateAndDeleteTaskBuckets" else "ApiFunction"
+                    assert name == owner, name
                     assert resource in (TASK_BUCKETS_ARN, TASK_BUCKETS_ARN + "/*"), resource
                     assert set(as_list(statement["Action"])) <= TASK_BUCKET_ACTIONS, statement
                     continue

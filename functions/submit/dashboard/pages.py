@@ -35,6 +35,7 @@ from functions.submit.job_views import plan_task_file
 from functions.submit.route_table import ForbiddenError, QueryParam
 from functions.submit.schedule_views import view_of
 from shared.api.models import PlanRequest
+from shared.clusters.views import named_cluster_costs
 from shared.config import Settings
 from shared.errors import NotFoundError, UserError
 from shared.jobs.blocks import blocks_of
@@ -250,10 +251,13 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         report = cost_report(
             request.settings, owner=None if all_users else _owner(request), days=days, by=by, now=now
         )
+        clusters = named_cluster_costs(request.settings, owner=None if all_users else _owner(request))
         return Page(
             "costs.html",
             {
                 "report": report,
+                "clusters": clusters,
+                "clusters_cost": round(sum(float(c["cost"]) for c in clusters), 6),
                 "spend": charts.spend_by_cloud(report.daily, days=days, now=now),
                 "days": days,
                 "by": by,
