@@ -120,10 +120,10 @@ def test_a_vm_runs_the_bundle_and_the_cluster_agent_beside_it_without_the_packag
     env = {"PATH": "/usr/bin:/bin"}  # -I -S: no PYTHONPATH, no site-packages; /opt/skyless holds two files
     bare = [sys.executable, "-I", "-S"]
     run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 60}
-    done = subprocess.run([*bare, "agent.py"], **run)  # type: ignore[call-overload]
+    done = subprocess.run([*bare, "agent.py"], **run)
     assert done.returncode == 2 and "missing environment: SKYLESS_API_URL" in done.stderr
     check = "import sys; sys.path.insert(0, '.'); import cluster_agent; print(cluster_agent.TaskRunner)"
-    done = subprocess.run([*bare, "-c", check], **run)  # type: ignore[call-overload]
+    done = subprocess.run([*bare, "-c", check], **run)
     assert (done.returncode, done.stdout) == (0, "<class 'agent.TaskRunner'>\n"), done.stderr
 
 
