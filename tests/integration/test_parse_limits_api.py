@@ -17,6 +17,7 @@ from chalice.test import Client
 from conftest import QueueDriver
 from parse_attacks import ATTACKS
 from test_api_bad_input import VIAS, call
+from test_dashboard_pages import Browser
 from test_uploads import deliver_submit, s3, upload
 from typer.testing import CliRunner
 
@@ -124,3 +125,18 @@ def test_cli_plan_and_launch_refuse_each_attack_naming_file_line_and_limit(
             assert f"{path}:{line}:" in result.output and "skyless" in result.output, (attack, result.output)
             assert "Traceback" not in result.output and time.process_time() - start < 3
     assert wiring_for(stack).store.jobs_of("cli-user") == []
+
+
+def test_the_dashboards_plan_form_answers_each_attack_with_a_400_page_naming_the_limit(
+    client: Client, key: str
+) -> None:
+    browser = Browser(client)
+    browser.sign_in(key)
+    for attack, (text, _, line) in ATTACKS.items():
+        form = {"csrf": browser.csrf("/dashboard/plan"), "filename": "evil.yaml", "task": text}
+        start = time.process_time()
+        page = browser.post("/dashboard/plan", form)
+        assert time.process_time() - start < 2, attack
+        body = page.body.decode()
+        assert page.status_code == 400 and f"evil.yaml:{line}" in body, (attack, body[-2000:])
+        assert "skyless&#39;s limit" in body or "skyless reads at most" in body, (attack, body[-2000:])
