@@ -217,6 +217,9 @@ def index_for(catalog: HasOfferings, clouds: Collection[str] | None = ALL_CLOUDS
     if view is not None:
         return view
     with _BUILDING:
+        view = views.get(wanted)  # another thread may have made it meanwhile
+        if view is not None:
+            return view
         parts = _PARTS.setdefault(catalog, {})
         names = sorted(wanted) if wanted is not None else _cloud_names(catalog)
         for name in names:

@@ -17,11 +17,13 @@ from chalice.test import Client
 from conftest import QueueDriver
 from parse_attacks import ATTACKS
 from test_api_bad_input import VIAS, call
+from test_dashboard_pages import Browser
 from test_uploads import deliver_submit, s3, upload
 from typer.testing import CliRunner
 
 from cli.main import app as cli
 from functions.submit.app import app
+from functions.submit.handler import handler as submit_handler
 from shared.config import Settings
 from shared.store.users import create_user
 from shared.wiring import wiring_for
@@ -46,12 +48,15 @@ def client(stack: Settings) -> Iterator[Client]:
 
 
 def measured(action: Any) -> tuple[Any, float, int]:
-    """(what `action()` answers, its wall time, the peak memory it allocated in bytes)."""
+    """(what `action()` answers, the CPU time it took, the peak memory it allocated in bytes). Run twice:
+    timed untraced (tracemalloc slows Python down several times), then traced for its memory. CPU, not wall
+    time: this machine is shared, and the bound is about the work an attack makes us do."""
+    start = time.process_time()
+    answer = action()
+    seconds = time.process_time() - start
     tracemalloc.start()
-    start = time.perf_counter()
     try:
-        answer = action()
-        seconds = time.perf_counter() - start
+        action()
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -70,7 +75,7 @@ def test_each_route_that_reads_a_task_answers_each_attack_with_a_400_naming_the_
         assert answer["error"] == "TaskFileError" and answer["file"] == "evil.yaml", (attack, answer)
         assert answer["line"] == line, (attack, answer)
         assert "skyless's limit" in answer["message"] or "skyless reads at most" in answer["message"], answer
-        assert seconds < 5 and peak < 60 * 1024**2, (attack, seconds, peak)  # traced: slower than untraced
+        assert seconds < 2 and peak < 60 * 1024**2, (attack, seconds, peak)
 
 
 def test_nothing_is_recorded_for_a_refused_task(client: Client, key: str, stack: Settings) -> None:
@@ -90,11 +95,19 @@ def test_an_uploaded_attack_gets_a_report_beside_it_naming_the_limit(
     for index, (attack, (text, _, line)) in enumerate(ATTACKS.items()):
         key = f"tasks/u-bob/evil-{index}.yaml"
         upload(stack, key, text)
-        _, seconds, peak = measured(lambda: deliver_submit(queues, times=2))  # a re-delivery too
+        start = time.process_time()
+        records = deliver_submit(queues, times=2)  # each event delivered twice
+        seconds = time.process_time() - start
+        tracemalloc.start()
+        try:  # and once more, later, traced: a re-delivery reads the file again
+            assert submit_handler(queues.event(records), None) == {"batchItemFailures": []}
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
         report = json.loads(s3(stack).get_object(Bucket=stack.bucket, Key=key + ".error.json")["Body"].read())
         assert report["error"] == "TaskFileError" and report["file"] == key, (attack, report)
         assert report["line"] == line and "skyless" in report["message"], (attack, report)
-        assert seconds < 10 and peak < 60 * 1024**2, (attack, seconds, peak)
+        assert seconds < 3 and peak < 60 * 1024**2, (attack, seconds, peak)
         assert wiring_for(stack).store.timeline(f"upload#{key}")[0].kind == "upload_rejected"
     assert queues.bodies("optimize") == [] and queues.bodies("provision") == []
 
@@ -106,9 +119,24 @@ def test_cli_plan_and_launch_refuse_each_attack_naming_file_line_and_limit(
         path = tmp_path / f"evil-{index}.yaml"
         path.write_text(text)
         for argv in (["plan", str(path)], ["launch", str(path), "-d", *cli_api]):
-            start = time.perf_counter()
+            start = time.process_time()
             result = CliRunner().invoke(cli, argv, env={"COLUMNS": "300"})
             assert result.exit_code == 2 and isinstance(result.exception, SystemExit), (attack, result.output)
             assert f"{path}:{line}:" in result.output and "skyless" in result.output, (attack, result.output)
-            assert "Traceback" not in result.output and time.perf_counter() - start < 5
+            assert "Traceback" not in result.output and time.process_time() - start < 3
     assert wiring_for(stack).store.jobs_of("cli-user") == []
+
+
+def test_the_dashboards_plan_form_answers_each_attack_with_a_400_page_naming_the_limit(
+    client: Client, key: str
+) -> None:
+    browser = Browser(client)
+    browser.sign_in(key)
+    for attack, (text, _, line) in ATTACKS.items():
+        form = {"csrf": browser.csrf("/dashboard/plan"), "filename": "evil.yaml", "task": text}
+        start = time.process_time()
+        page = browser.post("/dashboard/plan", form)
+        assert time.process_time() - start < 2, attack
+        body = page.body.decode()
+        assert page.status_code == 400 and f"evil.yaml:{line}" in body, (attack, body[-2000:])
+        assert "skyless&#39;s limit" in body or "skyless reads at most" in body, (attack, body[-2000:])

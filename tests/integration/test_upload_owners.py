@@ -14,7 +14,7 @@ from conftest import QueueDriver
 from test_uploads import TASK, deliver_submit, s3, upload
 
 from shared.config import Settings
-from shared.jobs.views import list_jobs
+from shared.jobs.job_listing import list_jobs
 from shared.store.users import create_user, find_user, revoke_key, user_exists
 from shared.uploads import intake
 from shared.uploads.intake import UploadRejection
