@@ -41,6 +41,7 @@ catalog_app = typer.Typer(help="The offering catalog the optimizer plans with.",
 def register(app: typer.Typer) -> None:
     """Add this area's verbs to the `skyless` command."""
     app.command("gpus")(gpus)
+    app.command("show-gpus", help="The same as `gpus` (SkyPilot's name for it).")(gpus)
     app.add_typer(catalog_app, name="catalog")
 
 
@@ -151,8 +152,12 @@ def gpus(
         str | None, typer.Option("--cloud", help="Only this cloud (aws, gcp, azure, ...).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", "-a", help="Every accelerator (skyless always lists them all).")
+    ] = False,
 ) -> None:
     """List accelerators with their counts and cheapest prices; with NAME, where each is sold."""
+    del show_all  # `sky show-gpus` lists common ones unless -a; skyless lists every one
     try:
         catalog = load_default_catalog()
         cloud = cloud.lower() if cloud else None

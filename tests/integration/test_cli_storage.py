@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 from cli.main import app as cli
 from shared.config import Settings
 from shared.storage.lifecycle import prepare_job_storage
-from shared.storage.registry import find_bucket
+from shared.storage.registry import claim_bucket, find_bucket
 from shared.store.users import create_user, find_user
 from shared.task import load_pipeline
 
@@ -30,9 +30,12 @@ def run(*args: str) -> Result:
 def a_job_made(
     stack: Settings, owner: str, bucket: str, *, job_id: str | None = None, existing: bool = False
 ) -> str:
-    """A bucket named in `owner`'s task file, prepared as the provision step prepares it."""
+    """A bucket named in `owner`'s task file, prepared as the provision step prepares it; `existing`: one
+    that was there before, recorded as the owner's without a creating job (skyless never made it)."""
     if existing:
         boto3.client("s3", endpoint_url=stack.endpoint_url).create_bucket(Bucket=bucket)
+        claim_bucket(stack, bucket=bucket, store="s3", owner=owner, created_by=None, persistent=True)
+        return ""
     task: Any = load_pipeline(
         f"resources:\n  cpus: 1+\nfile_mounts:\n  /d:\n    name: {bucket}\nrun: ls\n"
     ).tasks[0]

@@ -69,3 +69,18 @@ def test_the_cost_report_counts_named_clusters_apart_and_only_the_callers(
     report = json.loads(answer.body)
     assert [(c["name"], c["state"]) for c in report["clusters"]] == [("dev", "INIT")]
     assert report["clusters_cost"] == sum(c["cost"] for c in report["clusters"])
+
+
+def test_an_admins_cost_report_lists_every_users_named_clusters_with_their_owner(
+    client: Client, stack: Settings
+) -> None:
+    alice, bob = create_user("alice", stack), create_user("bob", stack)
+    admin = create_user("root", stack, admin=True)
+    launch(client, alice, "dev")
+    launch(client, bob, "bobs-box")
+    answer = client.http.get("/costs?all_users=true", headers={"Authorization": f"Bearer {admin}"})
+    assert answer.status_code == 200, answer.body
+    clusters = {c["name"]: c["owner"] for c in json.loads(answer.body)["clusters"]}
+    assert set(clusters) == {"dev", "bobs-box"} and clusters["dev"] != clusters["bobs-box"]
+    refused = client.http.get("/costs?all_users=true", headers={"Authorization": f"Bearer {alice}"})
+    assert refused.status_code == 403
