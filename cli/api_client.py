@@ -38,9 +38,10 @@ from shared.api.models import (
     UploadResponse,
 )
 from shared.api.report_models import ProviderScorecardResponse
+from shared.api.storage_models import BucketList, BucketView
 from shared.errors import UserError
 
-TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED"})
 SKIPPED_IN_WORKDIR = frozenset({".git", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"})
 
 
@@ -140,9 +141,21 @@ class SkylessClient:
     ) -> list[JobSummary]:
         """Newest first. `state`: comma-separated states; `since`: `2d`, `12h` or an ISO 8601 time;
         `name`: part of the job's name; `limit`: at most this many (the API's default is 200)."""
-        filters = {"state": state, "since": since, "name": name, "limit": limit}
+        return self.job_page(state=state, since=since, name=name, limit=limit).jobs
+
+    def job_page(
+        self,
+        *,
+        state: str | None = None,
+        since: str | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> JobList:
+        """One page of `list_jobs`; its `cursor` (None on the last page) asks for the next."""
+        filters = {"state": state, "since": since, "name": name, "limit": limit, "cursor": cursor}
         params = {key: value for key, value in filters.items() if value not in (None, "")}
-        return JobList.model_validate(self._call("GET", "/jobs", params=params)).jobs
+        return JobList.model_validate(self._call("GET", "/jobs", params=params))
 
     def cost_report(self, *, days: int = 7, by: str = "cloud", all_users: bool = False) -> CostReportResponse:
         """What jobs submitted in the last `days` cost, per attempt and against on-demand; `all_users`
@@ -273,6 +286,16 @@ class SkylessClient:
     ) -> SshAccess:
         body = {k: v for k, v in (("public_key", public_key), ("caller_cidr", caller_cidr)) if v}
         return SshAccess.model_validate(self._call("POST", f"/clusters/{_segment(name)}/ssh", json=body))
+
+    # buckets skyless made (`skyless storage ls | delete`)
+
+    def list_storage(self) -> list[BucketView]:
+        """The caller's buckets, as task files' `file_mounts` named them."""
+        return BucketList.model_validate(self._call("GET", "/storage")).buckets
+
+    def delete_storage(self, name: str) -> BucketView:
+        """Delete a bucket skyless created for one of the caller's jobs (refused for any other)."""
+        return BucketView.model_validate(self._call("DELETE", f"/storage/{_segment(name)}"))
 
     # workdir uploads
 

@@ -41,6 +41,7 @@ catalog_app = typer.Typer(help="The offering catalog the optimizer plans with.",
 def register(app: typer.Typer) -> None:
     """Add this area's verbs to the `skyless` command."""
     app.command("gpus")(gpus)
+    app.command("show-gpus", help="The same as `gpus` (SkyPilot's name for it).")(gpus)
     app.add_typer(catalog_app, name="catalog")
 
 
@@ -151,8 +152,12 @@ def gpus(
         str | None, typer.Option("--cloud", help="Only this cloud (aws, gcp, azure, ...).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", "-a", help="Every accelerator (skyless always lists them all).")
+    ] = False,
 ) -> None:
     """List accelerators with their counts and cheapest prices; with NAME, where each is sold."""
+    del show_all  # `sky show-gpus` lists common ones unless -a; skyless lists every one
     try:
         catalog = load_default_catalog()
         cloud = cloud.lower() if cloud else None
@@ -238,17 +243,31 @@ def _print_instances(accelerator: str, rows: list[dict[str, Any]]) -> None:
 def import_catalog(
     folder: Annotated[Path, typer.Argument(help="A SkyPilot catalog folder (v8 layout: <cloud>/vms.csv).")],
 ) -> None:
-    """Import a SkyPilot catalog; its clouds replace the built-in rows for those clouds in later plans."""
+    """Import a SkyPilot catalog; its clouds replace the built-in rows for those clouds in later plans
+    (the local runtime's too, from its next plan: no restart)."""
+    import time
+
+    started = time.monotonic()
+    console = _console()
     try:
-        offerings = import_skypilot_catalog(folder)
+        files = sorted(p for p in folder.glob("*/vms.csv") if p.is_file()) if folder.is_dir() else []
+        clouds = [p.parent.name.lower() for p in files] or None  # none: the importer says what is wrong
+        offerings = []
+        for index, cloud in enumerate(clouds or [None]):
+            if cloud is not None:
+                size = files[index].stat().st_size / 1e6
+                console.print(f"[{index + 1}/{len(files)}] reading {cloud}/vms.csv ({size:.1f} MB) …")
+            offerings += import_skypilot_catalog(folder, None if cloud is None else {cloud})
         if not offerings:
             raise CatalogError("no offerings found", file=str(folder))
+        console.print(f"writing {len(offerings)} offerings …")
         written = save_imported_catalog(offerings, source=str(folder.resolve()))
     except UserError as exc:
         raise _fail(exc) from None
     for cloud, rows in written.items():
-        _console().print(f"imported {rows} {cloud} offerings")
-    _console().print(f"stored in {imported_catalog_dir()}")
+        console.print(f"imported {rows} {cloud} offerings")
+    console.print(f"stored in {imported_catalog_dir()} ({time.monotonic() - started:.1f} s)")
+    console.print("plan, launch and the local runtime use it from now on (no restart needed)")
 
 
 @catalog_app.command("show")

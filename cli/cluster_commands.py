@@ -17,10 +17,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli import task_options
+from cli import sky_flags
 from cli.api_client import SkylessClient
 from cli.client_config import ApiKey, ApiUrl
+from cli.client_session import client_session
+from cli.clock_format import age as _age
+from cli.clock_format import clock as _clock
 from cli.console import stderr_console, stdout_console
+from cli.log_streams import write_log
 from cli.ssh_config import remove_host
 from shared.api.cluster_models import ClusterView
 from shared.errors import UserError
@@ -28,18 +32,31 @@ from shared.errors import UserError
 console = stdout_console()
 errors = stderr_console()
 
-CLUSTER_STATE_STYLE = {"UP": "green", "INIT": "cyan", "STOPPED": "yellow", "STOPPING": "yellow",
-                       "TERMINATING": "red", "TERMINATED": "red"}  # fmt: skip
-JOB_STATE_STYLE = {"SUCCEEDED": "green", "FAILED": "red", "FAILED_SETUP": "red", "CANCELLED": "yellow",
-                   "RUNNING": "cyan", "SETTING_UP": "cyan", "PENDING": "dim"}  # fmt: skip
+CLUSTER_STATE_STYLE = {
+    "UP": "green",
+    "INIT": "cyan",
+    "STOPPED": "yellow",
+    "STOPPING": "yellow",
+    "TERMINATING": "red",
+    "TERMINATED": "red",
+}
+JOB_STATE_STYLE = {
+    "SUCCEEDED": "green",
+    "FAILED": "red",
+    "FAILED_SETUP": "red",
+    "CANCELLED": "yellow",
+    "RUNNING": "cyan",
+    "SETTING_UP": "cyan",
+    "PENDING": "dim",
+}
 JOB_TERMINAL = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "CANCELLED"})
 
 ClusterName = Annotated[str, typer.Argument(help="The cluster's name (from `skyless launch -c NAME`).")]
 
 
 def register(app: typer.Typer) -> None:
-    """Add the cluster-only verbs (launch, status, queue, logs and cancel are in job_commands)."""
-    app.command("exec")(exec_command)
+    """Add the cluster-only verbs (launch, status, queue, logs and cancel are in job_commands; exec in
+    exec_command)."""
     app.command("stop")(stop)
     app.command("start")(start)
     app.command("down")(down)
@@ -56,7 +73,7 @@ def is_job_id(text: str) -> bool:
 def launch_on_cluster(
     client: SkylessClient,
     name: str,
-    file: Path,
+    file: str | Path,
     text: str,
     *,
     env: dict[str, str],
@@ -96,55 +113,9 @@ def launch_on_cluster(
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     console.print(f"Job [bold]{answer.job.job}[/bold] queued on {escape(name)}.")
     if detach:
-        console.print(f"Follow it with: skyless logs {name} {answer.job.job} --follow")
+        console.print(f"Follow it with: skyless logs {name} {answer.job.job}")
         return 0
     return follow_cluster_job(client, name, answer.job.job, timeline=True)
-
-
-def exec_command(
-    cluster: ClusterName,
-    target: Annotated[list[str], typer.Argument(help="A task file (YAML), or a command and its arguments.")],
-    env: task_options.Env = None,
-    env_file: task_options.EnvFile = None,
-    secret: task_options.Secret = None,
-    detach: Annotated[bool, typer.Option("--detach", "-d", help="Queue the job and return.")] = False,
-    api_url: ApiUrl = None,
-    api_key: ApiKey = None,
-) -> None:
-    """Run a task file or a command on an UP cluster: no provisioning, no setup (SkyPilot's `exec`)."""
-    from cli.job_commands import _client, prepare_launch, read_task_file
-
-    path = Path(target[0])
-    is_file = len(target) == 1 and path.suffix in (".yaml", ".yml") and path.is_file()
-    try:
-        envs = task_options.env_values(env, env_file)
-        secrets = task_options.pairs(secret, "--secret")
-        prepared = (
-            prepare_launch(read_task_file(path), str(path), envs, secrets, task_options.resource_overrides())
-            if is_file
-            else None
-        )
-    except UserError as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
-    with _client(api_url, api_key) as client:
-        if prepared is not None:
-            workdir_key = client.upload_workdir(prepared.workdirs[0]) if prepared.workdirs else None
-            mounts = {
-                remote: client.upload_path(source, field=f"file_mounts.{remote}")
-                for remote, source in prepared.mounts.items()
-            }
-            job = client.exec_on_cluster(cluster, task=prepared.text, filename=str(path), env=envs,
-                                         secrets=secrets or None, workdir_key=workdir_key,
-                                         file_mount_keys=mounts)  # fmt: skip
-        else:
-            command = " ".join(target) if len(target) > 1 else target[0]
-            job = client.exec_on_cluster(cluster, command=command, env=envs)
-        console.print(f"Job [bold]{job.job}[/bold] queued on {escape(cluster)} ({job.state}).")
-        if detach:
-            return
-        code = follow_cluster_job(client, cluster, job.job)
-    raise typer.Exit(code)
 
 
 def follow_cluster_job(
@@ -169,7 +140,7 @@ def follow_cluster_job(
                         )
             text, state, ranks = _read_job_logs(client, name, number, cursors, finished)
             if text:
-                console.out(text, end="", highlight=False)
+                write_log(text)  # `\r` kept, as SkyPilot prints a log
             if state in JOB_TERMINAL and all(finished.get(r) for r in range(ranks)):
                 break
             if detail.state == "TERMINATED" or (detail.state == "TERMINATING" and state in JOB_TERMINAL):
@@ -248,8 +219,10 @@ def print_cluster(client: SkylessClient, name: str, *, as_json: bool = False) ->
         return
     console.print(f"[bold]{escape(c.name)}[/bold] {_styled(c.state, CLUSTER_STATE_STYLE)}  ({c.cluster_id})")
     where = "/".join(p for p in (c.cloud, c.region, c.zone) if p) or "-"
-    console.print(f"  where: {where}  instance: {c.instance_type or '-'}  nodes: {c.num_nodes}"
-                  f"  spot: {'yes' if c.use_spot else 'no'}")  # fmt: skip
+    console.print(
+        f"  where: {where}  instance: {c.instance_type or '-'}  nodes: {c.num_nodes}"
+        f"  spot: {'yes' if c.use_spot else 'no'}"
+    )
     console.print(
         f"  autostop: {c.autostop}  cost so far: ${c.cost:.4f}  jobs queued or running: {c.active_jobs}"
     )
@@ -271,8 +244,10 @@ def print_cluster(client: SkylessClient, name: str, *, as_json: bool = False) ->
     console.print(timeline)
 
 
-def print_queue(client: SkylessClient, name: str, *, as_json: bool = False) -> None:
-    jobs = client.cluster_queue(name)
+def print_queue(
+    client: SkylessClient, name: str, *, as_json: bool = False, skip_finished: bool = False
+) -> None:
+    jobs = [j for j in client.cluster_queue(name) if not (skip_finished and j.state in JOB_TERMINAL)]
     if as_json:
         typer.echo(json.dumps([job.model_dump(mode="json") for job in jobs], indent=2))
         return
@@ -293,6 +268,31 @@ def print_queue(client: SkylessClient, name: str, *, as_json: bool = False) -> N
     console.print(table)
 
 
+def print_address(client: SkylessClient, name: str, *, ip: bool, port: int | None) -> int:
+    """`status --ip NAME`: the head node's address; `--endpoint PORT`: host:port; `--endpoints`: refused
+    (skyless does not record which ports a cluster's task opened)."""
+    detail = client.get_cluster(name)
+    if detail.state != "UP":
+        errors.print(f"[red]error:[/red] cluster {escape(name)} is {detail.state}, not UP")
+        return 2
+    head = next((n for n in sorted(detail.nodes, key=lambda n: n.rank)), None)
+    address = head.public_ip or head.ip if head is not None else None
+    if address is None:
+        errors.print(f"[red]error:[/red] cluster {escape(name)} has no address yet")
+        return 2
+    if ip:
+        typer.echo(address)
+    elif port is not None:
+        typer.echo(f"{address}:{port}")
+    else:
+        errors.print(
+            "[red]error:[/red] --endpoints: skyless does not record a cluster's open ports; "
+            "ask for one with --endpoint PORT"
+        )
+        return 2
+    return 0
+
+
 def print_logs(client: SkylessClient, name: str, job: str | None, follow: bool) -> int:
     number = int(job) if job is not None else client.cluster_logs(name, "latest").job
     if follow:
@@ -303,11 +303,19 @@ def print_logs(client: SkylessClient, name: str, job: str | None, follow: bool) 
         text, _, _ = _read_job_logs(client, name, number, cursors, finished)
         if not text:
             return 0
-        console.out(text, end="", highlight=False)
+        write_log(text)  # `\r` kept, as SkyPilot prints a log
 
 
 def cancel_on_cluster(client: SkylessClient, name: str, jobs: list[str], every: bool) -> None:
+    """The given jobs, or every live one; neither: the newest live job (SkyPilot's `sky cancel NAME`)."""
     targets: list[int | str] = ["all"] if every else [int(j) for j in jobs]
+    if not targets:
+        live = [j.job for j in client.cluster_queue(name) if j.state not in JOB_TERMINAL]
+        if not live:
+            console.print(f"Nothing to cancel on {escape(name)} (no job has not ended).")
+            return
+        console.print(f"No job number or --all given: cancelling the latest job, {max(live)}.")
+        targets = [max(live)]
     cancelled: list[int] = []
     for target in targets:
         cancelled += client.cancel_cluster_job(name, target)
@@ -319,55 +327,219 @@ def cancel_on_cluster(client: SkylessClient, name: str, jobs: list[str], every: 
 
 # -- stop, start, down, autostop ---------------------------------------------------------------
 
+# Where each action ends, and the states that mean it will not get there.
+SETTLED = {"stop": "STOPPED", "start": "UP", "down": "TERMINATED"}
+GAVE_UP = {
+    "stop": {"TERMINATING", "TERMINATED"},
+    "start": {"STOPPED", "TERMINATING", "TERMINATED"},
+    "down": set(),
+}
+WAIT_SECONDS = 600.0
 
-def _act(names: list[str], action: str, api_url: str | None, api_key: str | None) -> None:
-    from cli.job_commands import _client
 
-    with _client(api_url, api_key) as client:
-        for name in names:
+def _act(
+    names: list[str],
+    action: str,
+    *,
+    every: bool,
+    wait: bool,
+    api_url: str | None,
+    api_key: str | None,
+    poll_seconds: float = 1.0,
+) -> int:
+    """Ask for `action` on each cluster, then (unless `wait` is off) wait until each is STOPPED, UP or
+    gone, saying so; without waiting, say that the command returns before it. Answers the exit code."""
+    if not names and not every:
+        errors.print("[red]error:[/red] name the clusters, or --all")
+        return 2
+    if names and every:
+        errors.print("[red]error:[/red] give cluster names or --all, not both")
+        return 2
+    code = 0
+    with client_session(api_url, api_key) as client:
+        targets = names or [
+            c.name for c in client.list_clusters() if c.state not in ("TERMINATING", "TERMINATED")
+        ]
+        if not targets:
+            console.print("No cluster to act on.")
+        asked: list[str] = []
+        for name in targets:
             view = client.cluster_action(name, action)
             console.print(f"Cluster [bold]{escape(name)}[/bold]: {_styled(view.state, CLUSTER_STATE_STYLE)}")
             if action == "down":
                 remove_host(name)
+            asked.append(name)
+        for name in asked:
+            if not wait:
+                console.print(
+                    f"{escape(name)}: not waiting for {SETTLED[action]} (--async); "
+                    f"`skyless status {escape(name)}` shows when it is"
+                )
+                continue
+            if not _wait_for(client, name, action, poll_seconds):
+                code = 1
+    return code
 
 
-Names = Annotated[list[str], typer.Argument(help="Cluster name(s).")]
+def _wait_for(client: SkylessClient, name: str, action: str, poll_seconds: float) -> bool:
+    """Wait until the cluster reaches the action's end state (down: gone), printing it; False when it
+    will not (or not within WAIT_SECONDS)."""
+    target = SETTLED[action]
+    deadline = time.monotonic() + WAIT_SECONDS
+    state = ""
+    with console.status(f"waiting for {escape(name)} to be {target}…"):
+        while time.monotonic() < deadline:
+            try:
+                state = client.get_cluster(name).state
+            except UserError as exc:
+                if action == "down" and getattr(exc, "status_code", 0) == 404:
+                    state = "TERMINATED"
+                else:
+                    raise
+            if state == target or state in GAVE_UP[action]:
+                break
+            time.sleep(poll_seconds)
+    if state == target:
+        console.print(f"Cluster [bold]{escape(name)}[/bold]: {_styled(state, CLUSTER_STATE_STYLE)}")
+        return True
+    why = "it did not get there" if state in GAVE_UP[action] else f"still {state} after {WAIT_SECONDS:.0f}s"
+    errors.print(f"Cluster {escape(name)} is {state}, not {target}: {why} (`skyless status {escape(name)}`)")
+    return False
 
 
-def stop(names: Names, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """Stop clusters: their nodes stop, their disks stay (`skyless start` brings them back)."""
-    _act(names, "stop", api_url, api_key)
+Names = Annotated[list[str] | None, typer.Argument(metavar="[CLUSTER]...", help="Cluster name(s).")]
 
 
-def start(names: Names, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """Start stopped clusters (same nodes, same disks)."""
-    _act(names, "start", api_url, api_key)
-
-
-def down(names: Names, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """Tear clusters down: every node terminated, the name free again."""
-    _act(names, "down", api_url, api_key)
-
-
-def autostop(
-    cluster: ClusterName,
-    idle_minutes: Annotated[
-        int | None, typer.Option("--idle-minutes", "-i", min=0, help="Stop after this many idle minutes.")
-    ] = None,
-    down: Annotated[bool, typer.Option("--down", help="Tear it down instead of stopping it.")] = False,
-    cancel: Annotated[bool, typer.Option("--cancel", help="Turn autostop off.")] = False,
+def stop(
+    names: Names = None,
+    every: sky_flags.AllClusters = False,
+    all_users: sky_flags.AllUsers = False,
+    yes: sky_flags.Yes = False,
+    async_call: sky_flags.Async = False,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Stop (with --down: tear down) the cluster once idle this long: no job, no open shell."""
-    from cli.job_commands import _client
+    """Stop clusters and wait until they are STOPPED: their nodes stop, their disks stay (`skyless start`
+    brings them back). With --async: return once the stop is asked for."""
+    del yes  # skyless never asks
+    if all_users:
+        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+    every = every or all_users
+    raise typer.Exit(
+        _act(names or [], "stop", every=every, wait=not async_call, api_url=api_url, api_key=api_key)
+    )
 
-    if cancel == (idle_minutes is not None):
+
+def start(
+    names: Names = None,
+    every: sky_flags.AllClusters = False,
+    yes: sky_flags.Yes = False,
+    idle_minutes: Annotated[
+        int | None,
+        typer.Option("--idle-minutes-to-autostop", "-i", min=0, help="Then autostop after this idle."),
+    ] = None,
+    down: Annotated[bool, typer.Option("--down", help="With -i: autostop tears the cluster down.")] = False,
+    retry_until_up: sky_flags.RetryUntilUp = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", "-f", help="Start even if UP (a start of an UP cluster changes nothing)."),
+    ] = False,
+    async_call: sky_flags.Async = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Start stopped clusters (same nodes, same disks) and wait until they are UP. With --async: return
+    once the start is asked for."""
+    del yes, force  # skyless never asks; starting an UP cluster is already harmless
+    if down and idle_minutes is None:
+        errors.print("[red]error:[/red] --down: needs -i MINUTES (as in sky start)")
+        raise typer.Exit(2)
+    if retry_until_up:
+        sky_flags.note(sky_flags.RETRY_NOTE)
+    code = _act(names or [], "start", every=every, wait=not async_call, api_url=api_url, api_key=api_key)
+    if idle_minutes is not None and code == 0:
+        with client_session(api_url, api_key) as client:
+            for name in names or [c.name for c in client.list_clusters() if c.state in ("INIT", "UP")]:
+                view = client.set_autostop(name, idle_minutes, down=down)
+                console.print(f"Cluster [bold]{escape(name)}[/bold]: autostop {view.autostop}")
+    raise typer.Exit(code)
+
+
+def down(
+    names: Names = None,
+    every: sky_flags.AllClusters = False,
+    all_users: sky_flags.AllUsers = False,
+    yes: sky_flags.Yes = False,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge", "-p", help="Forget the cluster even if teardown fails (skyless keeps retrying it)."
+        ),
+    ] = False,
+    async_call: sky_flags.Async = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Tear clusters down and wait until they are gone: every node terminated, the name free again. With
+    --async: return once the teardown is asked for."""
+    del yes  # skyless never asks
+    if purge:
+        sky_flags.note(
+            "--purge: skyless never forgets nodes it could not terminate: the reaper retries until gone"
+        )
+    if all_users:
+        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+    every = every or all_users
+    raise typer.Exit(
+        _act(names or [], "down", every=every, wait=not async_call, api_url=api_url, api_key=api_key)
+    )
+
+
+def autostop(
+    names: Names = None,
+    every: sky_flags.AllClusters = False,
+    all_users: sky_flags.AllUsers = False,
+    idle_minutes: Annotated[
+        int | None,
+        typer.Option("--idle-minutes", "-i", min=0, help="Stop after this many idle minutes (default 5)."),
+    ] = None,
+    down: Annotated[bool, typer.Option("--down", help="Tear it down instead of stopping it.")] = False,
+    cancel: Annotated[bool, typer.Option("--cancel", help="Turn autostop off.")] = False,
+    wait_for: Annotated[
+        str | None,
+        typer.Option(
+            "--wait-for",
+            help="jobs_and_ssh (what skyless counts as busy).",
+            rich_help_panel=sky_flags.SKY_PANEL,
+        ),
+    ] = None,
+    yes: sky_flags.Yes = False,
+    async_call: sky_flags.Async = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Stop (with --down: tear down) clusters once idle this long: no job, no open shell."""
+    del yes, async_call  # skyless never asks, and the setting is written at once
+    if cancel and idle_minutes is not None:
         errors.print("[red]error:[/red] give either -i MINUTES or --cancel")
         raise typer.Exit(2)
-    with _client(api_url, api_key) as client:
-        view = client.set_autostop(cluster, -1 if cancel else int(idle_minutes or 0), down=down)
-    console.print(f"Cluster [bold]{escape(cluster)}[/bold]: autostop {view.autostop}")
+    if wait_for not in (None, "jobs_and_ssh"):
+        errors.print(
+            f"[red]error:[/red] --wait-for: skyless counts a cluster idle only with no job and no open "
+            f"shell (jobs_and_ssh); {escape(wait_for)} is not offered"
+        )
+        raise typer.Exit(2)
+    if all_users:
+        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+    minutes = -1 if cancel else (5 if idle_minutes is None else idle_minutes)  # SkyPilot's default: 5
+    if not names and not (every or all_users):
+        errors.print("[red]error:[/red] name the clusters, or --all")
+        raise typer.Exit(2)
+    with client_session(api_url, api_key) as client:
+        targets = names or [c.name for c in client.list_clusters() if c.state in ("INIT", "UP", "STOPPED")]
+        for name in targets:
+            view = client.set_autostop(name, minutes, down=down)
+            console.print(f"Cluster [bold]{escape(name)}[/bold]: autostop {view.autostop}")
 
 
 # -- formatting --------------------------------------------------------------------------------
@@ -376,18 +548,6 @@ def autostop(
 def _styled(state: str, styles: dict[str, str]) -> str:
     style = styles.get(state)
     return f"[{style}]{state}[/{style}]" if style else state
-
-
-def _clock(value: str | None) -> str:
-    from cli.job_commands import _clock as clock
-
-    return clock(value) if value else "-"
-
-
-def _age(value: str | None) -> str:
-    from cli.job_commands import _age as age
-
-    return age(value)
 
 
 def no_cluster_options(**given: Any) -> list[str]:

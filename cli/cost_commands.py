@@ -87,6 +87,7 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
             style="bold" if line is report.total else None,
         )
     console.print(table)
+    print_clusters(report)
     if not with_jobs or not report.jobs:
         return
     attempts = Table(title="Each job's attempts", title_justify="left")
@@ -125,3 +126,39 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
                 dollars(attempt.savings),
             )
     console.print(attempts)
+
+
+def print_clusters(report: CostReportResponse) -> None:
+    """Named clusters (`launch -c`) bill while up whatever their jobs do: their cost so far, apart."""
+    if not report.clusters:
+        return
+    table = Table(title="Named clusters (not torn down), cost so far", title_justify="left")
+    for column in (
+        "CLUSTER",
+        *(("USER",) if report.all_users else ()),
+        "STATE",
+        "WHERE",
+        "INSTANCE",
+        "MARKET",
+        "COST",
+    ):
+        table.add_column(column, justify="right" if column == "COST" else "left")
+    for c in report.clusters:
+        where = "/".join(p for p in (c.cloud, c.region) if p) or "-"
+        owner = (escape(c.owner),) if report.all_users else ()
+        resources = f"{c.num_nodes}x {c.instance_type}" if c.instance_type else "-"
+        table.add_row(
+            escape(c.name),
+            *owner,
+            c.state,
+            where,
+            resources,
+            "spot" if c.use_spot else "on-demand",
+            dollars(c.cost),
+        )
+    console.print(table)
+    total = report.total.cost + report.clusters_cost
+    console.print(
+        f"Jobs {dollars(report.total.cost)} + named clusters {dollars(report.clusters_cost)} "
+        f"= {dollars(total)}"
+    )

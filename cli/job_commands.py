@@ -9,26 +9,31 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from cli import cluster_commands, sky_config, task_options
+from cli import cluster_commands, sky_flags
 from cli.api_client import TERMINAL_STATES, SkylessClient
-from cli.client_config import ApiKey, ApiUrl, resolve_api
+from cli.client_config import ApiKey, ApiUrl
+from cli.client_session import client_session
+from cli.clock_format import age as _age
+from cli.clock_format import clock as _clock
+from cli.clock_format import when as _when
 from cli.console import stderr_console, stdout_console
 from cli.job_group_views import follow_group_logs, print_group_tasks
-from cli.log_streams import LogStreams
+from cli.launch_prep import PreparedLaunch, local_file_mounts, local_workdirs, prepare_launch
+from cli.log_streams import LogStreams, print_job_log, write_log
 from cli.money_format import dollars
 from shared.api.models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
-from shared.task import read_task_file
+from shared.states import LIVE
+
+__all__ = ["PreparedLaunch", "local_file_mounts", "local_workdirs", "prepare_launch"]  # their old home
+
+_client = client_session  # notify, ssh and cost commands open their session through this name
 
 console = stdout_console()
 errors = stderr_console()
@@ -36,6 +41,8 @@ errors = stderr_console()
 STATE_STYLE = {
     "SUCCEEDED": "green",
     "FAILED": "red",
+    "FAILED_SETUP": "red",
+    "FAILED_NO_RESOURCE": "red",
     "CANCELLED": "yellow",
     "RUNNING": "cyan",
     "RECOVERING": "magenta",
@@ -47,204 +54,22 @@ JobId = Annotated[str, typer.Argument(help="The job id (from `skyless launch` or
 
 def register(app: typer.Typer) -> None:
     """Add this area's verbs to the `skyless` command."""
-    app.command("launch")(launch)
     app.command("queue")(queue)
     app.command("status")(status)
     app.command("logs")(logs)
     app.command("cancel")(cancel)
 
 
-@contextmanager
-def _client(api_url: str | None, api_key: str | None) -> Iterator[SkylessClient]:
-    """A client of the configured API; any UserError in the block is printed and exits 2."""
-    try:
-        target = resolve_api(api_url, api_key)
-        with SkylessClient(target.url, target.api_key) as client:
-            yield client
-    except UserError as exc:
-        errors.print(f"[red]error:[/red] {_escape(str(exc))}")
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        errors.print("interrupted")
-        raise typer.Exit(130) from None
-
-
-def launch(
-    file: Annotated[Path, typer.Argument(help="The task file (SkyPilot YAML).")],
-    env: task_options.Env = None,
-    env_file: task_options.EnvFile = None,
-    secret: task_options.Secret = None,
-    gpus: task_options.Gpus = None,
-    cpus: task_options.Cpus = None,
-    memory: task_options.Memory = None,
-    instance_type: task_options.InstanceType = None,
-    num_nodes: task_options.NumNodes = None,
-    use_spot: task_options.UseSpot = None,
-    infra: task_options.Infra = None,
-    cloud: task_options.Cloud = None,
-    region: task_options.Region = None,
-    zone: task_options.Zone = None,
-    detach: Annotated[bool, typer.Option("--detach", "-d", help="Submit and return.")] = False,
-    minimize: Annotated[str, typer.Option("--minimize", help="cost or time.")] = "cost",
-    clouds: Annotated[
-        str | None, typer.Option("--clouds", help="Only these clouds, comma-separated.")
-    ] = None,
-    notify_slack: Annotated[
-        str | None, typer.Option("--notify-slack", help="Notify this Slack webhook about this job.")
-    ] = None,
-    notify_email: Annotated[
-        str | None, typer.Option("--notify-email", help="Notify this address about this job.")
-    ] = None,
-    deadline: Annotated[
-        str | None,
-        typer.Option("--deadline", help="Finish by then for the least money: 2026-12-01T09:00Z or 36h."),
-    ] = None,
-    hours: Annotated[
-        float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
-    ] = None,
-    max_cost: Annotated[
-        float | None,
-        typer.Option("--max-cost", min=0.000001, help="Cost cap, USD: notices at 50/80/100 %, then stop."),
-    ] = None,
-    max_cost_action: Annotated[
-        str, typer.Option("--max-cost-action", help="At the cap: stop (at a checkpoint) or warn.")
-    ] = "stop",
-    cluster: Annotated[
-        str | None, typer.Option("--cluster", "-c", help="Run it on this named cluster (made if new).")
-    ] = None,
-    fast: Annotated[bool, typer.Option("--fast", help="With -c: skip setup on an existing cluster.")] = False,
-    idle_minutes: Annotated[
-        int | None, typer.Option("--idle-minutes-to-autostop", "-i", min=0, help="With -c: autostop.")
-    ] = None,
-    down: Annotated[bool, typer.Option("--down", help="With -c: autostop tears the cluster down.")] = False,
-    api_url: ApiUrl = None,
-    api_key: ApiKey = None,
-) -> None:
-    """Submit a task file as a managed job, then follow its states and logs until it ends (with -c: on a
-    named cluster).
-
-    With --deadline and --hours, skyless chooses spot or on-demand, and where, as the job goes (a skyless
-    feature: SkyPilot has no deadline); `skyless plan FILE --deadline ... --hours ...` estimates the cost."""
-    if minimize not in ("cost", "time"):
-        errors.print(f"[red]error:[/red] --minimize: must be cost or time, not {_escape(minimize)}")
-        raise typer.Exit(2)
-    given = cluster_commands.no_cluster_options(**{"--fast": fast, "-i": idle_minutes, "--down": down})
-    if cluster is None and given:
-        errors.print(f"[red]error:[/red] {', '.join(given)} need a cluster: add -c NAME")
-        raise typer.Exit(2)
-    if max_cost_action not in ("stop", "warn"):
-        errors.print(
-            f"[red]error:[/red] --max-cost-action: must be stop or warn, not {_escape(max_cost_action)}"
-        )
-        raise typer.Exit(2)
-    job_only = {"--deadline": deadline, "--hours": hours, "--max-cost": max_cost}
-    managed = cluster_commands.no_cluster_options(
-        **job_only, **{"--notify-slack": notify_slack, "--notify-email": notify_email}
-    )
-    if cluster is not None and managed:
-        errors.print(f"[red]error:[/red] {', '.join(managed)}: for managed jobs, not with -c NAME")
-        raise typer.Exit(2)
-    try:  # everything the file and the options can get wrong, before any upload or network call
-        text = read_task_file(file)
-        envs = task_options.env_values(env, env_file)
-        secrets = task_options.pairs(secret, "--secret")
-        overrides = task_options.resource_overrides(
-            gpus=gpus, cpus=cpus, memory=memory, instance_type=instance_type, num_nodes=num_nodes,
-            use_spot=use_spot, infra=infra, cloud=cloud, region=region, zone=zone,
-        )  # fmt: skip
-        prepared = prepare_launch(text, str(file), envs, secrets, overrides)
-        cloud_list = [c.strip() for c in clouds.split(",") if c.strip()] if clouds else None
-        configured = sky_config.apply_sky_config(prepared.text, str(file), cloud_list)  # ~/.sky/config.yaml
-    except UserError as exc:
-        errors.print(f"[red]error:[/red] {_escape(str(exc))}")
-        raise typer.Exit(2) from None
-    prepared, cloud_list = replace(prepared, text=configured.text), configured.clouds
-    for note in [*(prepared.notes if cluster is None else ()), *configured.notes]:  # a cluster's launch
-        console.print(f"[yellow]note:[/yellow] {_escape(note)}", soft_wrap=True)  # answer says its own
-    with _client(api_url, api_key) as client:
-        workdir_key = None
-        if prepared.workdirs:
-            console.print(f"Uploading workdir {prepared.workdirs[0]} …")
-            workdir_key = client.upload_workdir(prepared.workdirs[0])
-        mount_keys: dict[str, str] = {}
-        for remote, source in prepared.mounts.items():
-            console.print(f"Uploading file mount {source} -> {remote} …")
-            mount_keys[remote] = client.upload_path(source, field=f"file_mounts.{remote}")
-        if cluster is not None:
-            code = cluster_commands.launch_on_cluster(
-                client, cluster, file, prepared.text, env=envs, secrets=secrets, minimize=minimize,
-                clouds=cloud_list, workdir_key=workdir_key, mount_keys=mount_keys, fast=fast,
-                idle_minutes=idle_minutes, down=down or None, detach=detach,
-            )  # fmt: skip
-            raise typer.Exit(code)
-        notify = {k: v for k, v in (("slack_webhook", notify_slack), ("email", notify_email)) if v}
-        job = client.submit_job(
-            prepared.text,
-            filename=str(file),
-            env=envs,
-            secrets=secrets or None,
-            minimize=minimize,
-            clouds=cloud_list,
-            workdir_key=workdir_key,
-            file_mount_keys=mount_keys,
-            notify=notify or None,
-            deadline=deadline,
-            hours=hours,
-            max_cost=max_cost,
-            max_cost_action=max_cost_action,
-        )
-        console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
-        if max_cost is not None:
-            console.print(
-                f"Cost cap ${max_cost:.2f} (skyless only; SkyPilot has none): notices at 50/80/100 %, then "
-                + ("the job is stopped at a checkpoint." if max_cost_action == "stop" else "a warning only.")
-            )
-        if deadline is not None:
-            console.print(
-                "Deadline job (skyless only; SkyPilot has none): spot while the deadline is safe, "
-                "on-demand when it must."
-            )
-        if detach:
-            console.print(f"Follow it with: skyless logs {job.job_id} --follow")
-            return
-        try:
-            final = follow_job(client, job.job_id)
-        except KeyboardInterrupt:
-            errors.print(
-                f"Stopped following; the job keeps running. Cancel it with: skyless cancel {job.job_id}"
-            )
-            raise typer.Exit(130) from None
-    raise typer.Exit(0 if final == "SUCCEEDED" else 1)
-
-
-@dataclass(frozen=True)
-class PreparedLaunch:
-    text: str  # what is submitted: the file, with the command line's resource overrides applied
-    workdirs: list[Path]  # local workdirs to upload
-    mounts: dict[str, Path]  # {remote path: local file or folder} to upload
-    notes: list[str]  # said once, before submitting: fields not acted on, overrides ignored
-
-
-def prepare_launch(
-    text: str, filename: str, envs: dict[str, str], secrets: dict[str, str], overrides: Any
-) -> PreparedLaunch:
-    """Validate the task here (a precise error before any upload or network call) as the API will:
-    null secrets must have values; answer what to upload and what to submit."""
-    from shared.task import apply_overrides, container_notes, load_pipeline, pipeline_notes
-
-    load_pipeline(text, filename=filename, env_overrides=envs, secret_overrides=secrets)
-    applied = apply_overrides(text, overrides)
-    pipeline = load_pipeline(applied.text, filename=filename, env_overrides=envs, secret_overrides=secrets)
-    notes = pipeline_notes(pipeline) + container_notes(pipeline)
-    if applied.ignored:
-        notes.append("resource overrides ignored: the file holds several tasks (sky launch ignores them too)")
-    return PreparedLaunch(
-        applied.text, local_workdirs(pipeline, filename), local_file_mounts(pipeline, filename), notes
-    )
-
-
 def queue(
-    cluster: Annotated[str | None, typer.Argument(help="A cluster: its job queue.")] = None,
+    clusters: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[CLUSTER]...", help="Clusters: their job queues (none: your managed jobs)."),
+    ] = None,
+    skip_finished: sky_flags.SkipFinished = False,
+    all_jobs: Annotated[
+        bool, typer.Option("--all", "-a", help="Finished jobs too (the default; -s leaves them out).")
+    ] = False,
+    all_users: sky_flags.AllUsers = False,
     state: Annotated[
         list[str] | None,
         typer.Option("--state", help="Only jobs in this state (repeatable, or comma-separated)."),
@@ -255,20 +80,34 @@ def queue(
     name: Annotated[str | None, typer.Option("--name", help="Only jobs whose name contains this.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many jobs.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="The page after the one that printed this cursor.")
+    ] = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Your jobs, newest first: where they run, what they cost, how they were submitted; with a cluster
-    name, that cluster's job queue."""
-    states = ",".join(state) if state else None
+    """Your jobs, newest first: where they run, what they cost, how they were submitted; with cluster
+    names, each cluster's job queue (SkyPilot's `sky queue`)."""
+    if skip_finished and all_jobs:
+        errors.print("[red]error:[/red] --skip-finished: not with --all (one leaves finished jobs out)")
+        raise typer.Exit(2)
+    if all_users:
+        sky_flags.note(sky_flags.ALL_USERS_NOTE)
     with _client(api_url, api_key) as client:
-        if cluster is not None:
-            return cluster_commands.print_queue(client, cluster, as_json=as_json)
-        jobs = client.list_jobs(state=states, since=since, name=name, limit=limit)
+        if clusters:
+            for cluster in clusters:
+                cluster_commands.print_queue(client, cluster, as_json=as_json, skip_finished=skip_finished)
+            return
+        states = (
+            ",".join(state) if state else (",".join(sorted(s.value for s in LIVE)) if skip_finished else None)
+        )
+        page = client.job_page(state=states, since=since, name=name, limit=limit, cursor=cursor)
     if as_json:
-        typer.echo(json.dumps([job.model_dump(mode="json") for job in jobs], indent=2))
+        typer.echo(json.dumps([job.model_dump(mode="json") for job in page.jobs], indent=2))
         return
-    _print_jobs(jobs)
+    _print_jobs(page.jobs)
+    if page.cursor:
+        typer.echo(f"More jobs: skyless queue --cursor '{page.cursor}' (with the same filters)")
 
 
 def _print_jobs(jobs: list[JobSummary]) -> None:
@@ -312,20 +151,56 @@ def _source(job: JobSummary) -> str:
 
 
 def status(
-    job_id: Annotated[
-        str | None, typer.Argument(help="A job id or a cluster name (none: everything).")
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[JOB_ID | CLUSTER]...", help="Job ids or cluster names (none: everything)."),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print it as JSON (a job: plan, cluster, timeline).")
     ] = False,
+    ip: Annotated[bool, typer.Option("--ip", help="The head node's IP address of one cluster.")] = False,
+    endpoints: Annotated[
+        bool, typer.Option("--endpoints", help="Every open port of one cluster as host:port.")
+    ] = False,
+    endpoint: Annotated[
+        int | None, typer.Option("--endpoint", help="This port of one cluster as host:port.")
+    ] = None,
+    show_all: Annotated[
+        bool,
+        typer.Option("--all", "-a", help="Everything in full (as -v).", rich_help_panel=sky_flags.SKY_PANEL),
+    ] = False,
+    verbose: sky_flags.Verbose = False,
+    refresh: sky_flags.Refresh = False,
+    all_users: sky_flags.AllUsers = False,
+    show_managed_jobs: Annotated[
+        bool,
+        typer.Option(
+            "--show-managed-jobs/--no-show-managed-jobs",
+            help="Also list your managed jobs.",
+            rich_help_panel=sky_flags.SKY_PANEL,
+        ),
+    ] = True,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
     """Your clusters and jobs; or one job (place, plan, timeline), or one cluster (nodes, timeline)."""
+    del show_all, verbose  # skyless's tables already show every column
+    if refresh:
+        sky_flags.note(sky_flags.REFRESH_NOTE)
+    if all_users:
+        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+    names = names or []
+    if ip or endpoints or endpoint is not None:
+        if len(names) != 1 or cluster_commands.is_job_id(names[0]):
+            errors.print("[red]error:[/red] --ip/--endpoint(s): name exactly one cluster")
+            raise typer.Exit(2)
+        with _client(api_url, api_key) as client:
+            code = cluster_commands.print_address(client, names[0], ip=ip, port=endpoint)
+        raise typer.Exit(code)
     with _client(api_url, api_key) as client:
-        if job_id is None:
+        if not names:
             clusters = client.list_clusters()
-            jobs = client.list_jobs()
+            jobs = client.list_jobs() if show_managed_jobs else []
             if as_json:
                 dumped = {
                     "clusters": [cluster.model_dump(mode="json") for cluster in clusters],
@@ -334,10 +209,17 @@ def status(
                 typer.echo(json.dumps(dumped, indent=2))
                 return
             cluster_commands.print_clusters(clusters)
-            return _print_jobs(jobs)
-        if not cluster_commands.is_job_id(job_id):
-            return cluster_commands.print_cluster(client, job_id, as_json=as_json)
-        job = client.get_job(job_id)
+            if show_managed_jobs:
+                _print_jobs(jobs)
+            return
+        for name in names:
+            if not cluster_commands.is_job_id(name):
+                cluster_commands.print_cluster(client, name, as_json=as_json)
+                continue
+            _print_job(client.get_job(name), as_json=as_json)
+
+
+def _print_job(job: JobDetail, *, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(job.model_dump(mode="json"), indent=2))
         return
@@ -392,29 +274,40 @@ def logs(
     rank: Annotated[
         int | None, typer.Option("--rank", min=0, help="Only this node's log (default: every node's).")
     ] = None,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep reading until the job ends.")] = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow/--no-follow",
+            "-f",
+            help="Follow the log until the job ends (as SkyPilot, the default); --no-follow prints the "
+            "log so far, all of it, and exits.",
+        ),
+    ] = True,
+    tail: Annotated[
+        int,
+        typer.Option(
+            "--tail", min=0, help="Start with the last N lines of the log so far (0, the default: all)."
+        ),
+    ] = 0,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
     """A job's log: every node's, lines prefixed `(head, rank=0)`, `(worker1, rank=1)`, … (or --rank N)."""
     if not cluster_commands.is_job_id(job_id):
+        if tail:
+            errors.print("[red]error:[/red] --tail is for a managed job's log, not a cluster's job")
+            raise typer.Exit(2)
         with _client(api_url, api_key) as client:
             code = cluster_commands.print_logs(client, job_id, cluster_job, follow)
         raise typer.Exit(code)
     with _client(api_url, api_key) as client:
         group = client.get_job(job_id) if rank is None else None
         if group is not None and group.group:  # a job group: every task's log, `[task]` before each line
+            if tail:
+                errors.print("[red]error:[/red] --tail is for one task's log; give the task's job id")
+                raise typer.Exit(2)
             return follow_group_logs(client, group, console, follow=follow)
-        streams = LogStreams(client, job_id, ranks=None if rank is None else [rank])
-        while True:
-            job = client.get_job(job_id) if rank is None else None
-            text = streams.read(job)
-            _print_log(text)
-            if not follow or streams.finished:
-                _print_log(streams.flush())
-                return
-            if not text:
-                time.sleep(1.0)
+        print_job_log(client, job_id, rank=rank, follow=follow, tail=tail)
 
 
 def cancel(
@@ -430,18 +323,35 @@ def cancel(
         bool,
         typer.Option("--all", "-a", help="Every job of yours that has not ended (with a cluster: its jobs)."),
     ] = False,
+    all_users: Annotated[
+        bool,
+        typer.Option(
+            "--all-users",
+            "-u",
+            help="With a cluster: every job on it (all of a cluster's jobs are its owner's).",
+        ),
+    ] = False,
+    yes: sky_flags.Yes = False,
+    async_call: sky_flags.Async = False,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
     """Cancel jobs; their nodes are torn down. Cancelling a cancelled job again is harmless. With a cluster
-    name first: jobs of that cluster (`skyless cancel NAME 3`, `skyless cancel NAME --all`)."""
+    name first: jobs of that cluster (`skyless cancel NAME 3`, `skyless cancel NAME --all`; the cluster
+    alone: its latest job that has not ended, as `sky cancel NAME`)."""
+    del yes, async_call  # skyless never asks, and a cancel is accepted at once
     if job_ids and not cluster_commands.is_job_id(job_ids[0]):
         cluster, numbers = job_ids[0], job_ids[1:]
-        if (not numbers and not all_jobs) or any(not n.isdigit() for n in numbers):
-            errors.print("[red]error:[/red] give the cluster's job numbers, or --all")
+        if any(not n.isdigit() for n in numbers):
+            errors.print(
+                "[red]error:[/red] give the cluster's job numbers (from `skyless queue NAME`), or --all"
+            )
             raise typer.Exit(2)
         with _client(api_url, api_key) as client:
-            return cluster_commands.cancel_on_cluster(client, cluster, numbers, all_jobs)
+            return cluster_commands.cancel_on_cluster(client, cluster, numbers, all_jobs or all_users)
+    if all_users:
+        errors.print("[red]error:[/red] --all-users: for a cluster's jobs; managed jobs are only ever yours")
+        raise typer.Exit(2)
     if not job_ids and not all_jobs:
         errors.print("[red]error:[/red] name the jobs to cancel, or --all")
         raise typer.Exit(2)
@@ -498,36 +408,7 @@ def follow_job(
     return state
 
 
-def local_workdirs(pipeline: Any, filename: str) -> list[Path]:
-    """The local workdirs of a validated pipeline (to upload); a UserError for one that is not a folder."""
-    found: list[Path] = []
-    for task in pipeline.tasks:
-        workdir = task.workdir
-        if isinstance(workdir, str) and "://" not in workdir:
-            path = Path(workdir).expanduser()
-            if not path.is_dir():
-                raise UserError(f"{workdir} is not a directory", file=filename, field="workdir")
-            found.append(path.resolve())
-    return found
-
-
-def local_file_mounts(pipeline: Any, filename: str) -> dict[str, Path]:
-    """{remote path: local file or folder} of the task's file mounts with a local source (to upload)."""
-    from shared.jobs.file_mounts import local_mounts, mount_sources
-
-    found: dict[str, Path] = {}
-    for task in pipeline.tasks:  # sources no node can fetch are refused before anything is uploaded
-        mount_sources(task, bucket=None, filename=filename)
-    for task in pipeline.tasks:
-        for remote, source in local_mounts(task).items():
-            path = Path(source).expanduser()
-            if not path.exists():
-                raise UserError(f"{source} does not exist", file=filename, field=f"file_mounts.{remote}")
-            found[remote] = path.resolve()
-    return found
-
-
-PLACED_STATES = frozenset({"SETTING_UP", "RUNNING", "SUCCEEDED", "FAILED", "RECOVERING"})
+PLACED_STATES = frozenset({"SETTING_UP", "RUNNING", "SUCCEEDED", "FAILED", "FAILED_SETUP", "RECOVERING"})
 
 
 def _event_line(event: TimelineEvent, job: JobDetail) -> str:
@@ -566,9 +447,8 @@ def _print_places(job: JobDetail) -> None:
 
 
 def _print_log(text: str) -> None:
-    """Log text as it is: a line split across reads is printed as one (LogStreams.flush ends it)."""
-    if text:
-        console.out(text, end="", highlight=False)
+    """Log text as it is (see write_log): a line split across reads is printed as one (LogStreams.flush)."""
+    write_log(text)
 
 
 def _state(state: str) -> str:
@@ -580,40 +460,8 @@ def _place(job: JobSummary) -> str:
     return "/".join(p for p in (job.cloud, job.region) if p) or "-"
 
 
-def _parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def _yes_no(value: bool | None) -> str:
     return {True: "yes", False: "no", None: "-"}[value]
-
-
-def _when(value: str | None) -> str:
-    """An API time as local date and time to the second (`2026-11-22 00:38:57`)."""
-    moment = _parse_time(value)
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else (value or "-")
-
-
-def _clock(value: str) -> str:
-    moment = _parse_time(value)
-    return moment.astimezone().strftime("%H:%M:%S") if moment else value
-
-
-def _age(created_at: str | None) -> str:
-    moment = _parse_time(created_at)
-    if moment is None:
-        return "-"
-    seconds = max(0, int((datetime.now(UTC) - moment).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def _escape(text: str) -> str:

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import re
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cli.api_client import SkylessClient
@@ -75,12 +79,58 @@ class LogStreams:
         if not self.prefixed:  # one node: its text as it comes, partial lines too
             log.partial = ""
             return text
-        if flush:
-            complete, log.partial = text, ""
-        else:
-            head, newline, log.partial = text.rpartition("\n")
-            complete = head + newline
+        cut = len(text) if flush else max(text.rfind("\n"), text.rfind("\r")) + 1
+        complete, log.partial = text[:cut], text[cut:]
         if not complete:
             return ""
-        prefix = rank_prefix(log.rank)
-        return "".join(f"{prefix}{line}\n" for line in complete.removesuffix("\n").split("\n"))
+        prefix = rank_prefix(log.rank)  # before each piece a newline or `\r` ends, as SkyPilot prints them
+        pieces = re.findall(r"[^\r\n]*(?:\r\n|\n|\r|$)", complete)
+        return "".join(f"{prefix}{piece}" if piece.endswith(("\n", "\r")) else f"{prefix}{piece}\n"
+                       for piece in pieces if piece)  # fmt: skip
+
+
+def write_log(text: str) -> None:
+    """Log text to stdout as it is, `\\r` and colours kept, as SkyPilot prints it (rich would drop the `\\r`
+    a progress bar redraws its line with)."""
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def print_job_log(
+    client: SkylessClient,
+    job_id: str,
+    *,
+    rank: int | None,
+    follow: bool,
+    tail: int = 0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Every chunk of the log there is (the API answers a page at a time: read until a read brings nothing),
+    then with `follow` what comes until the job ends. `tail`: the backlog's last lines only."""
+    streams = LogStreams(client, job_id, ranks=None if rank is None else [rank])
+    backlog: list[str] | None = [] if tail else None
+    while True:
+        job = client.get_job(job_id) if rank is None else None
+        text = streams.read(job)
+        caught_up = not text or streams.finished
+        if backlog is None:
+            write_log(text)
+        else:
+            backlog.append(text)
+            if caught_up:
+                write_log(last_lines("".join(backlog), tail))
+                backlog = None
+        if streams.finished or (caught_up and not follow):
+            write_log(streams.flush())
+            return
+        if not text:
+            sleep(1.0)
+
+
+def last_lines(text: str, count: int) -> str:
+    """The last `count` lines of `text`, a line ending at a newline (`\\r` redraws stay in their line)."""
+    lines = text.split("\n")
+    ends_whole = text.endswith("\n")
+    kept = lines[-(count + 1) :] if ends_whole else lines[-count:]
+    return "\n".join(kept)

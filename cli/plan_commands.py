@@ -18,6 +18,8 @@ from rich.table import Table
 
 from cli import sky_config, task_options
 from cli.console import stderr_console, stdout_console
+from cli.launch_prep import local_workdirs
+from cli.runtime_notes import conda_note
 from shared.errors import NoOfferingError, UserError
 from shared.optimizer import Candidate, Plan
 from shared.task import Overridden, apply_overrides, read_task_file
@@ -83,6 +85,7 @@ def plan(
         applied = apply_overrides(text, overrides)
         if applied.fields:
             pipeline = _load(applied.text, file, envs, secrets)
+        local_workdirs(pipeline, str(file), text=text)  # launch uploads it: a missing one fails here too
         catalog, enabled = _catalog(catalog_dir, clouds, minimize)
         from shared.optimizer import plan_pipeline
 
@@ -102,6 +105,7 @@ def plan(
             errors.print(f"[red]error:[/red] {escape(str(error))}")
         raise typer.Exit(2) from None
     notes = plan_notes(pipeline, ignored_overrides=applied.ignored) + configured.notes
+    notes += [n for n in [conda_note(text, str(file))] if n]
     from shared.optimizer import why_chosen
 
     reasons = why_chosen(pipeline, result, catalog, enabled_clouds=enabled)

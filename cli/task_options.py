@@ -84,15 +84,23 @@ Zone = Annotated[str | None, typer.Option("--zone", help="A zone.", rich_help_pa
 
 
 def pairs(items: list[str] | None, flag: str) -> dict[str, str]:
-    """`["K=V", ...]` → {K: V}; a UserError naming the flag for an item without `=` (a --secret item is
-    not echoed: it may be the value itself)."""
+    """`["K=V", "NAME", ...]` → {K: V, NAME: $NAME}: a bare name takes its value from this shell, as
+    `sky --env/--secret` do; a UserError naming the flag otherwise (a --secret item is not echoed: it may
+    be the value itself)."""
+    import os
+
     found: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
+        if not sep and key and key in os.environ:
+            found[key] = os.environ[key]
+            continue
         if not sep or not key:
             if flag == "--secret":
-                raise UserError("expected K=V, found an item with no name or no '='", field=flag)
-            raise UserError(f"expected K=V, found {item!r}", field=flag)
+                raise UserError("expected K=V, or the name of a variable set in this shell", field=flag)
+            raise UserError(
+                f"expected K=V, or the name of a variable set in this shell, found {item!r}", field=flag
+            )
         found[key] = value
     return found
 

@@ -31,6 +31,7 @@ QUEUE_HANDLERS = {
     "provision": "functions.provision.handler",
     "spot_watch": "functions.spot_watch.handler",
     "submit": "functions.submit.handler",
+    "teardown": "functions.provision.handler",  # as in the template: the provision function's second queue
 }
 # The template's schedule rules, at the same rates. Not the catalog refresh: it fetches prices from the
 # clouds' APIs, and the local runtime has no network; it plans from the bundled catalog.

@@ -127,10 +127,14 @@ def _bucket_objects(s3: Any, bucket: str) -> dict[str, str]:
 
 
 def _task_buckets(tables: dict[str, list[dict[str, Any]]], settings: Settings) -> list[str]:
-    """The buckets tasks mount that the registry holds as live (shared.storage.registry): on the local
-    runtime they live in the embedded endpoint too, so a checkpoint outlives `local down`."""
+    """The buckets tasks mount: those the registry holds as live (shared.storage.registry) and those an admin
+    granted (shared.store.tenancy). On the local runtime they live in the embedded endpoint too, so a
+    checkpoint, or a dataset put there with an S3 client, outlives `local down`."""
     items = tables.get(settings.table_name("buckets"), [])
-    return sorted(i["bucket"]["S"] for i in items if i.get("state", {}).get("S") == "ACTIVE")
+    live = {i["bucket"]["S"] for i in items if i.get("state", {}).get("S") == "ACTIVE"}
+    grants = tables.get(settings.table_name("tenancy"), [])
+    granted = {i["pk"]["S"].removeprefix("bucket#") for i in grants if i["pk"]["S"].startswith("bucket#")}
+    return sorted(live | granted)
 
 
 def save_snapshot(settings: Settings, path: Path) -> None:

@@ -32,6 +32,7 @@ try:
         fetch_file_mounts,
         fetch_workdir,
         http_request,
+        install_conda,
         log,
         skypilot_env,
         with_retries,
@@ -45,6 +46,7 @@ except ImportError:  # on a VM: /opt/skyless/agent.py beside this file
         fetch_file_mounts,
         fetch_workdir,
         http_request,
+        install_conda,
         log,
         skypilot_env,
         with_retries,
@@ -340,14 +342,19 @@ class ClusterAgent:
             shipper.write((f"skyless: could not fetch the workdir or file mounts: {error}\n").encode())
             phase = "setup_failed" if setup else "failed"
             return self._finish(number, phase, 1, f"fetching workdir/file mounts failed: {error}", shipper)
+        problem = install_conda(self.base_env) if self.cloud != "local" else None  # once: conda stays
+        if problem:
+            shipper.write(f"skyless: {problem}\n".encode())
         if setup:
-            code = runner.run(setup, workdir, {**self.base_env, **skypilot_env(config, "setup")})
+            setup_env = skypilot_env(config, "setup")
+            code = runner.run(setup, workdir, {**self.base_env, **setup_env}, setup_env)
             if code != 0:
                 return self._finish(number, "setup_failed", code, f"setup exited with {code}", shipper)
             if number not in self.stopped and not self.api.report(number, "running"):
                 self.stop_job(number)
         run = config.get("run")
-        code = runner.run(run, workdir, {**self.base_env, **skypilot_env(config, "run")}) if run else 0
+        run_env = skypilot_env(config, "run")
+        code = runner.run(run, workdir, {**self.base_env, **run_env}, run_env) if run else 0
         return self._finish(number, "succeeded" if code == 0 else "failed", code, None, shipper)
 
     def _finish(self, number: int, phase: str, code: int, message: str | None, shipper: LogShipper) -> None:

@@ -9,7 +9,9 @@ import shlex
 from functools import cache
 from pathlib import Path
 
-AGENT_SOURCE = Path(__file__).with_name("agent.py")
+AGENT_PACKAGE = Path(__file__).with_name("agent")
+# The agent's modules in the order a VM's one file holds them: each after every module it imports.
+AGENT_MODULES = ("api", "logs", "mounts", "buckets", "sandbox", "containers", "runner", "preemption", "node")
 
 # How a VM learns its own instance id and private IP, per cloud (the agent needs both in its env).
 _IDENTITY = {
@@ -34,25 +36,35 @@ _IDENTITY = {
 }
 PER_BOOT = 'B=/var/lib/cloud/scripts/per-boot; [ -d $B ] && cp "$0" $B/skyless-agent.sh\n'
 _UNPACK = "python3 -c 'import bz2,sys;sys.stdout.buffer.write(bz2.decompress(sys.stdin.buffer.read()))'"
+EC2_USER_DATA_BYTES = 16 * 1024
 _FALLBACK_IDENTITY = 'INSTANCE_ID=$(hostname)\nNODE_IP=$(hostname -I | cut -d" " -f1)\n'
 
 
-# Only the local cloud runs these (its nodes run agent.py from this folder, never from user-data): a VM's
-# agent never reaches them (`sandboxed` is the local cloud; `--mount-namespace` comes from namespace_command).
+# Only the local cloud runs these (its nodes run the agent package, never a bundle): a VM's agent never
+# reaches them (`sandboxed` is the local cloud; `--mount-namespace` runs sandbox.py itself).
 LOCAL_CLOUD_ONLY = frozenset(
     {"enter_mount_namespace", "namespace_binds", "namespace_command", "mount_namespace_works"}
 )
 
 
-def strip_for_shipping(tree: ast.AST) -> ast.AST:
-    """The agent's syntax tree without docstrings, annotations and the local cloud's own functions: what
-    a VM runs is unchanged, and it leaves room under EC2's 16 KB user-data limit (comments go too, since
-    the tree has none)."""
+# Each cloud's preemption watcher (node_agent/agent/preemption.py): a VM of another cloud never makes it.
+CLOUD_WATCHERS = {
+    "AwsSpotWatcher": "aws",
+    "GcpPreemptedWatcher": "gcp",
+    "AzureScheduledEventsWatcher": "azure",
+}
+
+
+def strip_for_shipping(tree: ast.AST, cloud: str = "") -> ast.AST:
+    """The agent's syntax tree without docstrings, annotations, the local cloud's own functions and the
+    other clouds' preemption watchers: what a VM of `cloud` runs is unchanged, and it leaves room under
+    EC2's 16 KB user-data limit (comments go too, since the tree has none)."""
     if isinstance(tree, ast.Module):
         tree.body = [
             node
             for node in tree.body
             if not (isinstance(node, ast.FunctionDef) and node.name in LOCAL_CLOUD_ONLY)
+            and not (isinstance(node, ast.ClassDef) and CLOUD_WATCHERS.get(node.name, cloud) != cloud)
         ]
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -82,10 +94,40 @@ def _plain_assignment(node: object) -> object:
     return node
 
 
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+
+
 @cache
-def shipped_agent_source() -> str:
-    """agent.py as it travels in user-data (see strip_for_shipping)."""
-    return ast.unparse(strip_for_shipping(ast.parse(AGENT_SOURCE.read_text())))
+def bundled_agent_source() -> str:
+    """The agent package as one Python file (what /opt/skyless/agent.py is on a VM): each module's body in
+    AGENT_MODULES order, without its docstring, its `__future__` import and its imports of the package's
+    own modules; every other import once, at the top. The modules share one namespace there, so no two
+    of them may define the same top-level name (tests/unit/test_agent_user_data.py checks it)."""
+    imports: dict[str, ast.stmt] = {}
+    bodies: list[ast.stmt] = []
+    for name in AGENT_MODULES:
+        tree = ast.parse((AGENT_PACKAGE / f"{name}.py").read_text())
+        for node in tree.body[1:] if ast.get_docstring(tree) else tree.body:
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").startswith(("node_agent", "__future__"))
+            ):
+                continue
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                imports.setdefault(ast.unparse(node), node)
+            elif not _is_main_guard(node):
+                bodies.append(node)
+    package = ast.parse((AGENT_PACKAGE / "__init__.py").read_text())
+    header = ast.parse(f'"""{ast.get_docstring(package)}"""\nfrom __future__ import annotations\n').body
+    ending = ast.parse('if __name__ == "__main__":\n    sys.exit(main())\n').body
+    module = ast.Module(body=[*header, *imports.values(), *bodies, *ending], type_ignores=[])
+    return ast.unparse(ast.fix_missing_locations(module)) + "\n"
+
+
+@cache
+def shipped_agent_source(cloud: str = "") -> str:
+    """The bundled agent as it travels in user-data to a VM of `cloud` (see strip_for_shipping)."""
+    return ast.unparse(strip_for_shipping(ast.parse(bundled_agent_source()), cloud))
 
 
 def render_user_data(
@@ -104,7 +146,9 @@ def render_user_data(
     The only credential in it is the boot token (shared.jobs.tokens): it expires with the boot window and
     buys one config fetch per node, so the script opens nothing once the agent has started.
     The agent file travels bzip2-compressed (a tenth smaller than gzip; python3 unpacks it, so no bzip2
-    binary is needed) and base64-encoded, which keeps the script under EC2's 16 KB limit.
+    binary is needed) and base64-encoded, which keeps the script under EC2's 16 KB limit; a script that
+    would pass it (a long API URL, a container task) fetches the agent from the API instead, as a named
+    cluster's node does.
     The agent runs in its own session (setsid) from the user's home, so ~/sky_workdir is where SkyPilot
     puts it and stopping the agent's process group stops the task with it.
 
@@ -115,15 +159,34 @@ def render_user_data(
     comes back at every boot.
     """
     cluster = (extra_env or {}).get("SKYLESS_AGENT_MODE") == "cluster"
+    base = shlex.quote(api_url.rstrip("/") + "/node-agent/")
+    fetch = "".join(
+        f"curl -fsS --retry 20 --retry-delay 3 {base}{name} -o /opt/skyless/{name}\n"
+        for name in (("agent.py", "cluster_agent.py") if cluster else ("agent.py",))
+    )
+    facts = (api_url, job_id, cluster_id, boot_token, cloud, run_as, extra_env, container)
     if cluster:
-        base = shlex.quote(api_url.rstrip("/") + "/node-agent/")
-        unpack = "".join(
-            f"curl -fsS --retry 20 --retry-delay 3 {base}{name} -o /opt/skyless/{name}\n"
-            for name in ("agent.py", "cluster_agent.py")
-        )
-    else:
-        packed = base64.b64encode(bz2.compress(shipped_agent_source().encode(), 9)).decode()
-        unpack = f"echo {packed} | base64 -d | {_UNPACK} > /opt/skyless/agent.py\n"
+        return _boot_script(fetch, *facts)
+    packed = base64.b64encode(bz2.compress(shipped_agent_source(cloud).encode(), 9)).decode()
+    script = _boot_script(f"echo {packed} | base64 -d | {_UNPACK} > /opt/skyless/agent.py\n", *facts)
+    if len(script.encode()) <= EC2_USER_DATA_BYTES:
+        return script
+    # The agent no longer fits EC2's user-data beside this script: the VM fetches it, as a cluster node does.
+    return _boot_script(fetch, *facts)
+
+
+def _boot_script(
+    unpack: str,
+    api_url: str,
+    job_id: str,
+    cluster_id: str,
+    boot_token: str,
+    cloud: str,
+    run_as: str | None,
+    extra_env: dict[str, str] | None,
+    container: bool,
+) -> str:
+    cluster = (extra_env or {}).get("SKYLESS_AGENT_MODE") == "cluster"
     home = f"/home/{run_as}" if run_as else "/root"
     env = {
         "SKYLESS_API_URL": api_url,

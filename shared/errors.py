@@ -59,5 +59,10 @@ class NotFoundError(UserError):
     """A job, schedule or resource that does not exist (or is not the caller's)."""
 
 
+class ForbiddenError(UserError):
+    """Authenticated, but this caller may not do that (a user's key on an admin route, a node's ungranted
+    bucket). Answered with 403."""
+
+
 class ConflictError(UserError):
     """A request that conflicts with the current state, e.g. cancelling a finished job."""

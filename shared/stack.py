@@ -18,7 +18,9 @@ MAX_MESSAGE_BYTES = 262_144
 # Six times the queue's function timeout (infra/template.yaml), as AWS advises for a Lambda event source:
 # a batch still being retried inside Lambda must not reappear to a second invocation. The template holds
 # the same numbers (tests/test_queue_settings.py checks that they agree); the local dispatcher gets them too.
-FUNCTION_TIMEOUT_SECONDS = {"optimize": 60, "provision": 120, "spot_watch": 60, "submit": 60}
+# The teardown queue feeds the provision function too, through its own event source: no teardown waits
+# behind launches.
+FUNCTION_TIMEOUT_SECONDS = {"optimize": 60, "provision": 120, "spot_watch": 60, "submit": 60, "teardown": 120}
 VISIBILITY_TIMEOUT_SECONDS = {kind: 6 * timeout for kind, timeout in FUNCTION_TIMEOUT_SECONDS.items()}
 MAX_RECEIVES_BEFORE_DLQ = 5
 
@@ -33,6 +35,9 @@ def create_stack(settings: Settings) -> dict[str, str]:
     """Tables, queues (each with a DLQ), the bucket, the EventBridge rules, and the notification resources
     (events stream, notifications table, SES sender). Returns queue URLs by kind."""
     _create_tables(settings)
+    from shared.store.table_upgrades import upgrade_tables
+
+    upgrade_tables(settings)  # a stack made before the live indexes: its indexes, backfill and TTL
     urls = _create_queues(settings)
     _create_bucket(settings)
     _create_event_rules(settings, urls["spot_watch"])
@@ -60,6 +65,11 @@ def _create_tables(settings: Settings) -> None:
     from shared.storage.registry import buckets_model
 
     buckets_model(settings).create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+    from shared.store.audit import audit_model
+    from shared.store.tenancy import tenancy_model
+
+    for model in (tenancy_model(settings), audit_model(settings)):  # teams, grants; the admin audit log
+        model.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
 
 
 def _create_queues(settings: Settings) -> dict[str, str]:

@@ -15,10 +15,16 @@ class JobState(StrEnum):
     RECOVERING = "RECOVERING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
+    FAILED_SETUP = "FAILED_SETUP"  # SkyPilot's: `setup` exited non-zero on a node
+    FAILED_NO_RESOURCE = "FAILED_NO_RESOURCE"  # SkyPilot's: no candidate had capacity, every round tried
     CANCELLED = "CANCELLED"
 
 
-TERMINAL: frozenset[JobState] = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+# SkyPilot's failure states a user scripts against (sky/jobs/state.py ManagedJobStatus.failure_statuses).
+FAILURES: frozenset[JobState] = frozenset(
+    {JobState.FAILED, JobState.FAILED_SETUP, JobState.FAILED_NO_RESOURCE}
+)
+TERMINAL: frozenset[JobState] = frozenset({JobState.SUCCEEDED, JobState.CANCELLED}) | FAILURES
 LIVE: frozenset[JobState] = frozenset(JobState) - TERMINAL
 HAS_NODES: frozenset[JobState] = frozenset({JobState.SETTING_UP, JobState.RUNNING})
 
@@ -45,6 +51,8 @@ MOVES: tuple[tuple[JobState, JobState, str], ...] = (
     (_S.RECOVERING, _S.PLANNED, "re-planned with the blocklist"),
     (_S.PROVISIONING, _S.RUNNING, "every task of a job group is running (a group has no nodes of its own)"),
     (_S.PROVISIONING, _S.SUCCEEDED, "a job group's primary tasks succeeded before every task ran"),
+    (_S.SETTING_UP, _S.FAILED_SETUP, "setup failed on a node, no restart left"),
+    *((s, _S.FAILED_NO_RESOURCE, "no capacity anywhere") for s in (_S.PLANNED, _S.PROVISIONING, _S.WAITING)),
     *((s, _S.FAILED, "failed") for s in LIVE),
     *((s, _S.CANCELLED, "cancelled") for s in LIVE),
 )
@@ -74,3 +82,7 @@ def transition(current: JobState | str, to: JobState | str) -> JobState:
 
 def is_terminal(state: JobState | str) -> bool:
     return JobState(state) in TERMINAL
+
+
+def is_failure(state: JobState | str) -> bool:
+    return JobState(state) in FAILURES

@@ -131,7 +131,13 @@ class QueueDriver:
         return self.sqs.get_queue_url(QueueName=self.settings.queue_name(kind))["QueueUrl"]
 
     def receive(self, kind: str, wait_seconds: int = 0) -> list[dict[str, Any]]:
-        """Every visible message of a queue (deleted from it), as SQS event records."""
+        """Every visible message of a queue (deleted from it), as SQS event records; for "provision", the
+        teardown queue's first (the provision function reads both, as the template wires it)."""
+        if kind == "provision":
+            return self._receive("teardown", 0) + self._receive("provision", wait_seconds)
+        return self._receive(kind, wait_seconds)
+
+    def _receive(self, kind: str, wait_seconds: int) -> list[dict[str, Any]]:
         records: list[dict[str, Any]] = []
         while True:
             answer = self.sqs.receive_message(

@@ -78,6 +78,9 @@ def iam_requests(
         resource = table + params["TableName"]
         if params.get("IndexName"):
             resource += f"/index/{params['IndexName']}"
+        if operation == "UpdateItem":  # the top-level attributes it names: the key and the expressions'
+            named = [*params["Key"], *params.get("ExpressionAttributeNames", {}).values()]
+            return [one(f"dynamodb:{operation}", resource, **{"dynamodb:Attributes": named})]
         return [one(f"dynamodb:{operation}", resource)]
     if service == "sqs":
         if operation == "GetQueueUrl":

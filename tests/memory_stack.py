@@ -28,7 +28,7 @@ from shared.store.memory_records import MemoryNotificationStore, MemoryReaperMar
 from shared.wiring import Wiring, install_wiring, uninstall_wiring
 
 NOWHERE = "http://127.0.0.1:9"
-KINDS = ("optimize", "provision", "spot_watch")
+KINDS = ("optimize", "provision", "spot_watch", "teardown")
 
 
 class MemoryQueue:
@@ -47,6 +47,7 @@ class MemoryQueues:
         self.optimize = MemoryQueue("optimize")
         self.provision = MemoryQueue("provision")
         self.spot_watch = MemoryQueue("spot_watch")
+        self.teardown = MemoryQueue("teardown")
 
     def of(self, kind: str) -> MemoryQueue:
         queue: MemoryQueue = getattr(self, kind)
@@ -61,6 +62,12 @@ class MemoryQueueDriver:
         self.queues = queues
 
     def receive(self, kind: str, wait_seconds: int = 0) -> list[dict[str, Any]]:
+        """As tests/conftest.py's QueueDriver: "provision" delivers the teardown queue's messages too."""
+        if kind == "provision":
+            return self._receive("teardown") + self._receive("provision")
+        return self._receive(kind)
+
+    def _receive(self, kind: str) -> list[dict[str, Any]]:
         queue = self.queues.of(kind)
         now = time.monotonic()
         visible = [body for at, body in queue.messages if at <= now]

@@ -1,6 +1,7 @@
 """Lambda: the provision queue -> launch (fail over, wait) or tear down a job's cluster
 (shared.jobs.provisioning), or one step of a named cluster: launch, start, stop, down, autostop check
-(shared.clusters.provisioning)."""
+(shared.clusters.provisioning). The teardown queue feeds it too, through its own event source, so a job's
+teardown never waits behind a burst of launches."""
 
 from typing import Any
 

@@ -13,6 +13,7 @@ from typing import Any
 from chalice import Chalice, Response
 
 from functions.submit import (
+    admin_views,
     budget_views,
     cluster_views,
     cost_views,
@@ -21,6 +22,7 @@ from functions.submit import (
     notification_views,
     report_views,
     schedule_views,
+    team_views,
 )
 from functions.submit.dashboard import register_dashboard
 from functions.submit.gateway_events import is_routed, to_rest_event
@@ -81,6 +83,7 @@ from shared.api.notification_models import (
 )
 from shared.api.report_models import ProviderScorecardResponse
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
+from shared.api.storage_models import BucketList, BucketView
 from shared.clusters.agents import ClusterBootCaller, authenticate_cluster_agent, authenticate_cluster_boot
 from shared.config import Settings
 from shared.store.cluster_records import NamedClusterModel
@@ -129,6 +132,7 @@ JOB_QUERY = (
     QueryParam("since", "string", "Only jobs submitted since: a duration (2d, 12h) or an ISO 8601 time"),
     QueryParam("name", "string", "Only jobs whose name contains this (case-insensitive)"),
     QueryParam("limit", "integer", "At most this many jobs (1-1000, default 200)"),
+    QueryParam("cursor", "string", "The `cursor` a page answered: the page after it"),
 )
 
 
@@ -282,6 +286,9 @@ def delete_schedule(name: str, caller: User) -> dict[str, str]:
     return schedule_views.delete(Settings.from_env(), caller, name)
 
 
+admin_views.register(_route, lambda: query_params(app))  # /admin/*: users, teams, bucket grants, audit
+team_views.register(_route, lambda: query_params(app))  # /teams/*: members see the team's work, read-only
+
 # ------------------------------------------------------------ notifications (views: notification_views.py)
 
 
@@ -409,6 +416,26 @@ def cluster_agent_poll(key: str, caller: NamedClusterModel, body: ClusterPollReq
 def cluster_agent_job_status(key: str, job: str, caller: NamedClusterModel, body: ClusterJobStatusRequest
                              ) -> ClusterJobStatusResponse:  # fmt: skip
     return cluster_views.agent_job_status(Settings.from_env(), key, job, body)
+
+
+# ------------------------------------------------------- buckets skyless made (`skyless storage ls|delete`)
+
+
+@_route("/storage", "GET", "The caller's buckets (from task files' file_mounts)", response=BucketList)
+def list_storage(caller: User) -> BucketList:
+    from shared.storage.listing import buckets_of
+
+    found = buckets_of(Settings.from_env(), caller.user_id)
+    return BucketList(buckets=[BucketView.model_validate(b, from_attributes=True) for b in found])
+
+
+@_route("/storage/{name}", "DELETE", "Delete a bucket skyless made for one of the caller's jobs",
+        response=BucketView, errors=(404, 409))  # fmt: skip
+def delete_storage(name: str, caller: User) -> BucketView:
+    from shared.storage.listing import delete_bucket
+
+    deleted = delete_bucket(Settings.from_env(), caller.user_id, name)
+    return BucketView.model_validate(deleted, from_attributes=True)
 
 
 # --------------------------------------------------------------- the dashboard (functions/submit/dashboard/)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import node_agent
 from functions.submit.route_table import NotReadyError
+from node_agent.user_data import bundled_agent_source
 from shared.api.cluster_models import (
     AutostopRequest,
     ClusterCancelResponse,
@@ -159,9 +160,11 @@ AGENT_FILES = {"agent.py", "cluster_agent.py"}
 
 
 def agent_source(name: str) -> str:
-    """node_agent/agent.py or cluster_agent.py as they are: code, no secret."""
+    """The node agent package as one file (agent.py), or cluster_agent.py as it is: code, no secret."""
     if name not in AGENT_FILES:
         raise NotFoundError(f"no agent file {name[:40]}", field="name")
+    if name == "agent.py":
+        return bundled_agent_source()
     return (Path(node_agent.__file__).parent / name).read_text()
 
 

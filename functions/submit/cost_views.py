@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from functions.submit.route_table import ForbiddenError
 from shared.api.cost_models import CostReportResponse
+from shared.clusters.views import named_cluster_costs
 from shared.config import Settings
 from shared.jobs.cost_report import cost_report
 from shared.jobs.job_filters import parse_days, parse_flag, parse_group
@@ -23,4 +24,5 @@ def report(settings: Settings, caller: User, params: Mapping[str, str]) -> CostR
             hint="an operator makes one with `python -m shared.store.users create NAME --admin`",
         )
     owner = None if all_users else caller.user_id
-    return CostReportResponse.of(cost_report(settings, owner=owner, days=days, by=by))
+    response = CostReportResponse.of(cost_report(settings, owner=owner, days=days, by=by))
+    return response.with_clusters(named_cluster_costs(settings, owner=owner))

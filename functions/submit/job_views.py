@@ -31,9 +31,10 @@ from shared.errors import NoOfferingError, NotFoundError, TaskFileError, UserErr
 from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.job_filters import job_filter
+from shared.jobs.job_listing import list_job_page
 from shared.jobs.node_claims import first_config
 from shared.jobs.submission import SubmitJob, new_job_id, submit_job
-from shared.jobs.views import ReadLogs, get_job, list_jobs, read_logs
+from shared.jobs.views import ReadLogs, get_job, read_logs
 from shared.notifications.settings import check_email, check_webhook, store_job_override
 from shared.optimizer import Plan, locate_plan_error, plan_pipeline
 from shared.store.users import User
@@ -125,9 +126,9 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
 def list_for(settings: Settings, caller: User, params: Mapping[str, str] | None = None) -> JobList:
     params = params or {}
     where = job_filter(state=params.get("state"), since=params.get("since"), name=params.get("name"),
-                       limit=params.get("limit"))  # fmt: skip
-    jobs = list_jobs(wiring_for(settings), owner=caller.user_id, where=where)
-    return JobList(jobs=[JobSummary.model_validate(job.as_dict()) for job in jobs])
+                       limit=params.get("limit"), cursor=params.get("cursor"))  # fmt: skip
+    page = list_job_page(wiring_for(settings), owner=caller.user_id, where=where)
+    return JobList(jobs=[JobSummary.model_validate(job.as_dict()) for job in page.jobs], cursor=page.cursor)
 
 
 def detail(settings: Settings, caller: User, job_id: str) -> JobDetail:

@@ -15,7 +15,7 @@ from chalice.app import Request
 from pydantic import BaseModel, ValidationError
 
 from shared.api.auth import StaleAttemptError
-from shared.errors import AuthError, ConflictError, NotFoundError, UserError
+from shared.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, UserError
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32  # the deepest real body (a task as JSON) is about 6 levels
@@ -34,10 +34,6 @@ class PayloadTooLargeError(UserError):
 
 class BodyValidationError(UserError):
     """A JSON body of the wrong shape; `field` names the first offending field."""
-
-
-class ForbiddenError(UserError):
-    """Authenticated, but this key may not do that."""
 
 
 STATUS_OF: tuple[tuple[type[UserError], int], ...] = (

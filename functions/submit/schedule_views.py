@@ -9,6 +9,7 @@ from functions.submit.job_views import plan_task_file, read_task
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.config import Settings
 from shared.jobs.containers import check_containers
+from shared.jobs.submission import check_task_storage
 from shared.schedules.operations import (
     create_schedule,
     delete_schedule,
@@ -45,8 +46,11 @@ def view_of(row: ScheduleModel) -> ScheduleView:
 
 def create(settings: Settings, caller: User, body: CreateScheduleRequest) -> ScheduleView:
     plan_task_file(settings, body)  # a task nothing can run is refused now, not at 3 a.m.
-    task_text = body.task_text()
-    check_containers(settings, read_task(body), filename=body.filename, text=task_text, clouds=body.clouds)
+    task_text, pipeline = body.task_text(), read_task(body)
+    check_containers(settings, pipeline, filename=body.filename, text=task_text, clouds=body.clouds)
+    check_task_storage(
+        settings, pipeline, owner=caller.user_id, keys={}, filename=body.filename, text=task_text
+    )
     row = create_schedule(
         settings,
         owner=caller.user_id,

@@ -119,6 +119,18 @@ class DailySpend(BaseModel):
     cost: float
 
 
+class ClusterCostView(BaseModel):
+    name: str
+    owner: str
+    state: str
+    cloud: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+    use_spot: bool = False
+    num_nodes: int = 1
+    cost: float = Field(description="USD so far: every period its nodes were up, this one to now.")
+
+
 class CostReportResponse(BaseModel):
     since: str
     until: str
@@ -130,6 +142,11 @@ class CostReportResponse(BaseModel):
     total: CostLineView
     jobs: list[JobCostView] = Field(description="Each job with a launched attempt, newest first.")
     daily: list[DailySpend] = Field(description="Spend per UTC day and cloud.")
+    clusters: list[ClusterCostView] = Field(
+        default_factory=list,
+        description="Named clusters not torn down (`launch -c`), each with its cost so far; not in `total`.",
+    )
+    clusters_cost: float = Field(0.0, description="USD of `clusters`.")
 
     @classmethod
     def of(cls, report: CostReport) -> CostReportResponse:
@@ -143,4 +160,10 @@ class CostReportResponse(BaseModel):
             total=CostLineView.of(report.total),
             jobs=[JobCostView.of(job) for job in report.jobs if job.attempts],
             daily=[DailySpend(day=day, cloud=cloud, cost=cost) for day, cloud, cost in report.daily],
+        )
+
+    def with_clusters(self, clusters: list[dict[str, object]]) -> CostReportResponse:
+        views = [ClusterCostView.model_validate(c) for c in clusters]
+        return self.model_copy(
+            update={"clusters": views, "clusters_cost": round(sum(v.cost for v in views), 6)}
         )

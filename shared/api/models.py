@@ -14,7 +14,9 @@ MAX_TASK_CHARS = MAX_TASK_FILE_BYTES  # what `plan` and `launch` check first (sh
 Objective = Literal["cost", "time"]
 TaskText = Annotated[str, Field(min_length=1, max_length=MAX_TASK_CHARS)]
 CloudName = Annotated[str, Field(min_length=1, max_length=32)]
-AgentPhase = Literal["setting_up", "running", "succeeded", "failed", "preempting", "heartbeat"]
+AgentPhase = Literal[
+    "setting_up", "running", "succeeded", "failed", "setup_failed", "preempting", "heartbeat"
+]
 
 
 class RequestBody(BaseModel):
@@ -189,6 +191,7 @@ class JobDetail(JobSummary):
 
 class JobList(BaseModel):
     jobs: list[JobSummary]
+    cursor: str | None = Field(None, description="More jobs follow: pass as `cursor` for the next page.")
 
 
 class LogsResponse(BaseModel):

@@ -43,3 +43,4 @@ class Queues:
         self.optimize: Queue = SqsQueue(settings, "optimize")
         self.provision: Queue = SqsQueue(settings, "provision")
         self.spot_watch: Queue = SqsQueue(settings, "spot_watch")
+        self.teardown: Queue = SqsQueue(settings, "teardown")  # its own queue: never behind launches

@@ -395,17 +395,28 @@ def _gc_paused() -> Iterator[None]:
 
 
 _default: Catalog | None = None
+_default_import: int | None = None  # the import manifest's mtime when `_default` was built
 
 
 def load_default_catalog() -> Catalog:
-    """The catalog for this process: built once, then reused (warm Lambda invocations included)."""
-    global _default
-    if _default is None:
-        _default = build_catalog(default_sources())
+    """The catalog for this process: built once, then reused (warm Lambda invocations included), and
+    built again when `skyless catalog import` has written a new import since (a long-lived process, such
+    as the local runtime, plans with what `skyless plan` plans with; the check is one stat)."""
+    global _default, _default_import
+    stamp = _import_stamp()
+    if _default is None or stamp != _default_import:
+        _default, _default_import = build_catalog(default_sources()), stamp
     return _default
 
 
+def _import_stamp() -> int | None:
+    try:
+        return (imported_catalog_dir() / IMPORT_MANIFEST).stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def reset_default_catalog() -> None:
-    """Forget the cached catalog (after `skyless catalog import`, and in tests)."""
+    """Forget the cached catalog (in tests)."""
     global _default
     _default = None

@@ -90,6 +90,11 @@ class GcpTokenSource:
         info = self.key_info or {}
         return info.get("project_id") or info.get("quota_project_id")
 
+    @property
+    def expires_at(self) -> float | None:
+        """When the last token given out expires (None: a static token, of unknown life)."""
+        return None if self.static_token or self._token is None else self._expires_at
+
     def token(self) -> str:
         if self.static_token:
             return self.static_token

@@ -34,6 +34,7 @@ from shared.errors import AuthError, NotFoundError, UserError
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
 from shared.jobs.node_env import TIMESTAMP_FORMAT, NodePlace, node_env
 from shared.jobs.tokens import token_hash
+from shared.storage.access import StorageWalls
 from shared.store.cluster_records import ClusterJobModel, ClusterStore, NamedClusterModel
 from shared.task.spec import GitWorkdir, Pipeline
 from shared.wiring import Wiring, wiring_for
@@ -250,7 +251,7 @@ def job_config(
         "workdir_url": wiring.objects.presigned_get(job.workdir_key) if job.workdir_key else None,
         "workdir_git": {"url": workdir.url, "ref": workdir.ref} if isinstance(workdir, GitWorkdir) else None,
         "file_mounts": node_file_mounts(
-            wiring.objects, wiring.settings.bucket, task, decode_keys(job.file_mounts)
+            wiring.objects, StorageWalls.of(wiring.settings), task, decode_keys(job.file_mounts)
         ),
         "log_upload": {**wiring.objects.presigned_post(prefix), "key_prefix": prefix},
     }

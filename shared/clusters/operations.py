@@ -32,6 +32,7 @@ from shared.clusters.tokens import cluster_token_hash
 from shared.config import Settings
 from shared.errors import ConflictError, NotFoundError, TaskFileError, UserError
 from shared.jobs.file_mounts import check_file_mounts
+from shared.storage.access import StorageWalls
 from shared.store.cluster_records import ClusterJobModel, ClusterStore, NamedClusterModel
 from shared.wiring import Wiring, wiring_for
 
@@ -72,13 +73,12 @@ def skypilot_differences(task: Any) -> list[str]:
     return notes
 
 
-def refuse_task_buckets(pipeline: Any, *, bucket: str, filename: str) -> None:
+def refuse_task_buckets(pipeline: Any, *, filename: str) -> None:
     """Buckets named in `file_mounts` (storage objects, gs://, r2://, other s3:// buckets) are mounted for
     managed jobs (shared/storage), not yet on named clusters: refused, naming the field, never dropped."""
-    own = f"s3://{bucket}/"
     for path, source in (pipeline.tasks[0].file_mounts or {}).items():
         if not isinstance(source, str) or (
-            "://" in source and not source.startswith(("https://", "http://", own))
+            "://" in source and not source.lower().startswith(("https://", "http://"))
         ):
             raise UserError(
                 "buckets are mounted for managed jobs, not yet on named clusters",
@@ -143,9 +143,10 @@ def launch_on_cluster(
     pipeline = load_single_task(task_text, filename=filename, env=env, secrets=secrets)
     task = pipeline.tasks[0]
     keys = file_mount_keys or {}
-    refuse_task_buckets(pipeline, bucket=settings.bucket, filename=filename)
+    check_file_mounts(pipeline, keys, owner=owner, walls=StorageWalls.of(settings), filename=filename,
+                      text=task_text)  # fmt: skip
+    refuse_task_buckets(pipeline, filename=filename)
     refuse_containers(pipeline, filename=filename, text=task_text)
-    check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
     wiring, store = _store(settings)
     autostop = _autostop_wanted(task, idle_minutes, down)
     for _ in range(ATTEMPTS_ON_RACE):
@@ -178,7 +179,8 @@ def launch_on_cluster(
             file_mount_keys=keys,
             accepting=ACCEPTS_JOBS,
         )
-        notes = (*skypilot_differences(task), *task.unsupported)
+        applied = "resources.autostop:"  # a managed job's note; a named cluster applies autostop
+        notes = (*skypilot_differences(task), *(n for n in task.unsupported if not n.startswith(applied)))
         return LaunchOutcome(store.get(cluster.key) or cluster, job, action, notes)
     raise ConflictError(f"cluster {name} kept changing; try again", field="cluster")
 
@@ -345,8 +347,9 @@ def exec_on_cluster(
         pipeline = load_single_task(task_text, filename=filename, env=env, secrets=secrets)
         refuse_containers(pipeline, filename=filename, text=task_text)
     keys = file_mount_keys or {}
-    refuse_task_buckets(pipeline, bucket=settings.bucket, filename=filename)
-    check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
+    check_file_mounts(pipeline, keys, owner=owner, walls=StorageWalls.of(settings), filename=filename,
+                      text=task_text)  # fmt: skip
+    refuse_task_buckets(pipeline, filename=filename)
     if cluster.state not in {s.value for s in ACCEPTS_EXEC}:
         raise ConflictError(
             f"cluster {name} is {cluster.state}; exec needs it UP",

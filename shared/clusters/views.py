@@ -106,6 +106,14 @@ def list_clusters(settings: Settings, *, owner: str) -> list[dict[str, Any]]:
     return [cluster_view(c) for c in store.clusters_of(owner) if c.state != "TERMINATED"]
 
 
+def named_cluster_costs(settings: Settings, *, owner: str | None) -> list[dict[str, Any]]:
+    """Named clusters not torn down, each with its cost so far and its owner: `owner`'s, or everyone's
+    (owner None: the caller has checked that an admin asks; that reads every live cluster)."""
+    store = ClusterStore(settings)
+    clusters = store.clusters_of(owner) if owner is not None else store.live_clusters()
+    return [{**cluster_view(c), "owner": c.owner} for c in clusters if c.state != "TERMINATED"]
+
+
 def get_cluster(settings: Settings, *, owner: str, name: str) -> dict[str, Any]:
     store = ClusterStore(settings)
     return cluster_view(find_cluster(settings, owner, name), detail=True, store=store)

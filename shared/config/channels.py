@@ -6,7 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shared.config.env_names import (
+    ENV_AZURE_BLOB_ENDPOINT,
+    ENV_AZURE_STORAGE_ACCOUNT,
+    ENV_AZURE_STORAGE_KEY,
     ENV_CLOUDFLARE_API_URL,
+    ENV_GCS_ENDPOINT,
+    ENV_GCS_STS_URL,
     ENV_NOTIFY_BACKOFF_SECONDS,
     ENV_NOTIFY_FROM,
     ENV_R2_ACCESS_KEY_ID,
@@ -15,6 +20,7 @@ from shared.config.env_names import (
     ENV_R2_ENDPOINT,
     ENV_R2_SECRET_ACCESS_KEY,
     ENV_S3_ENDPOINT,
+    ENV_STORAGE_BUCKETS,
     ENV_STORAGE_CREDENTIAL_SECONDS,
     ENV_STORAGE_ROLE_ARN,
     ENV_STORES,
@@ -52,16 +58,22 @@ class UploadConfig:
 class StorageConfig:
     """Which backend serves which store (`stores`, None: the default for the providers) and their keys."""
 
-    stores: str | None = None  # `s3=aws,r2=r2` or `*=local`
+    stores: str | None = None  # `s3=aws,r2=r2,gcs=gcs,azure=azure` or `*=local`
     credential_seconds: int = 3600
     s3_endpoint: str | None = None
     storage_role_arn: str | None = None
+    allowed_buckets: str | None = None  # comma-separated name patterns (`ml-*`); None: any name
     r2_account_id: str | None = None
     r2_endpoint: str | None = None
     r2_access_key_id: str | None = None
     r2_secret_access_key: str | None = None
     r2_api_token: str | None = None
     cloudflare_api_url: str = "https://api.cloudflare.com/client/v4"
+    gcs_endpoint: str | None = None
+    gcs_sts_url: str = "https://sts.googleapis.com/v1/token"
+    azure_account: str | None = None
+    azure_key: str | None = None
+    azure_endpoint: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> StorageConfig:
@@ -71,10 +83,16 @@ class StorageConfig:
             credential_seconds=env_int(env, ENV_STORAGE_CREDENTIAL_SECONDS, cls.credential_seconds),
             s3_endpoint=env_text(env, ENV_S3_ENDPOINT),
             storage_role_arn=env.get(ENV_STORAGE_ROLE_ARN),
+            allowed_buckets=env_text(env, ENV_STORAGE_BUCKETS),
             r2_account_id=env_text(env, ENV_R2_ACCOUNT_ID),
             r2_endpoint=env_text(env, ENV_R2_ENDPOINT),
             r2_access_key_id=env.get(ENV_R2_ACCESS_KEY_ID),
             r2_secret_access_key=env.get(ENV_R2_SECRET_ACCESS_KEY),
             r2_api_token=env.get(ENV_R2_API_TOKEN),
             cloudflare_api_url=env_text(env, ENV_CLOUDFLARE_API_URL) or cls.cloudflare_api_url,
+            gcs_endpoint=env_text(env, ENV_GCS_ENDPOINT),
+            gcs_sts_url=env_text(env, ENV_GCS_STS_URL) or cls.gcs_sts_url,
+            azure_account=env_text(env, ENV_AZURE_STORAGE_ACCOUNT),
+            azure_key=env.get(ENV_AZURE_STORAGE_KEY),
+            azure_endpoint=env_text(env, ENV_AZURE_BLOB_ENDPOINT),
         )

@@ -29,18 +29,26 @@ from shared.config.env_names import (
     ENV_PROVIDERS,
     ENV_RELAUNCH_IN_SAME_CALL,
     ENV_RESTART_OVERHEAD_SECONDS,
+    ENV_RETENTION_DAYS,
     ENV_SCHEDULER_ROLE_ARN,
     ENV_SILENT_AFTER_SECONDS,
     ENV_STUCK_AFTER_SECONDS,
 )
-from shared.config.environment import env_float, env_int, process_environ
+from shared.config.environment import ConfigError, env_float, env_int, process_environ
 
-QUEUE_KINDS = ("optimize", "provision", "spot_watch", "submit")
+QUEUE_KINDS = ("optimize", "provision", "spot_watch", "submit", "teardown")
 
 
 def home_from_env(environ: Mapping[str, str]) -> Path:
     """`$SKYLESS_HOME`, default ~/.skyless."""
     return Path(environ.get(ENV_HOME) or Path.home() / ".skyless")
+
+
+def _retention_days(env: Mapping[str, str]) -> int:
+    days = env_int(env, ENV_RETENTION_DAYS, 400)
+    if days < 1:
+        raise ConfigError(ENV_RETENTION_DAYS, str(days), "a whole number of days, 1 or more")
+    return days
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,12 @@ class Settings:
     # SKYLESS_RELAUNCH_IN_SAME_CALL=0 it only re-plans and provision launches from the message (a role that
     # may not start instances: Lambda's spot_watch, the GCP and Azure forwarders)
     relaunch_in_same_call: bool = True
+    # finished jobs, their timelines and clusters expire (DynamoDB TTL) this long after they end
+    retention_days: int = 400
+
+    @property
+    def retention_seconds(self) -> int:
+        return self.retention_days * 86400
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -102,6 +116,7 @@ class Settings:
             autostop_minute_seconds=env_float(env, ENV_AUTOSTOP_MINUTE_SECONDS, 60.0),
             allow_loopback_webhooks=env.get(ENV_ALLOW_LOOPBACK_WEBHOOKS, "") == "1",
             relaunch_in_same_call=env.get(ENV_RELAUNCH_IN_SAME_CALL, "1") != "0",
+            retention_days=_retention_days(env),
         )
 
     def with_(self, **changes: object) -> Settings:
@@ -143,6 +158,7 @@ class Settings:
             ENV_AUTOSTOP_MINUTE_SECONDS: str(self.autostop_minute_seconds),
             ENV_ALLOW_LOOPBACK_WEBHOOKS: "1" if self.allow_loopback_webhooks else "0",
             ENV_RELAUNCH_IN_SAME_CALL: "1" if self.relaunch_in_same_call else "0",
+            ENV_RETENTION_DAYS: str(self.retention_days),
         }
         if self.endpoint_url:
             env[ENV_AWS_ENDPOINT_URL] = self.endpoint_url

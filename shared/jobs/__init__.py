@@ -9,7 +9,8 @@ Beside them: `job_storage` (the jobs side of bucket mounts), `node_claims` (each
 once, with its boot token), `deadlines` (a deadline job's record, and what `plan --deadline` prices),
 `containers` (a task's `docker:` image: refused at submit where no provider can run it, and the node's
 config).
-Reads for the API: `views`, `job_filters`, `blocks` (places a job may not use again), `cost_report`;
+Reads for the API: `views`, `job_listing` (a user's jobs a page at a time, with a cursor), `job_filters`,
+`blocks` (places a job may not use again), `cost_report`;
 `budget_checks` (cost caps and monthly budgets: refused launches, the sweep's notices and stops);
 `run_status` writes runs/<job>/status.json. The other modules are the steps' parts.
 """
@@ -25,6 +26,7 @@ __all__ = [
     "file_mounts",
     "instance_events",
     "job_filters",
+    "job_listing",
     "job_storage",
     "node_claims",
     "outcomes",

@@ -27,13 +27,15 @@ from shared.jobs.recovery import fail_job, recover_job, recovery_options
 from shared.jobs.task_records import load_pipeline_of, secrets_of
 from shared.jobs.tokens import attempt_fields
 from shared.states import HAS_NODES, JobState, is_terminal
+from shared.storage.access import StorageWalls
 from shared.store.job_store import NodeFields
 from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
 
-PHASES = ("setting_up", "running", "succeeded", "failed", "preempting", "heartbeat")
+PHASES = ("setting_up", "running", "succeeded", "failed", "setup_failed", "preempting", "heartbeat")
 ATTEMPTS_ON_RACE = 3
-PHASE_ORDER = {"launched": 0, "setting_up": 1, "running": 2, "preempting": 3, "succeeded": 4, "failed": 4}
+PHASE_ORDER = {"launched": 0, "setting_up": 1, "running": 2, "preempting": 3, "succeeded": 4, "failed": 4,
+               "setup_failed": 4}  # fmt: skip
 # A heartbeat is written only when the recorded one is older than this share of the silence limit, so a
 # live node's record is never staler than silent_after/3 + one heartbeat interval: half the writes at the
 # defaults (10 s heartbeats, 60 s limit), and reconcile still never mistakes a live node for a silent one.
@@ -170,7 +172,9 @@ def agent_config(wiring: Wiring, job_id: str, instance_id: str) -> AgentConfig |
         envs={**task.envs, **secrets},
         workdir_url=workdir_url,
         workdir_git=_git_source(task.workdir),
-        file_mounts=node_file_mounts(wiring.objects, settings.bucket, task, decode_keys(job.file_mounts)),
+        file_mounts=node_file_mounts(
+            wiring.objects, StorageWalls.of(settings), task, decode_keys(job.file_mounts)
+        ),
         log_upload={**wiring.objects.presigned_post(key_prefix), "key_prefix": key_prefix},
         heartbeat_seconds=settings.heartbeat_seconds,
         cloud=cluster.cloud,
@@ -269,9 +273,10 @@ def _apply_report(
             wiring, job, f"preemption notice on node rank {rank}", preempted=True, warned=True
         )
         return outcome != Outcome.ALREADY_DONE
-    if phase == "failed" and state in HAS_NODES:
+    if phase in ("failed", "setup_failed") and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)
-        return _on_node_failed(wiring, job, rank, exit_code, message) != Outcome.ALREADY_DONE
+        ended = JobState.FAILED_SETUP if phase == "setup_failed" else JobState.FAILED
+        return _on_node_failed(wiring, job, rank, exit_code, message, ended) != Outcome.ALREADY_DONE
     moved = _move_if_step_complete(wiring, job, cluster, nodes, phase, node_update)  # `nodes` has this report
     if moved is not None:
         return moved
@@ -314,8 +319,11 @@ def _move_if_step_complete(
 
 
 def _on_node_failed(
-    wiring: Wiring, job: JobModel, rank: int, exit_code: int | None, message: str | None
+    wiring: Wiring, job: JobModel, rank: int, exit_code: int | None, message: str | None, ended: JobState
 ) -> Outcome:
+    """A setup failure counts as a run failure does, as SkyPilot's managed jobs count both (user code
+    failures: sky/jobs/controller.py, `should_restart_on_failure`); once no restart is left the job ends in
+    FAILED_SETUP rather than FAILED."""
     options = recovery_options(wiring, job)
     what = f"node rank {rank} failed" + (f" with exit code {exit_code}" if exit_code is not None else "")
     if message:
@@ -326,7 +334,7 @@ def _on_node_failed(
     if int(job.restarts) < options["max_restarts_on_errors"]:
         restart = f"{what} (restart {int(job.restarts) + 1})"
         return recover_job(wiring, job, restart, preempted=False, counts_as_restart=True)
-    return fail_job(wiring, job, what)
+    return fail_job(wiring, job, what, ended)
 
 
 def _on_all_succeeded(

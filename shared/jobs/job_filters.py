@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from shared.errors import UserError
 from shared.jobs.cost_report import GROUPINGS, MAX_REPORT_DAYS
-from shared.jobs.views import JobFilter
+from shared.jobs.job_listing import JobFilter
 from shared.states import JobState
 
 MAX_LIMIT = 1000
@@ -63,12 +63,21 @@ def parse_limit(value: str | None, default: int = 200) -> int:
 
 
 def job_filter(
-    *, state: str | None = None, since: str | None = None, name: str | None = None, limit: str | None = None
+    *,
+    state: str | None = None,
+    since: str | None = None,
+    name: str | None = None,
+    limit: str | None = None,
+    cursor: str | None = None,
 ) -> JobFilter:
     if name is not None and len(name) > 256:
         raise UserError("at most 256 characters", field="name")
     return JobFilter(
-        states=parse_states(state), since=parse_since(since), name=name or None, limit=parse_limit(limit)
+        states=parse_states(state),
+        since=parse_since(since),
+        name=name or None,
+        limit=parse_limit(limit),
+        cursor=cursor or None,
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from shared.jobs.costs import cost_with
 from shared.jobs.messages import cluster_id_for, send_launch, send_optimize, send_teardown
 from shared.jobs.outcomes import Outcome
-from shared.states import HAS_NODES, JobState, is_terminal
+from shared.states import HAS_NODES, JobState, is_failure, is_terminal
 from shared.store.models import JobModel
 from shared.wiring import Wiring
 
@@ -127,13 +127,13 @@ def decide(
 
 
 def _outcome(members: Sequence[Member], primaries: frozenset[int]) -> tuple[JobState, str]:
-    failed = [m.name for i, m in enumerate(members) if i in primaries and m.state == JobState.FAILED]
+    failed = [m.name for i, m in enumerate(members) if i in primaries and is_failure(m.state)]
     if failed:
         return JobState.FAILED, f"task {', '.join(failed)} of the job group failed"
     cancelled = [m.name for i, m in enumerate(members) if i in primaries and m.state == JobState.CANCELLED]
     if cancelled:
         return JobState.CANCELLED, f"task {', '.join(cancelled)} of the job group was cancelled"
-    aux_failed = [m.name for i, m in enumerate(members) if i not in primaries and m.state == JobState.FAILED]
+    aux_failed = [m.name for i, m in enumerate(members) if i not in primaries and is_failure(m.state)]
     if aux_failed:
         return JobState.FAILED, f"auxiliary task {', '.join(aux_failed)} of the job group failed"
     if len(primaries) == len(members):

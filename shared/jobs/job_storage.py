@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.clouds.errors import InvalidLaunchError
-from shared.errors import NotFoundError
+from shared.errors import ForbiddenError, NotFoundError
 from shared.jobs.task_records import load_pipeline_of
 from shared.storage.lifecycle import (
     StorageFailure,
@@ -42,15 +42,18 @@ def release_storage(wiring: Wiring, job: JobModel) -> None:
 
 
 def storage_for_node(wiring: Wiring, job: JobModel, task: Any, cluster: ClusterModel) -> list[dict[str, Any]]:
-    """Each bucket mount with credentials for it alone; on a real VM also the rclone commands that mount it
-    (the local cloud copies and writes back instead: no FUSE on this machine)."""
+    """Each bucket mount with credentials for it alone; on a real VM also the rclone commands that mount it,
+    or copy it from GCS and Azure (the local cloud copies and writes back S3 itself: no FUSE there)."""
     if not job_bucket_mounts(wiring.settings, task):
         return []
     session = f"skyless-{job.job_id}-{int(job.attempt)}"
-    entries = node_storage(wiring.settings, job, task, cluster.cloud, session=session)
+    try:
+        entries = node_storage(wiring.settings, job, task, cluster.cloud, session=session)
+    except StorageFailure as error:  # a grant revoked (or a bucket gone) since the job was accepted
+        raise ForbiddenError(error.message, field="storage") from None
     if cluster.provider != "local":
         for index, entry in enumerate(entries):
-            if entry["mode"] != "COPY":
+            if entry["mode"] != "COPY" or entry["api"] != "s3":  # the agent copies from S3 on its own
                 entry["rclone"] = rclone_commands(entry, index, mount_options(task, entry["path"]))
     return entries
 

@@ -185,7 +185,8 @@ def wait_or_give_up(wiring: Wiring, job: JobModel, blocks: list[Block], tried: l
     rounds = int(job.wait_rounds)
     if rounds >= wiring.settings.max_wait_retries:
         summary = "; ".join(tried[-5:])
-        return fail_provisioning(wiring, job, f"no capacity anywhere after {rounds + 1} rounds ({summary})")
+        reason = f"no capacity anywhere after {rounds + 1} rounds ({summary})"
+        return fail_provisioning(wiring, job, reason, JobState.FAILED_NO_RESOURCE)
     delay = wait_delay(rounds)
     moved = wiring.store.move(
         job,
@@ -200,8 +201,12 @@ def wait_or_give_up(wiring: Wiring, job: JobModel, blocks: list[Block], tried: l
     return Outcome.RETRY_LATER
 
 
-def fail_provisioning(wiring: Wiring, job: JobModel, reason: str) -> Outcome:
-    moved = wiring.store.move(job, JobState.FAILED, reason, changes={"reason": reason})
+def fail_provisioning(
+    wiring: Wiring, job: JobModel, reason: str, ended: JobState = JobState.FAILED
+) -> Outcome:
+    """`ended`: FAILED_NO_RESOURCE when no candidate had capacity (SkyPilot's state for a launch that ran
+    out of retries), else FAILED."""
+    moved = wiring.store.move(job, ended, reason, changes={"reason": reason})
     if moved:
         release_storage(wiring, job)
         tell_group(wiring, job)

@@ -51,7 +51,7 @@ def send_launch(wiring: Wiring, job_id: str, attempt: int, delay_seconds: int = 
 def send_teardown(wiring: Wiring, job_id: str, attempt: int, cluster_id: str) -> None:
     body: dict[str, Any] = {"job_id": job_id, "attempt": attempt, "action": "teardown"}
     body["cluster_id"] = cluster_id
-    wiring.queues.provision.send(body)
+    wiring.queues.teardown.send(body)  # its own queue, so a burst of launches never delays it
 
 
 def cluster_id_for(job_id: str, attempt: int) -> str:

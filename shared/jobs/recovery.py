@@ -97,17 +97,32 @@ def recover_job(
     return Outcome.DONE
 
 
-def _fail_and_teardown(wiring: Wiring, job: JobModel, reason: str, *, node_failure: bool = False) -> Outcome:
+def _fail_and_teardown(
+    wiring: Wiring,
+    job: JobModel,
+    reason: str,
+    ended: JobState = JobState.FAILED,
+    *,
+    node_failure: bool = False,
+) -> Outcome:
     cluster_id = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
     changes = {"reason": reason, "cost": cost_with(job, wiring.store.cluster(job.cluster_id))}
     detail = {"cluster": cluster_id, "node_failure": node_failure}
-    if not wiring.store.move(job, JobState.FAILED, reason, changes=changes, detail=detail):
+    if not wiring.store.move(job, ended, reason, changes=changes, detail=detail):
         return Outcome.ALREADY_DONE
     send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
     tell_group(wiring, job)
     return Outcome.DONE
 
 
-def fail_job(wiring: Wiring, job: JobModel, reason: str, *, node_failure: bool = False) -> Outcome:
-    """FAILED with a reason, and the job's cluster torn down. `node_failure`: a node was lost."""
-    return _fail_and_teardown(wiring, job, reason, node_failure=node_failure)
+def fail_job(
+    wiring: Wiring,
+    job: JobModel,
+    reason: str,
+    ended: JobState = JobState.FAILED,
+    *,
+    node_failure: bool = False,
+) -> Outcome:
+    """FAILED (or `ended`, one of shared.states.FAILURES) with a reason, and the job's cluster torn down.
+    `node_failure`: a node was lost."""
+    return _fail_and_teardown(wiring, job, reason, ended, node_failure=node_failure)

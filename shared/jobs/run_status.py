@@ -16,7 +16,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from shared.config import Settings
 
-TERMINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
+TERMINAL_STATES = ("SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED")
 _deserializer = TypeDeserializer()
 
 

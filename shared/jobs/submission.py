@@ -21,6 +21,7 @@ from shared.jobs.planning import candidate_text, make_plan, plan_fields
 from shared.jobs.task_records import store_pipeline
 from shared.jobs.tokens import agent_token, token_hash
 from shared.states import JobState
+from shared.storage.access import StorageWalls
 from shared.storage.lifecycle import check_job_storage
 from shared.store.models import JobModel
 from shared.task.spec import Pipeline
@@ -119,6 +120,16 @@ def check_objective(minimize: str) -> None:
         raise UserError(f"unknown objective {minimize!r}", field="minimize", hint="use 'cost' or 'time'")
 
 
+def check_task_storage(
+    settings: Any, pipeline: Any, *, owner: str, keys: dict[str, str], filename: str, text: str | None
+) -> None:
+    """What the task may read or write in storage (shared.storage.access's rule): its file mounts and its
+    buckets. Every route that takes a task asks this before recording anything."""
+    walls = StorageWalls.of(settings)
+    check_file_mounts(pipeline, keys, owner=owner, walls=walls, filename=filename, text=text)
+    check_job_storage(settings, pipeline, owner=owner, filename=filename, text=text)
+
+
 def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
     """Record the job (PLANNED with its launch asked for, or PENDING) and answer it. Raises UserError for a
     bad option (deadline, file mounts, storage); the task file itself was checked when `command` was made."""
@@ -126,8 +137,7 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
     pipeline, owner, filename = command.pipeline, command.owner, command.filename
     deadline_record = deadline_fields(settings, command.deadline, command.hours)
     keys = dict(command.file_mount_keys)
-    check_file_mounts(pipeline, keys, owner=owner, bucket=settings.bucket, filename=filename)
-    check_job_storage(settings, pipeline, owner=owner, filename=filename, text=command.task_text)
+    check_task_storage(settings, pipeline, owner=owner, keys=keys, filename=filename, text=command.task_text)
     clouds = list(command.clouds) if command.clouds else None
     check_containers(settings, pipeline, filename=filename, text=command.task_text, clouds=clouds)
     keep_registry_password_secret(pipeline)

@@ -210,43 +210,6 @@ def with_group(wiring: Wiring, job: JobModel, view: JobView) -> JobView:
     return view
 
 
-@dataclass(frozen=True)
-class JobFilter:
-    """Which of a user's jobs to list: any of `states`, created at or after `since` (epoch seconds),
-    whose name contains `name` (case-insensitive); at most `limit`, newest first. A job group's tasks are
-    not listed: the group's row stands for them (its cost is theirs, summed) and `get_job` shows them."""
-
-    states: frozenset[str] = frozenset()
-    since: float | None = None
-    name: str | None = None
-    limit: int = 200
-
-    def admits(self, job: JobModel) -> bool:
-        if job.group_id is not None:
-            return False
-        if self.states and job.state not in self.states:
-            return False
-        return not self.name or self.name.lower() in (job.name or "").lower()
-
-
-MAX_JOBS_EXAMINED = 5000  # a filter that matches little stops here rather than reading every job
-
-
-def list_jobs(wiring: Wiring, *, owner: str, where: JobFilter | None = None) -> list[JobView]:
-    """The owner's jobs, newest first (no timelines); a live job's cost counts its cluster up to now."""
-    where = where or JobFilter()
-    store = wiring.store
-    jobs: list[JobModel] = []
-    for examined, job in enumerate(store.iter_jobs_of(owner, since=where.since), start=1):
-        if where.admits(job):
-            jobs.append(job)
-        if len(jobs) >= where.limit or examined >= MAX_JOBS_EXAMINED:
-            break
-    live = [j.cluster_id for j in jobs if j.cluster_id and not is_terminal(j.state)]
-    clusters = store.clusters_by_id(live)
-    return [job_view(job, clusters.get(job.cluster_id or ""), None) for job in jobs]
-
-
 def read_logs(wiring: Wiring, command: ReadLogs) -> LogPage:
     """The text of a node's log chunks after the command's cursor."""
     job_id, owner, rank, after = command.job_id, command.owner, command.rank, command.after

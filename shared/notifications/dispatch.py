@@ -60,6 +60,9 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
     channels = channels_for(settings, owner, job_id)
     if TOPIC_GATE.get(topic, topic) not in channels.topics:
         return []
+    if happened_before(record.at, channels.since):  # e.g. replayed at `local up` after `notify set`
+        log.info("not announcing %s %s: it happened before notifications were set up", record.job_id, topic)
+        return []
     notification = compose(topic, record, facts_for(settings, record))
     records = wiring_for(settings).notifications
     deliveries = []
@@ -80,6 +83,15 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
         log.info("%s %s notification for %s: %s", topic, channel, record.job_id, delivery.as_dict()["status"])
         deliveries.append(delivery)
     return deliveries
+
+
+def happened_before(at: str, since: float) -> bool:
+    """Whether an event's `at` ("<epoch seconds>#<suffix>", the events table's sort key) is earlier than
+    `since` (epoch seconds); False when it cannot be read."""
+    try:
+        return float(at.partition("#")[0]) < since
+    except ValueError:
+        return False
 
 
 def deliver(settings: Settings, channel: str, target: str, notification: Notification) -> Delivery:

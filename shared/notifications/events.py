@@ -79,6 +79,10 @@ class Notification:
         return self.topic == "upload_rejected"
 
     @property
+    def is_test(self) -> bool:
+        return self.topic == "test"
+
+    @property
     def logs_command(self) -> str:
         if self.is_upload:
             return f"skyless plan {self.facts.name}"
@@ -87,7 +91,7 @@ class Notification:
     def where(self) -> str:
         f = self.facts
         place = "/".join(p for p in (f.cloud, f.zone or f.region) if p)
-        return f"{place} {f.instance_type}".strip() if place or f.instance_type else "not placed"
+        return f"{place} {f.instance_type or ''}".strip() if place or f.instance_type else "not placed"
 
     def spot(self) -> str:
         return "unknown" if self.facts.use_spot is None else ("spot" if self.facts.use_spot else "on-demand")
@@ -96,6 +100,8 @@ class Notification:
         f = self.facts
         if self.is_upload:
             return [("File", f.name or "-"), ("State", f.state), ("Report", f"{f.name}.error.json")]
+        if self.is_test:
+            return [("Sent by", "skyless notify test"), ("Topics", "the ones `skyless notify show` lists")]
         return [
             ("Job", f"{f.job_id} ({f.name})" if f.name else f.job_id),
             ("State", f.state),
@@ -109,6 +115,8 @@ class Notification:
     def hint(self) -> str:
         if self.is_upload:
             return f"Fix the file and upload it again; `{self.logs_command}` shows the same error."
+        if self.is_test:
+            return "No job is involved: this message only shows that skyless can reach you."
         return f"Logs: `{self.logs_command}`"
 
     def text(self) -> str:
@@ -156,7 +164,9 @@ def topic_of(record: TimelineRecord, earlier_states: Sequence[str] = ()) -> str 
         return None
     if record.state == "SUCCEEDED":
         return "succeeded"
-    if record.state == "FAILED":
+    if record.state == "FAILED_NO_RESOURCE":
+        return "no_capacity"
+    if record.state in ("FAILED", "FAILED_SETUP"):
         return "no_capacity" if record.message.startswith(NO_CAPACITY_REASON) else "failed"
     if record.state == "RECOVERING":
         return "preempted"
@@ -180,4 +190,6 @@ def topic_of(record: TimelineRecord, earlier_states: Sequence[str] = ()) -> str 
 def compose(topic: str, record: TimelineRecord, facts: JobFacts) -> Notification:
     name = facts.name or facts.job_id
     subject = f"skyless: {name} {HEADLINES.get(topic, topic)}"
+    if topic == "test":  # no job is involved: not "test test notification"
+        subject = "skyless: test notification"
     return Notification(topic=topic, subject=subject, event_message=record.message, facts=facts)

@@ -55,6 +55,7 @@ class Channels:
     slack_webhook: str | None
     email: str | None
     topics: frozenset[str]
+    since: float = 0.0  # epoch seconds the channels were last set: earlier events are not announced
 
 
 WEBHOOK_HINT = "give the Slack incoming webhook URL (https://hooks.slack.com/...)"
@@ -150,4 +151,7 @@ def channels_for(settings: Settings, owner: str, job_id: str | None) -> Channels
     email = (job.email if job else None) or (user.email if user else None)
     topics = DEFAULT_TOPICS if user is None or user.topics is None else tuple(str(t) for t in user.topics)
     webhook = read_webhook(settings, slack_secret) if slack_secret else None
-    return Channels(webhook, email, frozenset(topics))
+    since = (
+        max(float(item.updated_at or 0) for item in (user, job) if item is not None) if user or job else 0.0
+    )
+    return Channels(webhook, email, frozenset(topics), since)

@@ -140,14 +140,24 @@ def _nearest_miss(
     if not rows:
         blame = _LOCATION if request.cloud is not None else ("cpus",) if acc is None else ("accelerators",)
         return _no_hardware(request, index), None, blame
+    # The machine steps depend on the machine alone: judged once per instance type, not once per row.
+    shapes = {(o.cloud, o.instance_type, o.vcpus, o.memory_gib): o for o in rows}
+    machine = {
+        name: {shape for shape, o in shapes.items() if keep(o)}
+        for name, keep in (
+            ("vCPUs", lambda o: fits(o.vcpus, sized[o.cloud].cpus, sized[o.cloud].cpus_at_least)),
+            ("memory", lambda o: _memory_fits(o, sized[o.cloud])),
+            ("host", lambda o: in_families(o.cloud, o.instance_type, sized[o.cloud].host_families)),
+        )
+    }
+
+    def shape_in(name: str) -> Callable[[Offering], bool]:
+        return lambda o: (o.cloud, o.instance_type, o.vcpus, o.memory_gib) in machine[name]
+
     steps: tuple[tuple[str, tuple[str, ...], Callable[[Offering], bool]], ...] = (
-        ("vCPUs", ("cpus",), lambda o: fits(o.vcpus, sized[o.cloud].cpus, sized[o.cloud].cpus_at_least)),
-        ("memory", ("memory",), lambda o: _memory_fits(o, sized[o.cloud])),
-        (
-            "host",
-            ("cpus", "memory"),
-            lambda o: in_families(o.cloud, o.instance_type, sized[o.cloud].host_families),
-        ),
+        ("vCPUs", ("cpus",), shape_in("vCPUs")),
+        ("memory", ("memory",), shape_in("memory")),
+        ("host", ("cpus", "memory"), shape_in("host")),
         ("enabled", ("--clouds",), lambda o: enabled_clouds is None or o.cloud in enabled_clouds),
         ("multi-node", ("num_nodes",), lambda o: num_nodes <= 1 or multi_node_supported(o.cloud)),
         ("region", ("region", *_LOCATION), lambda o: request.region is None or o.region == request.region),

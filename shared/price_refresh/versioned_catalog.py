@@ -187,14 +187,18 @@ class StoredCatalogLoader:
         self.clock = clock
         self.version: str | None = None
         self._catalog: Catalog | None = None
+        self._base: Catalog | None = None  # the default catalog `_catalog` was built on
         self._checked_at = 0.0
         self.pointer_reads = 0
         self.builds = 0
 
     def catalog(self) -> Catalog:
         now = self.clock()
-        if self._catalog is not None and now - self._checked_at < self.ttl:
+        base = load_default_catalog()  # built-in + imported: a new `catalog import` rebuilds at once
+        if self._catalog is not None and base is self._base and now - self._checked_at < self.ttl:
             return self._catalog
+        if base is not self._base:
+            self._base, self.version, self._catalog = base, None, None
         self._checked_at = now
         try:
             self.pointer_reads += 1

@@ -1,9 +1,9 @@
 """The scorecard's reads, through the JobStore port (so they follow it when the store is re-pointed).
 
 What one report reads: the jobs created in the window (the owner's through the owner index; an admin's
-report through `iter_all_jobs`, the store's read of every job since a moment), at most `MAX_SCORECARD_JOBS`;
-their attempts' cluster records (one BatchGetItem per 100); and each of those jobs' timeline (one Query per
-job, on its own partition). Nothing else: no scan of the events or clusters tables.
+report through `iter_all_jobs`, one created-day index Query per day, as the cost report), at most
+`MAX_SCORECARD_JOBS`; their attempts' cluster records (one BatchGetItem per 100); and each of those jobs'
+timeline (one Query per job, on its own partition). Nothing else: no scan of the events or clusters tables.
 """
 
 from __future__ import annotations

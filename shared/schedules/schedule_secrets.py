@@ -61,7 +61,9 @@ def split_secrets(
 
 def _without_secret_values(text: str) -> str:
     """The text itself when no document writes a secret's value; else the documents again, values nulled."""
-    documents = list(yaml.safe_load_all(text))
+    from shared.task.positions import load_documents  # the bounded reader split_secrets' parse passed
+
+    documents = [d.value for d in load_documents(text)]
     holds_values = any(
         any(v is not None for v in d["secrets"].values())
         for d in documents

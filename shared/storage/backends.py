@@ -5,9 +5,12 @@ One backend per store, chosen by configuration (`SKYLESS_STORES`, like `SKYLESS_
   inline session policy naming only that bucket and prefix; read-only mounts get no write actions).
 - `r2`: Cloudflare R2 through its S3 API; nodes get R2 temporary credentials (Cloudflare's
   `temp-access-credentials` API, scoped to the bucket, its prefix and read or read-write).
+- `gcs`: Google Cloud Storage (shared.storage.gcs); nodes get downscoped tokens (a Credential Access
+  Boundary naming the bucket, the prefix, and a reader or writer role).
+- `azure`: Azure Blob Storage, one storage account (shared.storage.azure_blob); nodes get a service SAS for
+  one container, read and list only for read-only mounts.
 - `local`: the local runtime's S3 endpoint (moto), with STS credentials as on AWS. Every store (s3, gcs,
-  r2) is simulated there, as every cloud is simulated by the local cloud.
-Google Cloud Storage has no backend yet: `gs://` is refused at submit unless the store is simulated.
+  r2, azure) is simulated there, as every cloud is simulated by the local cloud.
 """
 
 from __future__ import annotations
@@ -22,13 +25,10 @@ from botocore.exceptions import ClientError
 from shared.aws.sessions import boto3_session
 from shared.config import Settings
 from shared.config.channels import StorageConfig
+from shared.storage.store_errors import StoreError
 
 CREDENTIAL_SECONDS = StorageConfig.credential_seconds
 WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
-
-
-class StoreError(Exception):
-    """A bucket operation the store refused (the name is taken, no access, no such bucket)."""
 
 
 class BucketBackend(Protocol):
@@ -201,16 +201,21 @@ class R2Backend(S3Backend):
         }
 
 
-STORE_OF_CLOUD = {"aws": "s3", "gcp": "gcs"}  # where a bucket named without `store` goes; else s3
+STORE_OF_CLOUD = {
+    "aws": "s3",
+    "gcp": "gcs",
+    "azure": "azure",
+}  # where a bucket named without `store` goes; else s3
 
 
 class StorageBackends:
-    """Which backend serves which store (`SKYLESS_STORES`: `s3=aws,r2=r2` or `*=local`)."""
+    """Which backend serves which store (`SKYLESS_STORES`: `s3=aws,gcs=gcs,azure=azure` or `*=local`)."""
 
     def __init__(
         self, settings: Settings, environ: dict[str, str] | None = None, config: StorageConfig | None = None
     ) -> None:
         self.settings = settings
+        self.environ = environ
         self.config = config = config or StorageConfig.from_env(environ)
         default = "*=local" if settings.providers.strip() == "*=local" else "s3=aws"
         if default == "s3=aws" and config.r2_account_id:
@@ -263,5 +268,25 @@ class StorageBackends:
                 account_id=account,
                 api_token=config.r2_api_token,
                 api_url=config.cloudflare_api_url,
+            )
+        if name == "gcs":
+            from shared.clouds.gcp_auth import GcpTokenSource, project_of
+            from shared.config.clouds import GcpConfig
+            from shared.storage.gcs import GCSBackend
+
+            gcp = GcpConfig.from_env(self.environ)
+            tokens = GcpTokenSource.from_config(gcp)
+            return GCSBackend(
+                tokens,
+                project=project_of(gcp, tokens),
+                endpoint_url=config.gcs_endpoint,
+                sts_url=config.gcs_sts_url,
+                credential_seconds=seconds,
+            )
+        if name == "azure" and config.azure_account and config.azure_key:
+            from shared.storage.azure_blob import AzureBlobBackend
+
+            return AzureBlobBackend(
+                config.azure_account, config.azure_key, config.azure_endpoint, credential_seconds=seconds
             )
         return None

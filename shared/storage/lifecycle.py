@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from shared.errors import UserError
+from shared.storage.access import BucketUse, Reach, RegistryFacts, StorageWalls, grant_command, reach
 from shared.storage.backends import BucketBackend, StorageBackends, StoreError
 from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
-from shared.storage.specs import BucketMount, bucket_mounts
+from shared.storage.specs import SCHEME_OF_STORE, BucketMount, bucket_mounts, bucket_url
+
+NOT_ON_THE_LOCAL_CLOUD = ("gcs", "azure")  # its nodes copy with their own S3 client, no rclone
 
 
 class StorageFailure(Exception):
@@ -44,23 +47,30 @@ def check_job_storage(
 def _check_job_storage(settings: Any, pipeline: Any, *, owner: str, filename: str | None) -> None:
     _check_local_mount_paths(settings, pipeline, filename)
     backends = StorageBackends(settings)
+    facts, walls = RegistryFacts(settings), StorageWalls.of(settings)
     for task in pipeline.tasks:
         if not any(not isinstance(s, str) or "://" in s for s in (task.file_mounts or {}).values()):
             continue
-        for mount in bucket_mounts(task, skyless_bucket=settings.bucket, filename=filename):
+        for mount in bucket_mounts(task, filename=filename):
             if mount.store is not None and backends.backend_name(mount.store) is None:
-                scheme = {"gcs": "gs", "s3": "s3", "r2": "r2"}[mount.store]
+                scheme = SCHEME_OF_STORE[mount.store]
                 raise UserError(
                     f"{scheme}:// buckets are not reached by this deployment (no {mount.store} store)",
                     file=filename,
                     field=mount.field,
                     hint="set SKYLESS_STORES on the control plane, or use s3",
                 )
-            record = find_bucket(settings, mount.bucket)
-            if record is not None and record.owner != owner:
-                raise UserError(
-                    f"bucket {mount.bucket} belongs to another skyless user", file=filename, field=mount.field
-                )
+            if problem := _foreign_account(backends, mount) or _azure_prefix(backends, mount, mount.store):
+                raise UserError(problem, file=filename, field=mount.field)
+            try:
+                reach(use_of(mount), user_id=owner, facts=facts, walls=walls)
+            except UserError as error:
+                error.file = filename
+                raise
+
+
+def use_of(mount: BucketMount) -> BucketUse:
+    return BucketUse(mount.field, mount.bucket, mount.prefix, mount.write_back, mount.managed)
 
 
 def _check_local_mount_paths(settings: Any, pipeline: Any, filename: str | None) -> None:
@@ -107,33 +117,47 @@ def line_of_mount_field(text: str, pipeline: Any, field: str) -> int | None:
 
 
 def job_bucket_mounts(settings: Any, task: Any) -> list[BucketMount]:
-    return bucket_mounts(task, skyless_bucket=settings.bucket)
+    return bucket_mounts(task)
 
 
 def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[str]:
     """Before a launch: decide each named bucket's store (once, for every attempt), claim and create what
     is missing, check that existing buckets exist. Answers notes for the timeline; StorageFailure."""
     backends = StorageBackends(settings)
+    facts, walls = RegistryFacts(settings), StorageWalls.of(settings)
     notes: list[str] = []
     for mount in job_bucket_mounts(settings, task):
+        allowed = _reach(mount, job.owner, facts, walls)
         record = find_bucket(settings, mount.bucket)
-        if record is not None and record.owner != job.owner:
-            raise StorageFailure(f"{mount.field}: bucket {mount.bucket} belongs to another skyless user")
         store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
         backend = _backend(backends, store, mount)
+        if problem := _foreign_account(backends, mount) or _azure_prefix(backends, mount, store):
+            raise StorageFailure(f"{mount.field}: {problem}")
+        if cloud == "local" and backends.backend_name(store) in NOT_ON_THE_LOCAL_CLOUD:
+            raise StorageFailure(
+                f"{mount.field}: a local-cloud node reaches S3-compatible stores only, not {store} "
+                "(the local runtime's own store simulates every store)"
+            )
         try:
             exists = backend.exists(mount.bucket)
-            if not mount.managed:
+            if not mount.managed or allowed.via.startswith(("user:", "team:")):
                 if not exists:
-                    raise StorageFailure(f"{mount.field}: bucket {_url(store, mount.bucket)} does not exist")
+                    raise StorageFailure(
+                        f"{mount.field}: bucket {bucket_url(store, mount.bucket)} does not exist"
+                    )
                 continue
+            if record is None and exists:  # in the account, but not made by skyless for anyone: not theirs
+                raise StorageFailure(
+                    f"{mount.field}: bucket {mount.bucket} exists and skyless did not create it for you; "
+                    f"an admin may grant it: {grant_command(mount.bucket, mount.prefix, job.owner)}"
+                )
             if record is None:
                 record = claim_bucket(
                     settings,
                     bucket=mount.bucket,
                     store=store,
                     owner=job.owner,
-                    created_by=None if exists else job.job_id,
+                    created_by=job.job_id,
                     persistent=mount.persistent,
                 )
                 if record is None:
@@ -143,7 +167,7 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
             if not exists:
                 backend.create(mount.bucket)
                 kept = "kept after the job" if record.persistent else "deleted when the job ends"
-                notes.append(f"bucket {_url(store, mount.bucket)} created for {mount.path} ({kept})")
+                notes.append(f"bucket {bucket_url(store, mount.bucket)} created for {mount.path} ({kept})")
         except StoreError as error:
             raise StorageFailure(f"{mount.field}: {error}") from None
     return notes
@@ -152,14 +176,18 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
 def node_storage(settings: Any, job: Any, task: Any, cloud: str, *, session: str) -> list[dict[str, Any]]:
     """Each bucket mount as the node reaches it: path, mode, and credentials scoped to it alone."""
     backends = StorageBackends(settings)
+    facts, walls = RegistryFacts(settings), StorageWalls.of(settings)
     entries: list[dict[str, Any]] = []
     for mount in job_bucket_mounts(settings, task):
+        allowed = _reach(mount, job.owner, facts, walls)
+        if allowed.via == "new":  # prepare_job_storage claims every bucket it creates before any node asks
+            raise StorageFailure(f"{mount.field}: bucket {mount.bucket} is not (yet) yours")
         record = find_bucket(settings, mount.bucket) if mount.managed else None
         store = mount.store or (record.store if record else backends.store_for_cloud(cloud))
         backend = _backend(backends, store, mount)
         try:
             access = backend.node_access(
-                mount.bucket, mount.prefix, read_only=not mount.write_back, session=session
+                mount.bucket, mount.prefix, read_only=allowed.read_only, session=session
             )
         except StoreError as error:
             raise StorageFailure(f"{mount.field}: {error}") from None
@@ -170,7 +198,7 @@ def node_storage(settings: Any, job: Any, task: Any, cloud: str, *, session: str
                 "store": store,
                 "bucket": mount.bucket,
                 "prefix": mount.prefix,
-                "write_back": mount.write_back,
+                "write_back": not allowed.read_only,
                 **access,
             }
         )
@@ -191,8 +219,16 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
                 continue
             backend.delete(mount.bucket)
             if mark_deleted(settings, mount.bucket, job.job_id):
-                notes.append(f"bucket {_url(record.store, mount.bucket)} deleted (persistent: false)")
+                notes.append(f"bucket {bucket_url(record.store, mount.bucket)} deleted (persistent: false)")
     return notes
+
+
+def _reach(mount: BucketMount, owner: str, facts: RegistryFacts, walls: StorageWalls) -> Reach:
+    """The rule again, at launch and at each credentials request: a grant revoked since submit ends here."""
+    try:
+        return reach(use_of(mount), user_id=owner, facts=facts, walls=walls)
+    except UserError as error:
+        raise StorageFailure(f"{mount.field}: {error.message}") from None
 
 
 def _backend(backends: StorageBackends, store: str, mount: BucketMount) -> BucketBackend:
@@ -202,5 +238,22 @@ def _backend(backends: StorageBackends, store: str, mount: BucketMount) -> Bucke
     return backend
 
 
-def _url(store: str, bucket: str) -> str:
-    return f"{ {'gcs': 'gs', 's3': 's3', 'r2': 'r2'}[store] }://{bucket}"
+def _foreign_account(backends: StorageBackends, mount: BucketMount) -> str | None:
+    """Why an Azure URL's storage account cannot be served: skyless holds the key of one account (the
+    local store simulates every account)."""
+    if mount.account is None or backends.backend_name("azure") != "azure":
+        return None
+    ours = backends.config.azure_account
+    if mount.account == ours:
+        return None
+    return f"storage account {mount.account} is not reached by this deployment (its Azure account is {ours})"
+
+
+def _azure_prefix(backends: StorageBackends, mount: BucketMount, store: str | None) -> str | None:
+    """Why a prefix of an Azure container cannot be mounted: a SAS names a whole container or one blob."""
+    if not mount.prefix or store != "azure" or backends.backend_name("azure") != "azure":
+        return None
+    return (
+        f"a prefix of an Azure container ({mount.prefix}/) cannot be given to a node alone: a SAS names "
+        "a whole container or one blob; mount the whole container"
+    )

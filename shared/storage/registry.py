@@ -113,3 +113,15 @@ def mark_deleted(settings: Settings, bucket: str, created_by: str) -> bool:
     except UpdateError:
         return False
     return True
+
+
+def all_buckets(settings: Settings) -> list[BucketRecord]:
+    """Every live record, for an admin's listing (a scan: one item per bucket a task ever named)."""
+    model = buckets_model(settings)
+    return sorted(
+        (
+            BucketRecord(i.bucket, i.store, i.owner, i.created_by, bool(i.persistent), i.state)
+            for i in model.scan(model.state == ACTIVE)
+        ),
+        key=lambda r: r.bucket,
+    )

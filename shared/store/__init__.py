@@ -3,7 +3,8 @@
 in-memory one for tests), `models` (tables bound to one Settings), `schedules`, `notifications` and
 `reaper_marks` (their ports, tables and DynamoDB adapters; `memory_records` the in-memory ones), `users`
 (its table), `cluster_records` (named clusters, their name claims and job queues; item models in
-`cluster_tables`).
+`cluster_tables`), `table_upgrades` (indexes, TTL and backfill for tables made before the live index;
+`live_index` says what the index attributes hold).
 """
 
 __all__ = [
@@ -14,5 +15,6 @@ __all__ = [
     "notifications",
     "reaper_marks",
     "schedules",
+    "table_upgrades",
     "users",
 ]

@@ -48,6 +48,7 @@ from shared.store.cluster_tables import (
     timeline_id,
 )
 from shared.store.jobs import _event_key, _is_condition_failure
+from shared.store.live_index import LIVE_NAMED_CLUSTER
 from shared.store.models import models_for
 
 __all__ = [
@@ -126,9 +127,8 @@ class ClusterStore:
         return sorted((c for c in found if c is not None), key=lambda c: c.name)
 
     def live_clusters(self) -> list[NamedClusterModel]:
-        """Every cluster not TERMINATED (the sweeps' view; a scan)."""
-        condition = (self.clusters.sk == CLUSTER_SK) & (self.clusters.state != TERMINATED)
-        return list(self.clusters.scan(condition))
+        """Every cluster not TERMINATED (the sweeps' view): the sparse live index holds only those."""
+        return list(self.clusters.live_clusters.query(LIVE_NAMED_CLUSTER))  # type: ignore[attr-defined]
 
     def holds_nodes(self, key: str, provider_cluster: str) -> bool:
         """Whether the cluster `key` exists, is not TERMINATED and its current launch is `provider_cluster`
@@ -145,7 +145,10 @@ class ClusterStore:
 
     def new_cluster(self, **fields: Any) -> NamedClusterModel:
         now = time.time()
-        return self.clusters(cluster_pk(fields["key"]), CLUSTER_SK, created_at=now, updated_at=now, **fields)
+        live = None if fields.get("state") == TERMINATED else LIVE_NAMED_CLUSTER
+        return self.clusters(
+            cluster_pk(fields["key"]), CLUSTER_SK, created_at=now, updated_at=now, live=live, **fields
+        )
 
     def new_plan(self, key: str, **fields: Any) -> ClusterPlanModel:
         return self.plans(cluster_pk(key), PLAN_SK, **fields)
@@ -242,6 +245,8 @@ class ClusterStore:
         states the cluster must be in)."""
         now = time.time()
         values = {**changes, "updated_at": now}
+        if "state" in values:  # the live index changes in the same write as the state
+            values["live"] = None if values["state"] == TERMINATED else LIVE_NAMED_CLUSTER
         actions = self.cluster_actions(values)
         if check == "version":
             actions.append(self.clusters.version.set(int(cluster.version) + 1))

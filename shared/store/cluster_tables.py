@@ -15,6 +15,7 @@ from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
 )
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from shared.config import Settings
@@ -99,6 +100,18 @@ class NamedClusterModel(Model):
     ssh_cidrs = UnicodeAttribute(null=True)  # JSON list of addresses port 22 is open to
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
+    live = UnicodeAttribute(null=True)  # set only while not TERMINATED (shared/store/live_index.py)
+
+
+class LiveNamedClustersIndex(GlobalSecondaryIndex["NamedClusterModel"]):
+    """Sparse: only cluster items with `live` set, i.e. not TERMINATED."""
+
+    class Meta:
+        index_name = "live-index"
+        projection = AllProjection()
+
+    live = UnicodeAttribute(hash_key=True)
+    created_at = NumberAttribute(range_key=True)
 
 
 class ClusterPlanModel(Model):
@@ -149,10 +162,10 @@ class ClusterModels:
     jobs: type[ClusterJobModel]
 
     def table(self) -> type[Model]:
-        return self.claims
+        return self.clusters  # the model that declares the table's index
 
 
-def _bind(base: type[Model], settings: Settings) -> type[Model]:
+def _bind(base: type[Model], settings: Settings, **extra: object) -> type[Model]:
     meta = type(
         "Meta",
         (),
@@ -163,7 +176,7 @@ def _bind(base: type[Model], settings: Settings) -> type[Model]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    model = type(f"{base.__name__}_{settings.prefix}", (base,), {"Meta": meta})
+    model = type(f"{base.__name__}_{settings.prefix}", (base,), {"Meta": meta, **extra})
     model._get_connection().connection.__class__ = SharedSessionConnection  # type: ignore[attr-defined]
     return model
 
@@ -172,7 +185,11 @@ def _bind(base: type[Model], settings: Settings) -> type[Model]:
 def cluster_models(settings: Settings) -> ClusterModels:
     return ClusterModels(
         claims=_bind(ClaimModel, settings),  # type: ignore[arg-type]
-        clusters=_bind(NamedClusterModel, settings),  # type: ignore[arg-type]
+        clusters=_bind(  # type: ignore[arg-type]
+            NamedClusterModel,
+            settings,
+            live_clusters=type(f"LiveNamedClustersIndex_{settings.prefix}", (LiveNamedClustersIndex,), {})(),
+        ),
         plans=_bind(ClusterPlanModel, settings),  # type: ignore[arg-type]
         jobs=_bind(ClusterJobModel, settings),  # type: ignore[arg-type]
     )

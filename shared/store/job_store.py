@@ -91,16 +91,26 @@ class JobStore(Protocol):
         """The owner's newest jobs first, at most `limit`."""
         ...
 
-    def iter_jobs_of(self, owner: str, *, since: float | None = None) -> Iterator[JobModel]:
-        """The owner's jobs newest first, created at or after `since` (epoch seconds)."""
+    def iter_jobs_of(
+        self,
+        owner: str,
+        *,
+        since: float | None = None,
+        state: str | None = None,
+        before: float | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[JobModel]:
+        """The owner's jobs newest first, created in [since, before) (epoch seconds); only those in `state`
+        when given (read from the owner-state index: no other job is read); `page_size` items a request."""
         ...
 
     def iter_all_jobs(self, *, since: float | None = None) -> Iterator[JobModel]:
-        """Every user's jobs created at or after `since`, in no particular order."""
+        """Every user's jobs created at or after `since`, in no particular order (reads the days since
+        `since` from the created-day index; without `since`, the whole table)."""
         ...
 
     def live_jobs(self) -> list[JobModel]:
-        """Jobs in a LIVE state (shared/states.py), in no particular order."""
+        """Jobs in a LIVE state (shared/states.py), in no particular order; reads no finished job."""
         ...
 
     # -- timeline ------------------------------------------------------------------------------------
@@ -145,7 +155,7 @@ class JobStore(Protocol):
         ...
 
     def live_clusters(self) -> list[ClusterModel]:
-        """Cluster records in state UP."""
+        """Cluster records in state UP; reads no terminated one."""
         ...
 
 

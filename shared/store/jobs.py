@@ -6,6 +6,7 @@ transaction. A write whose condition fails changed nothing and answers False: th
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -17,9 +18,11 @@ from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from shared.config import Settings
-from shared.states import LIVE, JobState, transition
+from shared.states import JobState, transition
 from shared.store.cooldowns import CooldownStore
 from shared.store.job_store import CompanionUpdate, NodeFields
+from shared.store.live_index import LIVE_CLUSTER, LIVE_JOB, cluster_state_fields, day_of, job_state_fields
+from shared.store.live_index import owner_state as owner_state_key
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel, models_for
 
 CONDITION_FAILED = "ConditionalCheckFailed"
@@ -48,6 +51,7 @@ class DynamoJobStore:
         self.clusters = self.models.clusters
         self.events = self.models.events
         self.node_refs = self.models.node_refs
+        self.retention_seconds = settings.retention_seconds
 
     # -- jobs ------------------------------------------------------------------------------
 
@@ -58,6 +62,9 @@ class DynamoJobStore:
         """Record a new job with its first timeline event; False when the id already exists."""
         now = time.time()
         job.created_at = job.updated_at = now
+        job.created_day = day_of(now)
+        for name, value in job_state_fields(job.owner, job.state, now, self.retention_seconds).items():
+            setattr(job, name, value)
         event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
         try:
             with TransactWrite(connection=self.models.connection) as tx:
@@ -110,6 +117,8 @@ class DynamoJobStore:
         now = time.time()
         new_version = int(job.version) + 1
         values = {**changes, "version": new_version, "updated_at": now}
+        if "state" in changes:  # the live index and the state filter change in the same write
+            values.update(job_state_fields(job.owner, changes["state"], now, self.retention_seconds))
         actions: list[Action] = []
         for name, value in values.items():
             attribute = getattr(self.jobs, name)
@@ -124,7 +133,7 @@ class DynamoJobStore:
                     suffix = f"v{new_version:05d}"
                     tx.save(self._event(job.job_id, now, suffix, kind, message, state or job.state, detail))
                 for record in also_save:
-                    tx.save(record)
+                    tx.save(self._indexed(record, now))
                 for target, target_actions in map(self._companion, also_update):
                     tx.update(target, target_actions)
         except TransactWriteError as error:
@@ -134,6 +143,14 @@ class DynamoJobStore:
         for name, value in values.items():
             setattr(job, name, value)
         return True
+
+    def _indexed(self, record: ClusterModel | NodeRefModel, now: float) -> ClusterModel | NodeRefModel:
+        if isinstance(record, ClusterModel):
+            for name, value in cluster_state_fields(record.state, now, self.retention_seconds).items():
+                setattr(record, name, value)
+        else:
+            record.expires_at = int(now + self.retention_seconds)
+        return record
 
     def _companion(self, update: CompanionUpdate) -> tuple[Model, list[Action]]:
         if isinstance(update, NodeFields):
@@ -146,19 +163,38 @@ class DynamoJobStore:
         index = self.jobs.by_owner  # type: ignore[attr-defined]
         return list(index.query(owner, scan_index_forward=False, limit=limit))
 
-    def iter_jobs_of(self, owner: str, *, since: float | None = None) -> Iterator[JobModel]:
-        """The owner's jobs newest first, created at or after `since` (epoch seconds), page by page."""
-        index = self.jobs.by_owner  # type: ignore[attr-defined]
-        condition = self.jobs.created_at >= since if since is not None else None
-        return iter(index.query(owner, range_key_condition=condition, scan_index_forward=False))
+    def iter_jobs_of(
+        self,
+        owner: str,
+        *,
+        since: float | None = None,
+        state: str | None = None,
+        before: float | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[JobModel]:
+        """The owner's jobs newest first, created in [since, before) (epoch seconds), in `state` if given
+        (the owner-state index: it reads only jobs in that state), `page_size` items a request."""
+        condition = _created_between(self.jobs.created_at, since, before)
+        if state is None:
+            index, key = self.jobs.by_owner, owner  # type: ignore[attr-defined]
+        else:
+            index, key = self.jobs.by_owner_state, owner_state_key(owner, state)  # type: ignore[attr-defined]
+        return iter(
+            index.query(key, range_key_condition=condition, scan_index_forward=False, page_size=page_size)
+        )
 
     def iter_all_jobs(self, *, since: float | None = None) -> Iterator[JobModel]:
-        """Every user's jobs created at or after `since` (a scan: for an admin's reports)."""
-        condition = self.jobs.created_at >= since if since is not None else None
-        return iter(self.jobs.scan(condition))
+        """Every user's jobs created at or after `since`: one query of the created-day index per day since
+        then (without `since`, a scan of the whole table)."""
+        if since is None:
+            return iter(self.jobs.scan())
+        index = self.jobs.by_created_day  # type: ignore[attr-defined]
+        condition = self.jobs.created_at >= since
+        return (job for day in _days_since(since) for job in index.query(day, range_key_condition=condition))
 
     def live_jobs(self) -> list[JobModel]:
-        return list(self.jobs.scan(self.jobs.state.is_in(*[s.value for s in LIVE])))
+        """Jobs in a LIVE state: the sparse live index holds only those, so this reads no finished job."""
+        return list(self.jobs.live_jobs.query(LIVE_JOB))  # type: ignore[attr-defined]
 
     # -- timeline --------------------------------------------------------------------------
 
@@ -187,6 +223,7 @@ class DynamoJobStore:
             message=message[:2000],
             state=state,
             detail=detail or None,
+            expires_at=int(now + self.retention_seconds),
         )
 
     # -- clusters and nodes ----------------------------------------------------------------
@@ -239,11 +276,15 @@ class DynamoJobStore:
         return True
 
     def mark_cluster_terminated(self, cluster: ClusterModel) -> bool:
+        now = time.time()
+        actions: list[Action] = [
+            self.clusters.state.set("TERMINATED"),
+            self.clusters.terminated_at.set(now),
+            self.clusters.live.remove(),
+            self.clusters.expires_at.set(int(now + self.retention_seconds)),
+        ]
         try:
-            cluster.update(
-                actions=[self.clusters.state.set("TERMINATED"), self.clusters.terminated_at.set(time.time())],
-                condition=self.clusters.state == "UP",
-            )
+            cluster.update(actions=actions, condition=self.clusters.state == "UP")
         except UpdateError as error:
             if _is_condition_failure(error):
                 return False
@@ -257,4 +298,26 @@ class DynamoJobStore:
         return {c.cluster_id: c for c in found}
 
     def live_clusters(self) -> list[ClusterModel]:
-        return list(self.clusters.scan(self.clusters.state == "UP"))  # node refs have no state
+        """Cluster records in state UP, from the sparse live index (no terminated one, no node ref)."""
+        return list(self.clusters.live_clusters.query(LIVE_CLUSTER))  # type: ignore[attr-defined]
+
+
+def _created_between(attribute: Any, since: float | None, before: float | None) -> Any:
+    if since is not None and before is not None:
+        return attribute.between(since, math.nextafter(before, -math.inf))  # a key condition has no "<" here
+    if since is not None:
+        return attribute >= since
+    if before is not None:
+        return attribute < before
+    return None
+
+
+def _days_since(since: float, now: float | None = None) -> list[str]:
+    """The UTC days from `since`'s to today's, newest first."""
+    now = time.time() if now is None else now
+    days, moment = [], now
+    while True:
+        days.append(day_of(moment))
+        if day_of(moment) <= day_of(since):
+            return days
+        moment -= 86400

@@ -4,7 +4,11 @@ same assertions as `DynamoJobStore`.
 
 Items are kept as DynamoDB would hold them (each record's `serialize()`), and every read answers a fresh
 record built from the item, so a caller's record is a copy, as it is from DynamoDB: changing it writes
-nothing, and two readers never share one. A write checks every condition before it changes anything.
+nothing, and two readers never share one. A write checks every condition before it changes anything, and sets
+the index attributes (shared/store/live_index.py) as DynamoJobStore does.
+
+`items_read` and `requests` count what DynamoDB would read and bill for the same calls: a query of an index
+reads only the items in its key (page by page), a scan reads every item of the table.
 """
 
 from __future__ import annotations
@@ -21,13 +25,23 @@ from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
 from shared.store.cooldowns import PrunedCooldowns, entry
 from shared.store.job_store import CompanionUpdate, NodeFields, PreemptionCount
+from shared.store.jobs import _days_since as days_since
 from shared.store.jobs import _event_key as event_key
+from shared.store.live_index import (
+    LIVE_CLUSTER,
+    LIVE_JOB,
+    cluster_state_fields,
+    day_of,
+    job_state_fields,
+    owner_state,
+)
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel
 
 Item = dict[str, Any]
 Record = TypeVar("Record", bound=Model)
 NODE_PREFIX = "node#"
 LIVE_STATES = frozenset(s.value for s in LIVE)
+DEFAULT_RETENTION_SECONDS = 400 * 86400
 
 
 class BrokenWrite(RuntimeError):
@@ -39,7 +53,10 @@ def _record(model: type[Record], item: Item) -> Record:
 
 
 class MemoryJobStore:
-    def __init__(self) -> None:
+    def __init__(self, retention_seconds: int = DEFAULT_RETENTION_SECONDS) -> None:
+        self.retention_seconds = retention_seconds
+        self.items_read = 0
+        self.requests = 0
         self._lock = threading.RLock()
         self._jobs: dict[str, Item] = {}
         self._clusters: dict[str, Item] = {}  # cluster records and node refs (`node#<id>`), as in DynamoDB
@@ -55,6 +72,9 @@ class MemoryJobStore:
     def create(self, job: JobModel, message: str, detail: dict[str, Any] | None = None) -> bool:
         now = time.time()
         job.created_at = job.updated_at = now
+        job.created_day = day_of(now)
+        for name, value in job_state_fields(job.owner, job.state, now, self.retention_seconds).items():
+            setattr(job, name, value)
         event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
         with self._lock:
             if job.job_id in self._jobs:
@@ -68,6 +88,7 @@ class MemoryJobStore:
             return None
         with self._lock:
             item = self._jobs.get(job_id)
+        self._read(1 if item is not None else 0)
         return _record(JobModel, item) if item is not None else None
 
     def move(
@@ -100,7 +121,9 @@ class MemoryJobStore:
         now = time.time()
         new_version = int(job.version) + 1
         values = {**changes, "version": new_version, "updated_at": now}
-        saves = list(also_save)
+        if "state" in changes:
+            values.update(job_state_fields(job.owner, changes["state"], now, self.retention_seconds))
+        saves = [self._indexed(record, now) for record in also_save]
         updates = list(also_update)
         with self._lock:
             current = self._jobs.get(job.job_id)
@@ -145,22 +168,76 @@ class MemoryJobStore:
         cluster.nodes = nodes
         return cluster.serialize()
 
-    def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:
-        return list(self.iter_jobs_of(owner))[:limit]
+    def _indexed(self, record: ClusterModel | NodeRefModel, now: float) -> ClusterModel | NodeRefModel:
+        if isinstance(record, ClusterModel):
+            for name, value in cluster_state_fields(record.state, now, self.retention_seconds).items():
+                setattr(record, name, value)
+        else:
+            record.expires_at = int(now + self.retention_seconds)
+        return record
 
-    def iter_jobs_of(self, owner: str, *, since: float | None = None) -> Iterator[JobModel]:
-        jobs = [j for j in self._all_jobs() if j.owner == owner and (since is None or j.created_at >= since)]
-        return iter(sorted(jobs, key=lambda j: j.created_at, reverse=True))
+    def _read(self, items: int, requests: int = 1) -> None:
+        with self._lock:
+            self.items_read += items
+            self.requests += requests
+
+    def _query(self, items: list[Item], page_size: int | None) -> Iterator[JobModel]:
+        """Yield records page by page, counting each page's items when it is fetched (as DynamoDB bills)."""
+        size = page_size or len(items) or 1
+        for start in range(0, max(len(items), 1), size):
+            page = items[start : start + size]
+            self._read(len(page))
+            yield from (_record(JobModel, item) for item in page)
+
+    def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:
+        return list(self.iter_jobs_of(owner, page_size=limit))[:limit]
+
+    def iter_jobs_of(
+        self,
+        owner: str,
+        *,
+        since: float | None = None,
+        state: str | None = None,
+        before: float | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[JobModel]:
+        with self._lock:
+            if state is None:
+                items = [i for i in self._jobs.values() if i["owner"]["S"] == owner]
+            else:
+                key = owner_state(owner, state)
+                items = [i for i in self._jobs.values() if i.get("owner_state", {}).get("S") == key]
+        items = [i for i in items if _created_between(_created(i), since, before)]
+        items.sort(key=_created, reverse=True)
+        return self._query(items, page_size)
 
     def iter_all_jobs(self, *, since: float | None = None) -> Iterator[JobModel]:
-        return iter([j for j in self._all_jobs() if since is None or j.created_at >= since])
+        """With `since`, the created-day index's days since then; without, a scan."""
+        with self._lock:
+            items = list(self._jobs.values())
+        if since is not None:
+            first_day = day_of(since)
+            items = [i for i in items if i.get("created_day", {}).get("S", "") >= first_day]
+            self._read(len(items), requests=len(days_since(since)))  # a query of each day's partition
+            return iter([_record(JobModel, i) for i in items if _created(i) >= since])
+        self._read(len(items))
+        return iter([_record(JobModel, i) for i in items])
 
     def live_jobs(self) -> list[JobModel]:
-        return [j for j in self._all_jobs() if j.state in LIVE_STATES]
+        """The live index's items only (those with `live` set)."""
+        with self._lock:
+            items = [i for i in self._jobs.values() if i.get("live", {}).get("S") == LIVE_JOB]
+        self._read(len(items))
+        return [_record(JobModel, item) for item in items]
+
+    def scan_jobs(self) -> list[JobModel]:
+        """Every job (a scan: what the sweeps read before the live index, for comparison in tests)."""
+        return self._all_jobs()
 
     def _all_jobs(self) -> list[JobModel]:
         with self._lock:
             items = list(self._jobs.values())
+        self._read(len(items))
         return [_record(JobModel, item) for item in items]
 
     # -- timeline ------------------------------------------------------------------------------------
@@ -173,13 +250,14 @@ class MemoryJobStore:
     def timeline(self, job_id: str) -> list[EventModel]:
         with self._lock:
             items = dict(self._events.get(job_id, {}))
+        self._read(len(items))
         return [_record(EventModel, items[at]) for at in sorted(items)]
 
     def _put_event(self, event: EventModel) -> None:
         self._events.setdefault(event.job_id, {})[event.at] = event.serialize()
 
-    @staticmethod
     def _event(
+        self,
         job_id: str,
         now: float,
         suffix: str,
@@ -195,6 +273,7 @@ class MemoryJobStore:
             message=message[:2000],
             state=state,
             detail=detail or None,
+            expires_at=int(now + self.retention_seconds),
         )
 
     # -- clusters and nodes --------------------------------------------------------------------------
@@ -212,6 +291,7 @@ class MemoryJobStore:
             return None
         with self._lock:
             item = self._clusters.get(cluster_id)
+        self._read(1 if item is not None else 0)
         return _record(ClusterModel, item) if item is not None else None
 
     def node_ref(self, instance_id: str) -> NodeRefModel | None:
@@ -242,18 +322,37 @@ class MemoryJobStore:
             stored = self.cluster(cluster.cluster_id)
             if stored is None or stored.state != "UP":
                 return False
-            stored.state, stored.terminated_at = "TERMINATED", time.time()
+            now = time.time()
+            stored.state, stored.terminated_at = "TERMINATED", now
+            for name, value in cluster_state_fields("TERMINATED", now, self.retention_seconds).items():
+                setattr(stored, name, value)
             self._clusters[cluster.cluster_id] = stored.serialize()
         return True
 
     def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:
-        found = {cluster_id: self.cluster(cluster_id) for cluster_id in dict.fromkeys(cluster_ids)}
-        return {cluster_id: cluster for cluster_id, cluster in found.items() if cluster is not None}
+        """As DynamoJobStore's: a BatchGetItem per 100 ids."""
+        wanted = list(dict.fromkeys(cluster_ids))
+        with self._lock:
+            items = {cid: self._clusters[cid] for cid in wanted if cid in self._clusters}
+        self._read(len(items), requests=-(-len(wanted) // 100))
+        return {cid: _record(ClusterModel, item) for cid, item in items.items()}
 
     def live_clusters(self) -> list[ClusterModel]:
+        """The live index's cluster records only (those with `live` set: UP ones)."""
         with self._lock:
-            items = [item for key, item in self._clusters.items() if not key.startswith(NODE_PREFIX)]
-        return [c for c in (_record(ClusterModel, item) for item in items) if c.state == "UP"]
+            items = [
+                item for item in self._clusters.values() if item.get("live", {}).get("S") == LIVE_CLUSTER
+            ]
+        self._read(len(items))
+        return [_record(ClusterModel, item) for item in items]
+
+
+def _created(item: Item) -> float:
+    return float(item["created_at"]["N"])
+
+
+def _created_between(created: float, since: float | None, before: float | None) -> bool:
+    return (since is None or created >= since) and (before is None or created < before)
 
 
 def _nodes(cluster: ClusterModel) -> dict[str, dict[str, Any]]:

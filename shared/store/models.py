@@ -81,6 +81,13 @@ class JobModel(Model):
     max_cost = NumberAttribute(null=True)  # USD
     max_cost_action = UnicodeAttribute(null=True)  # "stop" (None) | "warn"
     budget_stop = UnicodeAttribute(null=True)
+    # Indexes (shared/store/live_index.py says how each is kept): `live` is set only while the job is live
+    # (the sweeps' sparse index), `owner_state` serves state filters, `created_day` the all-users report;
+    # `expires_at` (epoch seconds, DynamoDB TTL) is set when the job ends.
+    live = UnicodeAttribute(null=True)
+    owner_state = UnicodeAttribute(null=True)
+    created_day = UnicodeAttribute(null=True)
+    expires_at = NumberAttribute(null=True)
 
 
 class ClusterModel(Model):
@@ -104,6 +111,8 @@ class ClusterModel(Model):
     nodes: MapAttribute[str, Any] = MapAttribute(default=dict)
     launched_at = NumberAttribute()
     terminated_at = NumberAttribute(null=True)
+    live = UnicodeAttribute(null=True)  # set only while UP: the sweeps' sparse index
+    expires_at = NumberAttribute(null=True)  # DynamoDB TTL, set when TERMINATED
 
 
 class NodeRefModel(Model):
@@ -119,6 +128,7 @@ class NodeRefModel(Model):
     job_id = UnicodeAttribute()
     node_cluster = UnicodeAttribute()
     rank = NumberAttribute()
+    expires_at = NumberAttribute(null=True)  # DynamoDB TTL: the retention period after it was written
 
 
 class EventModel(Model):
@@ -133,6 +143,7 @@ class EventModel(Model):
     message = UnicodeAttribute()
     state = UnicodeAttribute(null=True)
     detail: MapAttribute[str, Any] = MapAttribute(null=True)
+    expires_at = NumberAttribute(null=True)  # DynamoDB TTL: the retention period after it was written
 
 
 class OwnerIndex(GlobalSecondaryIndex["JobModel"]):
@@ -142,6 +153,46 @@ class OwnerIndex(GlobalSecondaryIndex["JobModel"]):
 
     owner = UnicodeAttribute(hash_key=True)
     created_at = NumberAttribute(range_key=True)
+
+
+class LiveJobsIndex(GlobalSecondaryIndex["JobModel"]):
+    """Sparse: only jobs with `live` set, i.e. live ones."""
+
+    class Meta:
+        index_name = "live-index"
+        projection = AllProjection()
+
+    live = UnicodeAttribute(hash_key=True)
+    created_at = NumberAttribute(range_key=True)
+
+
+class OwnerStateIndex(GlobalSecondaryIndex["JobModel"]):
+    class Meta:
+        index_name = "owner-state-index"
+        projection = AllProjection()
+
+    owner_state = UnicodeAttribute(hash_key=True)
+    created_at = NumberAttribute(range_key=True)
+
+
+class CreatedDayIndex(GlobalSecondaryIndex["JobModel"]):
+    class Meta:
+        index_name = "created-day-index"
+        projection = AllProjection()
+
+    created_day = UnicodeAttribute(hash_key=True)
+    created_at = NumberAttribute(range_key=True)
+
+
+class LiveClustersIndex(GlobalSecondaryIndex["ClusterModel"]):
+    """Sparse: only cluster records with `live` set, i.e. UP ones (node refs never have it)."""
+
+    class Meta:
+        index_name = "live-index"
+        projection = AllProjection()
+
+    live = UnicodeAttribute(hash_key=True)
+    launched_at = NumberAttribute(range_key=True)
 
 
 @dataclass(frozen=True)
@@ -190,11 +241,24 @@ def with_shared_session(model: type[M]) -> type[M]:
 
 @cache
 def models_for(settings: Settings) -> Models:
-    owner_index = type(f"OwnerIndex_{settings.prefix}", (OwnerIndex,), {})()
-    jobs = _bind(JobModel, settings.table_name("jobs"), settings, by_owner=owner_index)
+    def index(base: type[Any]) -> Any:
+        return type(f"{base.__name__}_{settings.prefix}", (base,), {})()
+
+    jobs = _bind(
+        JobModel,
+        settings.table_name("jobs"),
+        settings,
+        by_owner=index(OwnerIndex),
+        live_jobs=index(LiveJobsIndex),
+        by_owner_state=index(OwnerStateIndex),
+        by_created_day=index(CreatedDayIndex),
+    )
+    clusters = _bind(
+        ClusterModel, settings.table_name("clusters"), settings, live_clusters=index(LiveClustersIndex)
+    )
     return Models(
         jobs=jobs,  # type: ignore[arg-type]
-        clusters=_bind(ClusterModel, settings.table_name("clusters"), settings),  # type: ignore[arg-type]
+        clusters=clusters,  # type: ignore[arg-type]
         events=_bind(EventModel, settings.table_name("events"), settings),  # type: ignore[arg-type]
         node_refs=_bind(NodeRefModel, settings.table_name("clusters"), settings),  # type: ignore[arg-type]
         connection=SharedSessionConnection(region=settings.region, host=settings.endpoint_url),

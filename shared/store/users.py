@@ -1,14 +1,14 @@
 """Users and their API keys. A key is stored only as its SHA-256 hash; the clear key is shown once.
 
-Admin path (a deployed stack): with AWS credentials for its account and `SKYLESS_PREFIX` set,
+Admins manage users with `skyless admin users create|list|revoke` (the /admin routes). The first admin of a
+deployed stack is made here, with AWS credentials for its account and `SKYLESS_PREFIX` set:
 
-    python -m shared.store.users create alice      # prints alice's new API key, once
-    python -m shared.store.users create lead --admin   # a key that may read every user's cost report
+    python -m shared.store.users create lead --admin   # prints the new admin key, once
     python -m shared.store.users revoke <api key>
 
-An admin key may read cost reports across users (`GET /costs?all_users=true`); it sees and touches
-no other user's jobs. The admin flag belongs to the key, so a user can hold an ordinary key and an
-admin one.
+An admin key may administer users, teams and bucket grants and read cost reports across users
+(`GET /costs?all_users=true`); it sees and touches no other user's jobs. The admin flag belongs to the
+key, so a user can hold an ordinary key and an admin one.
 
 The local runtime calls `create_user("local")` when it first starts.
 """
@@ -24,11 +24,22 @@ from dataclasses import dataclass
 from functools import cache
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import DeleteError, PutError
+from pynamodb.exceptions import DeleteError, PutError, QueryError, UpdateError
+from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from shared.config import Settings
 from shared.store.models import with_shared_session
+
+
+class UserIdIndex(GlobalSecondaryIndex["UserKeyModel"]):
+    """A user's keys by user id: whether a user exists is one Query of at most one item."""
+
+    class Meta:
+        index_name = "user-id-index"
+        projection = KeysOnlyProjection()
+
+    user_id = UnicodeAttribute(hash_key=True)
 
 
 class UserKeyModel(Model):
@@ -42,6 +53,8 @@ class UserKeyModel(Model):
     name = UnicodeAttribute()
     created_at = NumberAttribute()
     admin = BooleanAttribute(null=True)
+    # Dashboard sessions of this key signed at or before this time (ms since the epoch) are signed out.
+    sessions_ended_ms = NumberAttribute(null=True)
 
 
 API_KEY_PREFIX = "sky_"
@@ -65,6 +78,7 @@ class User:
 
 @cache
 def users_model(settings: Settings) -> type[UserKeyModel]:
+    by_user = type(f"UserIdIndex_{settings.prefix}", (UserIdIndex,), {})()
     meta = type(
         "Meta",
         (),
@@ -75,7 +89,8 @@ def users_model(settings: Settings) -> type[UserKeyModel]:
             "billing_mode": "PAY_PER_REQUEST",
         },
     )
-    return with_shared_session(type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta}))
+    model = type(f"UserKeyModel_{settings.prefix}", (UserKeyModel,), {"Meta": meta, "by_user": by_user})
+    return with_shared_session(model)
 
 
 def ensure_users_table(settings: Settings) -> None:
@@ -124,9 +139,90 @@ def find_user_by_key_hash(key_hash: str, settings: Settings) -> User | None:
     return User(user_id=record.user_id, name=record.name, admin=bool(record.admin))
 
 
+MAX_USER_ID_CHARS = 128
+
+
+def user_exists(user_id: str, settings: Settings) -> bool:
+    """Whether `user_id` holds a live key (a user whose every key was revoked is no user): one Query of the
+    user-id index, reading at most one item. A table made before the index (an older local runtime's
+    state) is scanned instead."""
+    if not user_id or len(user_id) > MAX_USER_ID_CHARS:
+        return False
+    model = users_model(settings)
+    try:
+        return any(True for _ in model.by_user.query(user_id, limit=1))  # type: ignore[attr-defined]
+    except QueryError as error:
+        if "index" not in str(error.cause or error).lower():
+            raise
+    return any(True for _ in model.scan(model.user_id == user_id))
+
+
+def find_key(key_hash: str, settings: Settings) -> tuple[User, int | None] | None:
+    """(the user holding the key whose hash this is, when its dashboard sessions were last ended), or None
+    for a revoked key. One read: what every dashboard request asks."""
+    try:
+        record = users_model(settings).get(key_hash)
+    except users_model(settings).DoesNotExist:
+        return None
+    ended = int(record.sessions_ended_ms) if record.sessions_ended_ms is not None else None
+    return User(user_id=record.user_id, name=record.name, admin=bool(record.admin)), ended
+
+
+def end_sessions(key_hash: str, at_ms: int, settings: Settings) -> None:
+    """Sign out every dashboard session of this key signed at or before `at_ms`. Conditional on the key's
+    record (a revoked key is not written back); never moves the time backwards, so a late or repeated
+    sign-out changes nothing."""
+    model = users_model(settings)
+    condition = model.key_hash.exists() & (
+        model.sessions_ended_ms.does_not_exist() | (model.sessions_ended_ms < at_ms)
+    )
+    try:
+        model(key_hash=key_hash).update(actions=[model.sessions_ended_ms.set(at_ms)], condition=condition)
+    except UpdateError as error:
+        if error.cause_response_code != "ConditionalCheckFailedException":
+            raise
+
+
 def user_names(settings: Settings) -> dict[str, str]:
     """user id -> name, for reports across users (a scan of the users table: one row per key)."""
     return {record.user_id: record.name for record in users_model(settings).scan()}
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    user_id: str
+    name: str
+    admin: bool  # holds at least one admin key
+    keys: int
+    created_at: int
+
+
+def list_users(settings: Settings) -> list[UserSummary]:
+    """Every user with a live key, oldest first (a scan of the users table: for an admin's listing)."""
+    found: dict[str, UserSummary] = {}
+    for record in users_model(settings).scan():
+        seen = found.get(record.user_id)
+        found[record.user_id] = UserSummary(
+            record.user_id,
+            seen.name if seen else record.name,
+            bool(record.admin) or (seen.admin if seen else False),
+            (seen.keys if seen else 0) + 1,
+            min(int(record.created_at), seen.created_at if seen else int(record.created_at)),
+        )
+    return sorted(found.values(), key=lambda u: (u.created_at, u.user_id))
+
+
+def revoke_user(user_id: str, settings: Settings) -> int:
+    """Forget every key of `user_id`; answer how many there were. Idempotent (a second call answers 0)."""
+    model = users_model(settings)
+    revoked = 0
+    for record in model.scan(model.user_id == user_id):
+        try:
+            record.delete(condition=model.key_hash.exists())
+        except DeleteError:
+            continue
+        revoked += 1
+    return revoked
 
 
 def revoke_key(api_key: str, settings: Settings) -> bool:

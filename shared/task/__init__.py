@@ -6,7 +6,8 @@ pydantic models of the task and its `resources:`; `values` parses SkyPilot's sma
 `4+`, `2x`, `infra`); `positions` keeps each field's line; `strict_model` turns unknown fields into
 "did you mean" errors; `requests` is what the optimizer reads from a task; `unsupported_fields` says which
 fields are read but not acted on; `container_image` reads `image_id: docker:...`; `overrides` applies
-`sky launch`'s resource options; `limits` is the task-file size limit. Pure: no I/O but reading files.
+`sky launch`'s resource options; `limits` is the task-file size limit; `conda_use` finds the lines that
+call conda. Pure: no I/O but reading files.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import TYPE_CHECKING
 from shared.lazy_faces import lazy_face
 
 if TYPE_CHECKING:
+    from shared.task.conda_use import conda_lines
     from shared.task.container_image import container_notes
     from shared.task.limits import MAX_TASK_FILE_BYTES, read_task_file
-    from shared.task.loader import load_pipeline, load_pipeline_file
+    from shared.task.loader import load_pipeline, load_pipeline_file, task_field_line
     from shared.task.overrides import Overridden, ResourceOverrides, apply_overrides
     from shared.task.requests import ResourceChoice, ResourceRequest
     from shared.task.spec import GitWorkdir, Pipeline, Task
@@ -34,21 +36,25 @@ __all__ = [
     "ResourceRequest",
     "Task",
     "apply_overrides",
+    "conda_lines",
     "container_notes",
     "load_pipeline",
     "load_pipeline_file",
     "pipeline_notes",
     "read_task_file",
+    "task_field_line",
 ]
 
 __getattr__ = lazy_face(
     __name__,
     {
+        "conda_lines": "shared.task.conda_use",
         "container_notes": "shared.task.container_image",
         "MAX_TASK_FILE_BYTES": "shared.task.limits",
         "read_task_file": "shared.task.limits",
         "load_pipeline": "shared.task.loader",
         "load_pipeline_file": "shared.task.loader",
+        "task_field_line": "shared.task.loader",
         "Overridden": "shared.task.overrides",
         "ResourceOverrides": "shared.task.overrides",
         "apply_overrides": "shared.task.overrides",

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared.errors import TaskFileError
+from shared.task.limits import check_task_size
 from shared.task.positions import Document, YamlSyntaxError, load_documents
 from shared.task.spec import Pipeline, Task
 from shared.task.strict_model import did_you_mean
@@ -61,7 +62,10 @@ def load_pipeline(
 
     A null secret with no override is an error, unless `defer_secrets` (planning, as SkyPilot's dry run
     does): then it is left out of the task and named in `pipeline.deferred_secrets`.
+    Every way a task enters skyless comes here: the size and parse limits (shared/task/limits.py) hold
+    for all of them.
     """
+    check_task_size(len(text.encode("utf-8", errors="replace")), filename)
     try:
         documents = load_documents(text)
     except YamlSyntaxError as error:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from shared.errors import UserError
+from shared.task.positions import load_documents
 from shared.task.values import (
     FIELD_ALIASES,
     canonical_cloud,
@@ -94,7 +95,7 @@ def apply_overrides(text: str, overrides: ResourceOverrides) -> Overridden:
     if not given:
         return Overridden(text, frozenset(), False)
     overrides.check()
-    documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    documents = [d.value for d in load_documents(text) if d.value is not None]  # bounded, as every read
     if len(documents) != 1 or not isinstance(documents[0], dict):
         return Overridden(text, frozenset(), True)
     task = dict(documents[0])

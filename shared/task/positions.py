@@ -1,8 +1,10 @@
-"""Safe YAML loading that remembers where every value came from.
+"""Safe, bounded YAML loading that remembers where every value came from.
 
 `load_documents(text)` returns one `Document` per YAML document: the plain Python value (what
 `yaml.safe_load_all` would give) and a map from each field path (a tuple of keys and list indexes)
-to the 1-based line it was written on, so errors can point at the line a user must fix.
+to the 1-based line it was written on, so errors can point at the line a user must fix. A text past
+a parse limit (shared/task/limits.py: depth, documents, expanded aliases, time) is a YamlSyntaxError
+naming the limit, raised before the value is built.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from shared.task.bounded_yaml import BoundedLoader, ParseLimitError
 
 Path = tuple[str | int, ...]
 
@@ -34,16 +38,17 @@ class Document:
 
 
 class YamlSyntaxError(Exception):
-    def __init__(self, message: str, line: int | None) -> None:
+    def __init__(self, message: str, line: int | None, limit: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
+        self.limit = limit  # the parse limit passed (shared/task/limits.py), None for a syntax error
 
 
 def load_documents(text: str) -> list[Document]:
     """Every document of `text`, safely loaded, with the line of each field. Raises YamlSyntaxError."""
     try:
-        loader = yaml.SafeLoader(text)
+        loader = BoundedLoader(text)
     except yaml.reader.ReaderError as error:  # the reader rejects control characters up front
         line = text.count("\n", 0, error.position) + 1
         problem = f"invalid YAML: character {chr(error.character)!r} is not allowed"
@@ -60,6 +65,8 @@ def load_documents(text: str) -> list[Document]:
             lines: dict[Path, int] = {(): node.start_mark.line + 1}
             _record_lines(loader, node, (), lines)
             documents.append(Document(value, lines, node.start_mark.line + 1))
+    except ParseLimitError as error:
+        raise YamlSyntaxError(error.message, error.line, error.limit) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = mark.line + 1 if mark is not None else None
@@ -75,7 +82,7 @@ def load_documents(text: str) -> list[Document]:
     return documents
 
 
-def _record_lines(loader: yaml.SafeLoader, node: Node, path: Path, lines: dict[Path, int]) -> None:
+def _record_lines(loader: BoundedLoader, node: Node, path: Path, lines: dict[Path, int]) -> None:
     """Record each child's line (a mapping entry's key line, a list item's own line), depth first."""
     if isinstance(node, MappingNode):
         for key_node, value_node in node.value:

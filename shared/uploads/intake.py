@@ -5,9 +5,11 @@ Each upload is one business identity, bucket/key/ETag: its job id is derived fro
 event finds the job it already made, and a changed file (a new ETag) runs again.
 
 Who owns the job and which env overrides apply (documented in docs/architecture.md):
-- `tasks/<user id>/<any path>.yaml` belongs to that user (the prefix wins: a bucket policy can confine
-  each user to their own prefix); `tasks/<file>.yaml` belongs to the object's `skyless-owner` metadata,
-  else to `SKYLESS_UPLOAD_OWNER` (default `u-local`, the local runtime's user).
+- `tasks/<user id>/<any path>.yaml` runs as that user, who must hold a key in the users table; nothing
+  else decides it (a bucket policy confines each user's writes to their own prefix). A prefix that names no
+  user is refused; `skyless-owner` metadata naming anyone else is refused, never obeyed. A file right
+  under `tasks/` runs as the stack's `SKYLESS_UPLOAD_OWNER` (the local runtime's user, `u-local`); the
+  SAM template sets none, so in AWS such a file is refused.
 - `skyless-env` metadata: a JSON object of env overrides (`{"EPOCHS": "3"}`).
 - `skyless-deadline` (`2026-12-01T09:00Z`, or `36h` from the upload's processing) and `skyless-hours` (the
   compute the job needs) metadata: a deadline job (shared/jobs/deadlines.py).
@@ -122,19 +124,44 @@ def is_task_key(key: str) -> bool:
     return key.startswith(TASKS_PREFIX) and key.lower().endswith(TASK_SUFFIXES)
 
 
-def owner_of(key: str, metadata: dict[str, str]) -> str | None:
-    """None: a top-level file with no owner metadata on a stack with no default upload owner (the SAM
-    template sets SKYLESS_UPLOAD_OWNER empty: in AWS a file must say whose it is)."""
+def owner_of(key: str) -> str | None:
+    """The user the key names (`tasks/<user id>/...`); for a file right under `tasks/`, the stack's default
+    upload owner (None in AWS: the SAM template sets SKYLESS_UPLOAD_OWNER empty). Never the metadata."""
     parts = key[len(TASKS_PREFIX) :].split("/")
-    if len(parts) >= 2 and parts[0]:
-        return parts[0]
-    return metadata.get(OWNER_METADATA) or UploadConfig.from_env().default_owner
+    if len(parts) >= 2:
+        return parts[0] or None
+    return UploadConfig.from_env().default_owner
 
 
-def _owner_from_metadata(key: str, metadata: dict[str, str]) -> bool:
-    """Whether the owner is only what the uploader claims (`skyless-owner` on a file right under tasks/)."""
-    parts = key[len(TASKS_PREFIX) :].split("/")
-    return not (len(parts) >= 2 and parts[0]) and bool(metadata.get(OWNER_METADATA))
+def check_owner(settings: Settings, key: str, owner: str | None, metadata: dict[str, str]) -> str:
+    """The owner the upload runs as; a UserError (its report goes beside the file) for a key that names
+    nobody, a user id the users table does not hold, or metadata claiming another owner."""
+    from shared.store.users import user_exists
+
+    rest = key.removeprefix(TASKS_PREFIX)
+    if owner is None:
+        raise UserError(
+            "whose task is this? a task file runs as the user its key names: tasks/<user id>/...",
+            file=key,
+            hint=f"upload it as tasks/<your user id>/{rest.split('/', 1)[-1]}",
+        )
+    if not user_exists(owner, settings):
+        raise UserError(
+            f"no skyless user has the id {owner[:64]!r}: a task file runs as the user its key names "
+            "(tasks/<user id>/...)",
+            file=key,
+            hint="upload it as tasks/<your user id>/...; an admin's `skyless admin users list` shows ids",
+        )
+    claimed = metadata.get(OWNER_METADATA)
+    if claimed is not None and claimed != owner:
+        raise UserError(
+            f"the {OWNER_METADATA} metadata names {claimed[:64]!r}, but this file's key names {owner!r}: "
+            "an upload runs as the user its key names, and metadata cannot change that",
+            file=key,
+            field=f"x-amz-meta-{OWNER_METADATA}",
+            hint=f"to run it as {claimed[:64]!r}, that user uploads it under tasks/{claimed[:64]}/",
+        )
+    return owner
 
 
 def env_of(key: str, metadata: dict[str, str]) -> dict[str, str]:
@@ -197,21 +224,14 @@ def submit_upload(settings: Settings, upload: Upload, outcome: UploadOutcome) ->
         outcome.ignored.append(upload.key)
         return
     body, metadata = fetched.body, fetched.metadata
-    owner = owner_of(upload.key, metadata)
+    owner: str | None = None  # known once checked: a report about a file of nobody's notifies nobody
     try:
-        if owner is None:
-            raise UserError(
-                "whose task is this? a file directly under tasks/ needs an owner",
-                file=upload.key,
-                field=f"x-amz-meta-{OWNER_METADATA}",
-                hint=f"upload it as tasks/<your user id>/{upload.key.removeprefix(TASKS_PREFIX)} instead",
-            )
+        owner = check_owner(settings, upload.key, owner_of(upload.key), metadata)
         check_task_size(len(body), upload.key)
         text = body.decode("utf-8", errors="replace")
         env = env_of(upload.key, metadata)
         deadline, hours = deadline_of(upload.key, metadata)
-        claimed = _owner_from_metadata(upload.key, metadata)
-        reference = secret_reference(settings, upload.key, metadata, owner=owner, owner_from_metadata=claimed)
+        reference = secret_reference(settings, upload.key, metadata, owner=owner)
         secrets = check_secrets_given(text, filename=upload.key, env=env, reference=reference)
         pipeline = check_task_runs(text, filename=upload.key, env=env, secrets=secrets)  # what it runs by
         notes = pipeline_notes(pipeline)

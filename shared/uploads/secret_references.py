@@ -9,10 +9,8 @@ Secrets Manager secret instead: `x-amz-meta-skyless-secrets: <name>` means the s
   secrets made for that owner (in AWS, grant each user `secretsmanager:CreateSecret`/`PutSecretValue` on
   `<prefix>/uploads/<their user id>/*`, as bucket writes on `tasks/<their user id>/*`). The submit function
   may read `<prefix>/uploads/*` and nothing else of Secrets Manager's but the stack's own secrets.
-- Only for an owner the bucket vouches for: a file under `tasks/<user id>/`, or directly under `tasks/` on a
-  stack with a default upload owner (the local runtime). A file that names its owner in `skyless-owner`
-  metadata cannot use secrets: anyone who may write `tasks/` could claim any owner, and run their own
-  code with that owner's secrets.
+- Only for the owner the bucket vouches for: the user of a file's `tasks/<user id>/` prefix (or, directly
+  under `tasks/`, the local runtime's user); metadata never names the owner (shared/uploads/intake.py).
 - A missing secret, or one without a value the task needs, is a rejection (`<key>.error.json`) naming the
   secret and the line of the task's field. Values are never in a report, a log or a table.
 """
@@ -54,21 +52,13 @@ def upload_secret_name(settings: Settings, owner: str, name: str) -> str:
 
 
 def secret_reference(
-    settings: Settings, key: str, metadata: dict[str, str], *, owner: str, owner_from_metadata: bool
+    settings: Settings, key: str, metadata: dict[str, str], *, owner: str
 ) -> SecretReference | None:
     """The secret the upload names and its values; None when it names none. UserError (naming the metadata
-    field) for a name that is not one, or an owner the bucket does not vouch for."""
+    field) for a name that is not one."""
     raw = metadata.get(SECRETS_METADATA, "").strip()
     if not raw:
         return None
-    if owner_from_metadata:
-        raise UserError(
-            "an upload that names its owner in metadata cannot use secrets (anyone who may write tasks/ "
-            "could claim that owner)",
-            file=key,
-            field=FIELD,
-            hint=f"upload it as tasks/<your user id>/{key.split('/', 1)[-1]}",
-        )
     if len(raw) > MAX_NAME_CHARS or ".." in raw or not NAME_PATTERN.fullmatch(raw):
         raise UserError(
             f"not a secret name: {raw[:60]!r}",

@@ -86,7 +86,8 @@ class BusQueue:
 
 
 class BusQueues:
-    def __init__(self, optimize: Any, provision: Any, spot_watch: Any) -> None:
+    def __init__(self, optimize: Any, provision: Any, spot_watch: Any, teardown: Any) -> None:
         self.optimize = optimize
         self.provision = provision
         self.spot_watch = spot_watch
+        self.teardown = teardown

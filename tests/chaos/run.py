@@ -59,6 +59,7 @@ HANDLERS: dict[str, Callable[[dict[str, Any], Wiring], Any]] = {
     "optimize": plan_job,
     "provision": provision_job,
     "spot_watch": watch_instance_event,
+    "teardown": provision_job,
 }
 
 

@@ -1,6 +1,7 @@
 """A SkyPilot user's cluster session, typed at the `skyless` command on a fresh HOME, on the local runtime
 the first command starts: launch -c, exec twice, queue, a command through ssh, autostop stopping the idle
-cluster (an autostop "minute" is one second here), start, down, and nothing left running after it."""
+cluster (an autostop "minute" is two seconds here: the file's 30m outlasts the session on a busy machine),
+start, down, and nothing left running after it."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class User:
             HOME=str(home),
             SKYLESS_LOCAL_MOTO_PORT=str(free_port()),
             SKYLESS_LOCAL_API_PORT=str(free_port()),
-            SKYLESS_AUTOSTOP_MINUTE_SECONDS="1",
+            SKYLESS_AUTOSTOP_MINUTE_SECONDS="2",
             SKYLESS_CLUSTER_POLL_SECONDS="0.5",
             SKYLESS_LOG_FLUSH_SECONDS="0.5",
         )
@@ -81,6 +82,7 @@ def test_a_cluster_session_from_launch_to_down(user: User) -> None:
     first = user.ok("launch", "-c", "dev", "examples/dev_cluster.yaml")
     assert "provisioning a new cluster" in first and "hello from" in first, first
     assert "Job 1 on dev SUCCEEDED" in first
+    assert "resources.autostop" not in first  # applied to the cluster, so never called "read, not applied"
 
     user.ok("exec", "dev", "cat ~/marker; echo second >> ~/marker")
     second = user.ok("exec", "dev", "cat", "~/marker", "~/setup.log")

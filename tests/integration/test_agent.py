@@ -278,7 +278,7 @@ def test_setup_failure_stops_before_run_and_reports_its_exit_code(bucket: tuple[
     with AgentProtocolServer(_config(s3, name, job, run="echo should-not-run", setup="exit 7")) as api:
         agent = _start_agent(api.url, job, tmp_path / "node")
         agent.communicate(timeout=60)
-    assert api.phases() == ["setting_up", "failed"]
+    assert api.phases() == ["setting_up", "setup_failed"]  # FAILED_SETUP, as SkyPilot names it
     assert api.statuses[-1]["exit_code"] == 7
     assert "should-not-run" not in _shipped_log(s3, name, f"runs/{job}/logs/1/")
 

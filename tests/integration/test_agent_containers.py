@@ -130,7 +130,10 @@ def test_agent_logs_in_with_the_password_on_stdin_starts_the_container_and_execs
     ]  # fmt: skip
     setup, run = calls[4]["argv"], calls[5]["argv"]
     assert setup[:4] == ["docker", "exec", "-w", "/root/sky_workdir"]
-    assert setup[-4:] == [name_, "bash", "-c", "echo setup-in=$PWD"]
+    assert setup[-6:-1] == [name_, "bash", "--norc", "-i", "-c"]  # SkyPilot's wrapper, as on the host
+    assert "source ~/.bashrc\n" in setup[-1] and setup[-1].endswith(
+        "cd /root/sky_workdir\necho setup-in=$PWD\n"
+    )
     assert "-e" in setup and "SKYPILOT_SETUP_NODE_RANK" in setup and "SKYPILOT_NODE_RANK" not in setup
     assert "MY_VAR" in run and "SKYPILOT_NODE_RANK" in run and "hello world" not in run
     assert "PATH" not in run and "HOME" not in run  # the host's own environment stays outside

@@ -29,6 +29,13 @@ CHECKPOINTING_TASK = (
 )
 
 
+def task_started(home: Path) -> bool:
+    """The task has set its SIGTERM trap (it says `started` after): a notice before that cannot checkpoint,
+    on a SkyPilot node as here, since ~/.bashrc is read before the task's first command."""
+    log = home / "skyless_task.log"
+    return log.exists() and "started" in log.read_text()
+
+
 @pytest.fixture
 def gcp_metadata() -> Iterator[FakeGcpMetadata]:
     fake, server = start_fake_gcp_metadata()
@@ -113,6 +120,7 @@ def test_gcp_preemption_is_seen_at_once_through_the_long_poll_and_the_task_check
             api, home, SKYLESS_CLOUD="gcp", SKYLESS_GCP_METADATA_URL=gcp_metadata.url, **timing
         )
         wait_for(lambda: "running" in api.phases())
+        wait_for(lambda: task_started(home))
         wait_for(lambda: any(r.get("wait_for_change") == "true" for r in gcp_metadata.requests))
         noticed_from = time.monotonic()
         gcp_metadata.preempt()
@@ -173,6 +181,7 @@ def test_azure_preempt_event_for_this_vm_stops_the_task_then_approves_the_event(
         fake = {"SKYLESS_AZURE_METADATA_URL": azure_metadata.url, "SKYLESS_METADATA_POLL_SECONDS": "0.2"}
         agent = start_agent(api, home, SKYLESS_CLOUD="azure", **fake)
         wait_for(lambda: "running" in api.phases())
+        wait_for(lambda: task_started(home))
         # Events about other VMs of the set, or of another kind, are not this node's preemption.
         azure_metadata.schedule("Preempt", ["another-vm"])
         azure_metadata.schedule("Freeze", [VM_NAME])

@@ -100,7 +100,7 @@ def test_an_invalid_task_is_400_and_records_nothing(alice: Api) -> None:
 
     assert answer.status_code == 400
     assert answer.json_body["file"] == "t.yaml"
-    assert alice.get("/jobs").json_body == {"jobs": []}
+    assert alice.get("/jobs").json_body == {"jobs": [], "cursor": None}
 
 
 def test_each_user_lists_only_their_own_jobs(alice: Api, bob: Api) -> None:
@@ -196,7 +196,7 @@ def test_plan_is_a_dry_run_that_records_nothing(alice: Api) -> None:
     assert candidates and {c["cloud"] for c in candidates} == {"aws"}
     prices = [c["hourly_price"] for c in candidates]
     assert prices[0] == min(prices)
-    assert alice.get("/jobs").json_body == {"jobs": []}
+    assert alice.get("/jobs").json_body == {"jobs": [], "cursor": None}
 
 
 def test_a_plan_nothing_can_satisfy_is_400(alice: Api) -> None:

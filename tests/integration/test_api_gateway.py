@@ -100,7 +100,7 @@ def test_a_rest_proxy_event_reaches_the_route(stack: Settings) -> None:
     answer = handler(rest_proxy_event("GET", "/jobs", auth), None)
 
     assert answer["statusCode"] == 200
-    assert json.loads(answer["body"]) == {"jobs": []}
+    assert json.loads(answer["body"]) == {"jobs": [], "cursor": None}
 
 
 def test_a_path_no_route_matches_is_404_and_a_missing_key_401(stack: Settings) -> None:

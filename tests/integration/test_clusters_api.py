@@ -142,6 +142,7 @@ def test_launch_says_what_of_the_task_skyless_does_not_act_on(alice: Caller) -> 
     notes = alice.post("/clusters/dev/launch", {"task": task}).json_body["notes"]
     assert any("wait_for: none is not honoured" in n for n in notes)
     assert any("hook is not run" in n for n in notes)
+    assert not any("read, not applied" in n for n in notes)  # the cluster applies its autostop
 
 
 def test_a_node_trades_its_boot_token_for_the_agent_token_once(

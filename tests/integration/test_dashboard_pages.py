@@ -13,8 +13,9 @@ from urllib.parse import urlencode
 
 import pytest
 from chalice.test import Client
+from test_api_gateway import http_api_event
 
-from functions.submit.app import app
+from functions.submit.app import app, handler
 from shared.config import Settings
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.schedules.operations import create_schedule
@@ -218,6 +219,44 @@ def test_a_tampered_or_revoked_session_is_refused(
     assert revoke_key(users["alice"], stack)
     answer = browser.get("/dashboard")
     assert answer.status_code == 303 and "why=revoked" in answer.headers["Location"]
+
+
+def test_after_logout_a_copied_session_cookie_no_longer_works(
+    client: Client, stack: Settings, users: dict[str, str]
+) -> None:
+    alice_id = user_id(stack, users["alice"])
+    job_id = submit_job(
+        wiring_for(stack), SubmitJob.from_text(owner=alice_id, task_text="name: x\nrun: sleep 1\n")
+    ).job_id
+    alice, bob = Browser(client), Browser(client)
+    alice.sign_in(users["alice"])
+    bob.sign_in(users["bob"])
+    thief = Browser(client)
+    thief.cookies = dict(alice.cookies)  # the cookie copied off alice's machine, and a form token of hers
+    stolen, stolen_csrf = thief.cookies["skyless_session"], thief.csrf()
+    assert thief.get("/dashboard").status_code == 200
+
+    answer = alice.post("/dashboard/logout", {"csrf": alice.csrf()})
+    assert answer.status_code == 303 and answer.headers["Location"].endswith("/dashboard/login")
+    assert any("skyless_session=;" in h and "Max-Age=0" in h for h in set_cookie_headers(answer))
+
+    replayed = thief.get("/dashboard")
+    assert replayed.status_code == 303 and "why=signed_out" in replayed.headers["Location"]
+    assert thief.post(f"/dashboard/jobs/{job_id}/cancel", {"csrf": stolen_csrf}).status_code == 303
+    job = wiring_for(stack).store.get(job_id)
+    assert job is not None and job.state == "PLANNED"  # the replayed form did nothing
+    assert thief.post("/dashboard/logout", {"csrf": stolen_csrf}).status_code == 303  # a replayed logout
+    # As API Gateway delivers it to the Lambda entry point: cookies in the payload 2.0 `cookies` list.
+    event = http_api_event("GET", "/dashboard")
+    event["cookies"] = [f"skyless_session={stolen}"]
+    lambda_answer = handler(event, None)
+    assert lambda_answer["statusCode"] == 303 and "why=signed_out" in lambda_answer["headers"]["Location"]
+
+    assert bob.get("/dashboard").status_code == 200  # another user's session is not touched
+    alice.sign_in(users["alice"])  # signing in again is a new session; the copied one stays dead
+    assert alice.get("/dashboard").status_code == 200
+    thief.cookies["skyless_session"] = stolen
+    assert thief.get("/dashboard").status_code == 303
 
 
 def test_an_expired_session_is_refused(

@@ -99,7 +99,9 @@ def test_an_upload_with_deadline_metadata_is_a_deadline_job_and_a_bad_one_names_
     stack: Settings,
 ) -> None:
     from shared.aws.sessions import aws_client
+    from shared.store.users import create_user
 
+    create_user("alice", stack, user_id="u-alice")  # whom the key prefix names
     objects = {
         "tasks/u-alice/ok.yaml": {"skyless-deadline": "12h", "skyless-hours": "3"},
         "tasks/u-alice/late.yaml": {"skyless-deadline": "1h", "skyless-hours": "3"},

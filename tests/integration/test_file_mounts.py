@@ -1,6 +1,6 @@
-"""`file_mounts`: local files and folders are uploaded by the CLI and unpacked on every node; https:// and
-objects of the skyless bucket are downloaded by the node; buckets are shared.storage's (tests/test_storage_*);
-other sources are refused at submit.
+"""`file_mounts`: local files and folders are uploaded by the CLI and unpacked on every node; https:// URLs
+are downloaded by the node; buckets are shared.storage's (tests/test_storage_*), skyless's own never (its
+every spelling: tests/integration/test_tenant_walls_storage.py); other sources are refused at submit.
 A git workdir (`workdir: {url, ref}`) is cloned on each node at `ref`, not silently left empty."""
 
 from __future__ import annotations
@@ -22,14 +22,16 @@ from typer.testing import CliRunner, Result
 from cli.api_client import tar_path
 from cli.main import app as cli
 from local_runtime import ensure_local_runtime
-from node_agent.agent import clone_workdir, mount_path, unpack_mount
+from node_agent.agent.mounts import clone_workdir, mount_path, unpack_mount
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.file_mounts import check_file_mounts, decode_keys, mount_sources
+from shared.storage.access import StorageWalls
 from shared.task.loader import load_pipeline
 from shared.wiring import wiring_for
 
 BUCKET = "prefix-artifacts"
+WALLS = StorageWalls(BUCKET)
 
 
 def _run(*args: str) -> Result:
@@ -47,13 +49,14 @@ def test_sources_are_sorted_by_what_fetches_them() -> None:
         f"  /data/b.bin: s3://{BUCKET}/datasets/b.bin\n"
     )
 
-    found = {(m.path, m.kind, m.source) for m in mount_sources(task, bucket=BUCKET)}
+    with pytest.raises(UserError, match="own bucket") as caught:
+        mount_sources(task, walls=WALLS)
+    assert caught.value.field == "file_mounts./data/b.bin"
 
-    assert found == {
-        ("~/code", "upload", "./code"),
-        ("/data/a.csv", "web", "https://example.com/a.csv"),
-        ("/data/b.bin", "bucket", "datasets/b.bin"),
-    }
+    task = _task("  ~/code: ./code\n  /data/a.csv: https://example.com/a.csv\n  /d: s3://datasets/b\n")
+    found = {(m.path, m.kind, m.source) for m in mount_sources(task, walls=WALLS)}
+
+    assert found == {("~/code", "upload", "./code"), ("/data/a.csv", "web", "https://example.com/a.csv")}
 
 
 @pytest.mark.parametrize(
@@ -68,7 +71,7 @@ def test_a_source_skyless_cannot_fetch_is_refused_naming_the_mount(mount: str, m
     pipeline = load_pipeline(f"resources:\n  cpus: 1+\nfile_mounts:\n{mount}run: ls\n", filename="t.yaml")
 
     with pytest.raises(UserError) as caught:
-        check_file_mounts(pipeline, {}, owner="u1", bucket=BUCKET, filename="t.yaml")
+        check_file_mounts(pipeline, {}, owner="u1", walls=WALLS, filename="t.yaml")
 
     assert message in caught.value.message
     assert caught.value.field == f"file_mounts.{path}" and caught.value.file == "t.yaml"
@@ -77,16 +80,16 @@ def test_a_source_skyless_cannot_fetch_is_refused_naming_the_mount(mount: str, m
 def test_local_sources_need_the_callers_own_upload_and_bucket_objects_are_not_others_runs() -> None:
     pipeline = load_pipeline("resources:\n  cpus: 1+\nfile_mounts:\n  ~/c: ./c\nrun: ls\n")
     with pytest.raises(UserError, match="was not uploaded"):
-        check_file_mounts(pipeline, {}, owner="u1", bucket=BUCKET)
+        check_file_mounts(pipeline, {}, owner="u1", walls=WALLS)
     with pytest.raises(UserError, match="POST /uploads"):
-        check_file_mounts(pipeline, {"~/c": "uploads/u2/abc/mount.tar.gz"}, owner="u1", bucket=BUCKET)
-    check_file_mounts(pipeline, {"~/c": "uploads/u1/abc/mount.tar.gz"}, owner="u1", bucket=BUCKET)
+        check_file_mounts(pipeline, {"~/c": "uploads/u2/abc/mount.tar.gz"}, owner="u1", walls=WALLS)
+    check_file_mounts(pipeline, {"~/c": "uploads/u1/abc/mount.tar.gz"}, owner="u1", walls=WALLS)
 
     secrets = load_pipeline(
         f"resources:\n  cpus: 1+\nfile_mounts:\n  /s: s3://{BUCKET}/runs/job-1/secrets.json\n"
     )
-    with pytest.raises(UserError, match="not yours"):
-        check_file_mounts(secrets, {}, owner="u1", bucket=BUCKET)
+    with pytest.raises(UserError, match="own bucket"):
+        check_file_mounts(secrets, {}, owner="u1", walls=WALLS)
 
 
 def test_a_file_lands_as_that_file_and_a_folder_as_that_folder(tmp_path: Path) -> None:
@@ -192,15 +195,18 @@ def test_two_nodes_read_the_workdir_and_every_mount_and_launch_shows_both_logs(
     monkeypatch.chdir(tmp_path)
     runtime = ensure_local_runtime()
     s3 = boto3.client("s3", endpoint_url=runtime.aws_endpoint_url, **LOCAL_CREDENTIALS)
-    s3.put_object(Bucket="skyless-artifacts", Key="datasets/obj.txt", Body=b"from the skyless bucket\n")
+    s3.create_bucket(Bucket="lab-datasets")  # in the account, not skyless's: usable once an admin grants it
+    s3.put_object(Bucket="lab-datasets", Key="datasets/obj.txt", Body=b"from a granted bucket\n")
+    granted = _run("admin", "buckets", "grant", "lab-datasets", "--user", "u-local", "--prefix", "datasets")
+    assert granted.exit_code == 0, granted.output
     task = tmp_path / "mounts.yaml"
     task.write_text(
         "name: mounts\nnum_nodes: 2\nworkdir: code\nresources:\n  cpus: 1+\n"
         "file_mounts:\n  ~/data: ./data\n  /etc/skyless-test/lr.txt: ./lr.txt\n"
         "  ~/page.txt: http://127.0.0.1:$WEB_PORT/page.txt\n"
-        "  ~/obj.txt: s3://skyless-artifacts/datasets/obj.txt\n"
+        "  ~/obj: s3://lab-datasets/datasets\n"
         "run: |\n  python3 train.py\n"
-        "  cat ~/data/part/rows.csv /etc/skyless-test/lr.txt ~/page.txt ~/obj.txt\n"
+        "  cat ~/data/part/rows.csv /etc/skyless-test/lr.txt ~/page.txt ~/obj/obj.txt\n"
         "  echo node $SKYPILOT_NODE_RANK done\n"
     )
 
@@ -209,7 +215,7 @@ def test_two_nodes_read_the_workdir_and_every_mount_and_launch_shows_both_logs(
 
     assert result.exit_code == 0, result.output
     fetched = ("from the workdir", "from a mounted folder", "from a mounted file", "from a web server",
-               "from the skyless bucket")  # fmt: skip
+               "from a granted bucket")  # fmt: skip
     for rank, name in ((0, "head"), (1, "worker1")):
         prefix = f"({name}, rank={rank}) "
         for line in (*fetched, f"node {rank} done"):

@@ -61,7 +61,7 @@ def test_the_bundle_requirements_are_pyprojects_runtime_dependencies_and_nothing
     assert bundle == {name: spec for name, spec in runtime.items() if name not in CLI_ONLY}
     assert "moto[server]" not in runtime and "moto" not in runtime
     assert any(r.startswith("moto[server]") for r in project["optional-dependencies"]["local"])
-    assert "skyless[gcp,azure,local]" in project["optional-dependencies"]["dev"]
+    assert "skyless[gcp,azure,local,stores]" in project["optional-dependencies"]["dev"]
 
 
 def _requirements_from(lines: list[str]) -> dict[str, str]:

@@ -76,7 +76,7 @@ def test_set_show_and_test_mask_the_webhook_and_deliver(
     test = api.call("POST", "/notifications/test").json_body
     assert [(d["channel"], d["status"]) for d in test["deliveries"]] == [("slack", "sent"), ("email", "sent")]
     assert "XXXXsecretXXXX" not in json.dumps(test)
-    assert webhook.posts[0]["text"] == "skyless: test test notification"
+    assert webhook.posts[0]["text"] == "skyless: test notification"
     mail = sent_mail(moto_endpoint)
     assert any(address in m["destinations"]["ToAddresses"] for m in mail)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,10 @@ def test_set_show_test_with_the_webhook_masked(cli_api: list[str], webhook: Slac
     assert tested.exit_code == 0, tested.output
     assert "slack: sent" in tested.output and "email: sent" in tested.output
     assert len(webhook.posts) == 1
+    post = json.dumps(webhook.posts[0])
+    assert webhook.posts[0]["text"] == "skyless: test notification"  # not "test test notification"
+    assert "None" not in post and "local/local" not in post and "job-000000000000" not in post
+    assert "skyless can reach you" in post
 
 
 def test_set_refuses_unknown_events_and_bad_addresses(cli_api: list[str]) -> None:

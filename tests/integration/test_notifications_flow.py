@@ -143,7 +143,7 @@ def test_no_capacity_notifies_on_first_wait_and_on_the_final_failure(
     job = new_job(store)
     walk(store, job, S.PLANNED, S.PROVISIONING, S.WAITING, S.PROVISIONING, S.WAITING, S.PROVISIONING)
     reason = "no capacity anywhere after 3 rounds (aws/us-east-1a: no capacity)"
-    assert store.move(job, S.FAILED, reason, changes={"reason": reason})
+    assert store.move(job, S.FAILED_NO_RESOURCE, reason, changes={"reason": reason})
     deliver(stack, reader)
     subjects = [m["subject"] for m in mail_to(moto_endpoint, address)]
     assert subjects == ["skyless: train found no capacity anywhere"] * 2

@@ -12,7 +12,9 @@ from shared.config import QUEUE_KINDS, Settings
 from shared.stack import FUNCTION_TIMEOUT_SECONDS, VISIBILITY_TIMEOUT_SECONDS, create_stack
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "template.yaml"
-LOGICAL = {"optimize": "Optimize", "provision": "Provision", "spot_watch": "SpotWatch", "submit": "Submit"}
+LOGICAL = {"optimize": "Optimize", "provision": "Provision", "spot_watch": "SpotWatch", "submit": "Submit",
+           "teardown": "Teardown"}  # fmt: skip
+FUNCTION = {**LOGICAL, "teardown": "Provision"}  # the provision function's second event source
 
 
 def _template() -> dict[str, Any]:
@@ -26,7 +28,7 @@ def test_template_queues_and_functions_match_the_stack_settings() -> None:
     default_timeout = _template()["Globals"]["Function"]["Timeout"]
     for kind in QUEUE_KINDS:
         queue = resources[f"{LOGICAL[kind]}Queue"]["Properties"]
-        function = resources[f"{LOGICAL[kind]}Function"]["Properties"]
+        function = resources[f"{FUNCTION[kind]}Function"]["Properties"]
         assert function.get("Timeout", default_timeout) == FUNCTION_TIMEOUT_SECONDS[kind], kind
         assert queue["VisibilityTimeout"] == VISIBILITY_TIMEOUT_SECONDS[kind], kind
         assert VISIBILITY_TIMEOUT_SECONDS[kind] >= 6 * FUNCTION_TIMEOUT_SECONDS[kind]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from cfnlint.decode import decode
 
+from local_runtime.dispatcher import QUEUE_HANDLERS
 from shared.config import QUEUE_KINDS, Settings
 from shared.stack import SPOT_EVENT_PATTERN
 
@@ -69,14 +70,17 @@ def test_every_function_handler_imports_and_is_callable(template: dict[str, Any]
 
 def test_tables_match_the_pynamodb_models(template: dict[str, Any]):
     from shared.storage.registry import buckets_model
+    from shared.store.audit import audit_model
     from shared.store.cluster_records import cluster_models
     from shared.store.models import models_for
     from shared.store.notifications import notifications_model
     from shared.store.schedules import schedules_model
+    from shared.store.tenancy import tenancy_model
     from shared.store.users import users_model
 
     models = (*models_for(SETTINGS).all(), users_model(SETTINGS), schedules_model(SETTINGS))
     models = (*models, buckets_model(SETTINGS), cluster_models(SETTINGS).table())
+    models = (*models, tenancy_model(SETTINGS), audit_model(SETTINGS))
     expected = {m.Meta.table_name: m for m in (*models, notifications_model(SETTINGS))}
     tables = {_name(r["Properties"]["TableName"]): r["Properties"]
               for r in _of_type(template, "AWS::DynamoDB::Table").values()}  # fmt: skip
@@ -122,7 +126,7 @@ def test_each_queue_feeds_its_handler_with_partial_batch_responses(template: dic
                 )
     for kind in QUEUE_KINDS:
         handler, props = by_queue[queue_logical[SETTINGS.queue_name(kind)]]
-        assert handler == f"functions.{kind}.handler.handler"
+        assert handler == f"{QUEUE_HANDLERS[kind]}.handler"  # the local dispatcher's wiring is the template's
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
         function_timeout = 60
         visibility = template["Resources"][queue_logical[SETTINGS.queue_name(kind)]]["Properties"]

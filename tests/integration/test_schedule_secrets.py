@@ -26,8 +26,8 @@ from local_runtime.api_server import ApiServer, load_app
 from local_runtime.dispatcher import Dispatcher
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
+from shared.jobs.job_listing import list_jobs
 from shared.jobs.task_records import secrets_of
-from shared.jobs.views import list_jobs
 from shared.schedules.operations import Firing, get_schedule, run_firing
 from shared.states import JobState, is_terminal
 from shared.store.users import create_user, find_user

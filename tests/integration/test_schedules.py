@@ -18,7 +18,7 @@ from functions.submit.handler import handler as submit_handler
 from local_runtime.dispatcher import Dispatcher
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
-from shared.jobs.views import list_jobs
+from shared.jobs.job_listing import list_jobs
 from shared.schedules.operations import Firing, create_schedule, get_schedule, run_firing
 from shared.store.users import create_user, find_user
 from shared.wiring import wiring_for

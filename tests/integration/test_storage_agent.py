@@ -18,7 +18,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from test_agent import TOKEN, AgentProtocolServer, _config, _start_agent, _wait_for
 
-from node_agent.agent import BucketMirror, sigv4_headers
+from node_agent.agent.buckets import BucketMirror, sigv4_headers
 from shared.storage.backends import S3Backend
 
 

@@ -28,6 +28,7 @@ from shared.storage.backends import R2Backend, S3Backend, StorageBackends, sessi
 from shared.storage.lifecycle import StorageFailure, prepare_job_storage, release_job_storage
 from shared.storage.rclone import rclone_commands, remote_of
 from shared.storage.registry import find_bucket
+from shared.store.tenancy import Grant, put_grant
 from shared.task.loader import load_pipeline
 from shared.wiring import wiring_for
 
@@ -67,6 +68,7 @@ def test_a_named_bucket_is_created_once_for_its_owner_and_refused_to_everyone_el
 def test_only_a_bucket_this_job_created_and_did_not_keep_is_deleted_at_its_end(stack: Settings):
     made, kept, existing = (f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("made", "kept", "existing"))
     boto3.client("s3", endpoint_url=stack.endpoint_url).create_bucket(Bucket=existing)
+    put_grant(stack, Grant(existing, "user:u-a", "", write=True))  # not skyless's: usable once granted
     task = _task(
         f"  /a:\n    name: {made}\n    persistent: false\n"
         f"  /b:\n    name: {kept}\n"
@@ -82,11 +84,13 @@ def test_only_a_bucket_this_job_created_and_did_not_keep_is_deleted_at_its_end(s
 
     assert notes == [f"bucket s3://{made} deleted (persistent: false)"]
     assert made not in _buckets(stack) and {kept, existing} <= _buckets(stack)
-    assert find_bucket(stack, made) is None and find_bucket(stack, existing).created_by is None
+    assert find_bucket(stack, made) is None and find_bucket(stack, existing) is None  # granted, never claimed
 
 
 def test_a_bucket_named_as_a_source_must_exist(stack: Settings):
-    task = _task(f"  /data: s3://missing-{uuid.uuid4().hex[:8]}/train\n")
+    missing = f"missing-{uuid.uuid4().hex[:8]}"
+    put_grant(stack, Grant(missing, "user:u-a", "", write=False))
+    task = _task(f"  /data: s3://{missing}/train\n")
     with pytest.raises(StorageFailure, match=r"file_mounts./data: bucket s3://missing-\w+ does not exist"):
         prepare_job_storage(stack, _job(), task, "aws")
 
@@ -210,14 +214,19 @@ def test_a_task_bucket_of_the_local_runtime_outlives_a_restart_through_the_snaps
 ):
     from local_runtime.state_snapshot import restore_snapshot, save_snapshot
 
-    name = f"ckpt-{uuid.uuid4().hex[:8]}"
+    name, granted = f"ckpt-{uuid.uuid4().hex[:8]}", f"data-{uuid.uuid4().hex[:8]}"
     prepare_job_storage(stack, _job(), _task(f"  /ckpt:\n    name: {name}\n"), "aws")
     s3 = boto3.client("s3", endpoint_url=stack.endpoint_url)
-    s3.put_object(Bucket=name, Key="run/step", Body=b"9\n")
+    s3.create_bucket(Bucket=granted)  # made with an S3 client, then granted: not skyless's, still kept
+    put_grant(stack, Grant(granted, "user:u-a", "", write=False))
+    for bucket in (name, granted):
+        s3.put_object(Bucket=bucket, Key="run/step", Body=b"9\n")
     save_snapshot(stack, tmp_path / "state.json")
-    s3.delete_object(Bucket=name, Key="run/step")
-    s3.delete_bucket(Bucket=name)  # what a fresh embedded endpoint looks like
+    for bucket in (name, granted):
+        s3.delete_object(Bucket=bucket, Key="run/step")
+        s3.delete_bucket(Bucket=bucket)  # what a fresh embedded endpoint looks like
 
     restore_snapshot(stack, tmp_path / "state.json")
 
-    assert s3.get_object(Bucket=name, Key="run/step")["Body"].read() == b"9\n"
+    for bucket in (name, granted):
+        assert s3.get_object(Bucket=bucket, Key="run/step")["Body"].read() == b"9\n"

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlencode
 
 import boto3
 import pytest
@@ -232,7 +232,8 @@ def deployed(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> It
         prefix=f"d{uuid.uuid4().hex[:8]}", endpoint_url=moto_endpoint, home=tmp / "home", providers="aws=aws"
     )
     create_stack(settings)
-    resolver = StackResolver(load_template(), parameters={"Prefix": settings.prefix})
+    parameters = {"Prefix": settings.prefix, "StorageBuckets": f"{settings.prefix}-tasks-*"}
+    resolver = StackResolver(load_template(), parameters=parameters)
     _create_template_only_resources(settings, resolver)
     yield DeployedStack(settings, resolver, tmp)
 
@@ -348,20 +349,17 @@ def journey(deployed: DeployedStack) -> dict[str, Any]:
     [cancelled] = d.invoke(api, [d.http("POST", f"/jobs/{second_id}/cancel", key=key)])
     seen["cancelled"] = cancelled
     d.sqs_batch("optimize")  # the cancelled job's plan request: optimize would drop it
-    seen["teardown"] = d.invoke("ProvisionFunction", [d.sqs_batch("provision")])
+    seen["teardown"] = d.invoke("ProvisionFunction", [d.sqs_batch("teardown")])  # its own queue
 
     # A task file uploaded under tasks/ reaches the submit queue by the bucket's notification (S3 via SQS).
+    owner = find_user(key, d.settings)
+    assert owner is not None
     d.client("s3").put_object(
-        Bucket=d.settings.bucket,
-        Key="tasks/alice/nightly.yaml",
-        Body=TASK.encode(),
-        Metadata={"skyless-owner": "alice"},
+        Bucket=d.settings.bucket, Key=f"tasks/{owner.user_id}/nightly.yaml", Body=TASK.encode()
     )
     uploads = d.sqs_batch("submit")
     # a monthly budget, so a submit checks this month's spend (shared/jobs/budget_checks.py)
     d.invoke(api, [d.http("PUT", "/budget", key=key, body={"monthly": 1000})])
-    owner = find_user(key, d.settings)
-    assert owner is not None
     firing = {
         "schedule_firing": {
             "owner": owner.user_id,
@@ -393,7 +391,41 @@ def journey(deployed: DeployedStack) -> dict[str, Any]:
             "SKYLESS_AWS_PRICING_URL": pricing.url,
         }
         seen["refresh"] = d.invoke("CatalogRefreshFunction", [schedule_event])
+
+    # The dashboard: sign in with the key, sign out, and the session's cookie replayed after that.
+    [login_page] = d.invoke(api, [d.http("GET", "/dashboard/login")])
+    sign_in = _page_event(d, "POST", "/dashboard/login", login_page, api_key=key, next="/dashboard")
+    [signed_in] = d.invoke(api, [sign_in])
+    session = [c.split(";")[0] for c in signed_in.get("cookies", []) if c.startswith("skyless_session=")]
+    [home] = d.invoke(api, [_with_cookies(d.http("GET", "/dashboard"), session)])
+    logout = _with_cookies(_page_event(d, "POST", "/dashboard/logout", home), session)
+    seen["signed_in_home"], seen["logout"], seen["after_logout"] = (
+        home,
+        *d.invoke(api, [logout, _with_cookies(d.http("GET", "/dashboard"), session)]),
+    )
     return seen
+
+
+def _with_cookies(event: dict[str, Any], cookies: list[str]) -> dict[str, Any]:
+    event["cookies"] = cookies  # payload 2.0 carries the Cookie header as a list
+    return event
+
+
+def _page_event(
+    d: DeployedStack, method: str, path: str, page: dict[str, Any], **fields: str
+) -> dict[str, Any]:
+    """A form POST of `page` (its CSRF token, and its sign-in cookie if it set one)."""
+    html = base64.b64decode(page["body"]).decode() if page.get("isBase64Encoded") else page["body"]
+    token = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    event = d.http(method, path)
+    body = urlencode({**fields, "csrf": token})
+    event["headers"].update(
+        {"content-type": "application/x-www-form-urlencoded", "content-length": str(len(body))}
+    )
+    event["body"] = body
+    return _with_cookies(
+        event, [c.split(";")[0] for c in page.get("cookies", []) if c.startswith("skyless_")]
+    )
 
 
 def _with_header(event: dict[str, Any], name: str, value: str) -> dict[str, Any]:
@@ -501,6 +533,13 @@ def test_the_api_answers_http_api_payload_2_events(journey: dict[str, Any]) -> N
         assert set(answer) <= {"statusCode", "headers", "body", "isBase64Encoded", "cookies"}
 
 
+def test_signing_out_of_the_dashboard_ends_the_session_for_a_replayed_cookie(journey: dict[str, Any]) -> None:
+    assert journey["signed_in_home"]["statusCode"] == 200, journey["signed_in_home"]
+    logout, after = journey["logout"], journey["after_logout"]
+    assert logout["statusCode"] == 303 and logout["headers"]["Location"].endswith("/dashboard/login"), logout
+    assert after["statusCode"] == 303 and "why=signed_out" in after["headers"]["Location"], after
+
+
 def test_the_queue_functions_report_no_failed_message(journey: dict[str, Any]) -> None:
     for step in (
         "optimize",
@@ -517,7 +556,7 @@ def test_the_queue_functions_report_no_failed_message(journey: dict[str, Any]) -
     bodies = [json.loads(record["body"]) for record in journey["uploads_batch"]["Records"]]
     s3_events = [r for body in bodies for r in body.get("Records", []) if r.get("eventSource") == "aws:s3"]
     keys = [unquote(r["s3"]["object"]["key"]) for r in s3_events]  # moto URL-encodes the key's slashes
-    assert keys == ["tasks/alice/nightly.yaml"], bodies
+    assert len(keys) == 1 and keys[0].startswith("tasks/u-") and keys[0].endswith("/nightly.yaml"), bodies
 
 
 def test_the_job_ran_on_ec2_with_the_nodes_profile_and_a_boot_credential(
@@ -722,6 +761,11 @@ def test_every_action_a_role_grants_is_one_its_code_was_seen_to_use(
         ("ProvisionFunction", "s3:ListBucket"): "deleting a task bucket at job end (persistent: false)",
         ("ProvisionFunction", "s3:DeleteObject"): "deleting a task bucket at job end (persistent: false)",
         ("ProvisionFunction", "s3:DeleteBucket"): "deleting a task bucket at job end (persistent: false)",
+        ("SubmitFunction", "dynamodb:Query"): "an upload whose task mounts a bucket: its owner's grants",
+        # the storage rule and the admin routes (tests/integration/test_tenant_walls_storage.py)
+        ("ApiFunction", "dynamodb:Scan"): "skyless admin users|teams|buckets list",
+        ("ApiFunction", "dynamodb:ConditionCheckItem"): "skyless admin teams add (the team must exist)",
+        ("ApiFunction", "dynamodb:Query"): "a task mounting a bucket: its owner's teams and grants",
     }
     used: dict[str, set[str]] = {}
     for logical, calls in deployed.calls.items():
@@ -729,6 +773,8 @@ def test_every_action_a_role_grants_is_one_its_code_was_seen_to_use(
     unused = []
     for logical, function in deployed.functions.items():
         for statement in function.statements:
+            if statement.get("Effect") == "Deny":  # grants nothing
+                continue
             for action in as_list(statement["Action"]):
                 if action.lower() in used[logical] or (logical, action) in reached_elsewhere:
                     continue

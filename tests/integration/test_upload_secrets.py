@@ -15,8 +15,9 @@ from secret_leaks import holds, objects_holding, table_items_holding
 
 from functions.submit.handler import handler as submit_handler
 from shared.config import Settings
+from shared.jobs.job_listing import list_jobs
 from shared.jobs.task_records import secrets_of
-from shared.jobs.views import list_jobs
+from shared.store.users import create_user
 from shared.wiring import wiring_for
 
 HF = "hf_PLANTEDuploadSECRET0123456789"
@@ -28,6 +29,13 @@ secrets:
   HF_TOKEN: null
 run: echo training
 """
+
+
+@pytest.fixture(autouse=True)
+def uploaders(stack: Settings) -> None:
+    """The users these tests upload as: a key prefix must name a user the users table holds."""
+    for user_id in ("u-alice", "u-bob", "u-carol", "u-dave", "u-local"):
+        create_user(user_id.removeprefix("u-"), stack, user_id=user_id)
 
 
 def s3(settings: Settings) -> Any:
@@ -108,7 +116,6 @@ def test_a_missing_secret_gets_an_error_report_naming_the_secret_and_the_fields_
 @pytest.mark.parametrize(
     ("key", "metadata", "says"),
     [
-        ("tasks/train.yaml", {"skyless-owner": "u-carol", "skyless-secrets": "hf"}, "names its owner"),
         ("tasks/u-carol/train.yaml", {"skyless-secrets": "../u-dave/hf"}, "not a secret name"),
         ("tasks/u-carol/train.yaml", {"skyless-secrets": "raw"}, "is not a JSON object of strings"),
         ("tasks/u-carol/plain.yaml", {"skyless-secrets": "gone"}, "does not exist"),

@@ -17,7 +17,9 @@ from functions.submit.handler import handler as submit_handler
 from shared.config import Settings
 from shared.errors import UserError
 from shared.jobs.agent_reports import AgentReport, report_agent_status
-from shared.jobs.views import get_job, list_jobs
+from shared.jobs.job_listing import list_jobs
+from shared.jobs.views import get_job
+from shared.store.users import create_user
 from shared.uploads import intake as uploads
 from shared.uploads.intake import UploadRejection, check_task_runs, uploads_in
 from shared.wiring import wiring_for
@@ -45,6 +47,16 @@ run: python train.py
 @pytest.fixture(autouse=True)
 def sleeping_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKYLESS_LOCAL_AGENT_COMMAND", SLEEPER)
+
+
+UPLOADERS = ("u-alice", "u-bob", "u-carol", "u-dan", "u-erin", "u-fay", "u-local")
+
+
+@pytest.fixture(autouse=True)
+def uploaders(stack: Settings) -> None:
+    """The users these tests upload as: a key prefix must name a user the users table holds."""
+    for user_id in UPLOADERS:
+        create_user(user_id.removeprefix("u-"), stack, user_id=user_id)
 
 
 def s3(settings: Settings) -> Any:
@@ -117,12 +129,12 @@ def test_the_same_upload_delivered_twice_runs_once_and_a_changed_file_runs_again
     assert len(jobs) == 2 and len({j.job_id for j in jobs}) == 2
 
 
-def test_a_top_level_upload_takes_owner_and_env_from_its_metadata(
+def test_a_top_level_upload_runs_as_the_local_user_with_env_from_its_metadata(
     stack: Settings, queues: QueueDriver
 ) -> None:
-    upload(stack, "tasks/one.yml", TASK, **{"skyless-owner": "u-carol", "skyless-env": '{"EPOCHS": "7"}'})
+    upload(stack, "tasks/one.yml", TASK, **{"skyless-env": '{"EPOCHS": "7"}'})
     deliver_submit(queues)
-    (job,) = jobs_of(stack, "u-carol")
+    (job,) = jobs_of(stack, "u-local")
     stored = wiring_for(stack).store.get(job.job_id)
     assert stored is not None and json.loads(stored.task or "{}")["tasks"][0]["envs"] == {"EPOCHS": "7"}
 
@@ -176,7 +188,6 @@ def test_without_a_default_owner_a_top_level_file_must_name_its_owner(
     deliver_submit(queues)
     got = s3(stack).get_object(Bucket=stack.bucket, Key="tasks/whose.yaml.error.json")["Body"].read()
     report = json.loads(got)
-    assert (
-        report["field"] == "x-amz-meta-skyless-owner" and "tasks/<your user id>/whose.yaml" in report["hint"]
-    )
+    assert "runs as the user its key names" in report["message"]
+    assert "tasks/<your user id>/whose.yaml" in report["hint"]
     assert queues.bodies("provision") == []

@@ -6,14 +6,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import QueueDriver
 from test_uploads import deliver_submit, jobs_of, s3, upload
 
 from shared.config import Settings
+from shared.store.users import create_user
 from shared.task.limits import MAX_TASK_FILE_BYTES
 from shared.wiring import wiring_for
 
 FILES = Path(__file__).resolve().parents[1] / "fixtures" / "semantics"
+
+
+@pytest.fixture(autouse=True)
+def uploaders(stack: Settings) -> None:
+    """The users these tests upload as: a key prefix must name a user the users table holds."""
+    for user_id in ("u-gil", "u-hal", "u-ivy"):
+        create_user(user_id.removeprefix("u-"), stack, user_id=user_id)
 
 
 def report(settings: Settings, key: str) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from node_agent.agent import CONTAINER_HOME, Container, container_path
+from node_agent.agent.containers import CONTAINER_HOME, Container, container_path
 
 BINDS = [["/home/ubuntu/sky_workdir", "/root/sky_workdir"], ["/data", "/data"]]
 
@@ -31,7 +31,7 @@ def test_setup_and_run_exec_in_the_workdir_passing_variable_names_never_values()
     argv = box.exec_argv("echo $MY_VAR", ["SKYPILOT_NODE_RANK", "MY_VAR"])
     assert argv == [
         "docker", "exec", "-w", "/root/sky_workdir", "-e", "MY_VAR", "-e", "SKYPILOT_NODE_RANK",
-        "skyless-j-1-i-0", "bash", "-c", "echo $MY_VAR",
+        "skyless-j-1-i-0", "bash", "--norc", "-i", "-c", "echo $MY_VAR",
     ]  # fmt: skip
 
 

@@ -7,7 +7,13 @@ import bz2
 import re
 import subprocess
 
-from node_agent.user_data import AGENT_SOURCE, render_user_data, strip_for_shipping
+from node_agent.user_data import (
+    AGENT_MODULES,
+    AGENT_PACKAGE,
+    bundled_agent_source,
+    render_user_data,
+    strip_for_shipping,
+)
 
 
 def _render(cloud: str = "aws", **extra: str) -> str:
@@ -27,8 +33,9 @@ def test_user_data_carries_the_agent_less_only_docstrings_and_annotations_and_fi
     script = _render()
     packed = re.search(r"echo (\S+) \| base64 -d", script).group(1)
     shipped = bz2.decompress(base64.b64decode(packed)).decode()
-    original = ast.parse(AGENT_SOURCE.read_text())
-    assert ast.dump(ast.parse(shipped)) == ast.dump(strip_for_shipping(original))
+    original = ast.parse(bundled_agent_source())
+    assert ast.dump(ast.parse(shipped)) == ast.dump(strip_for_shipping(original, "aws"))
+    assert "class AwsSpotWatcher" in shipped and "class GcpPreemptedWatcher" not in shipped
     assert '"""' not in shipped and "-> dict" not in shipped
     ast.parse(shipped, feature_version=(3, 8))
     assert len(script.encode()) < 16 * 1024
@@ -52,7 +59,9 @@ def test_agent_source_is_python_3_8_syntax_and_stdlib_only():
     import ast
     import sys
 
-    tree = ast.parse(AGENT_SOURCE.read_text(), feature_version=(3, 8))
+    tree = ast.parse(bundled_agent_source(), feature_version=(3, 8))
+    for name in AGENT_MODULES:
+        ast.parse((AGENT_PACKAGE / f"{name}.py").read_text(), feature_version=(3, 8))
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)
@@ -80,3 +89,49 @@ def test_a_container_task_gets_docker_made_usable_and_still_fits_ec2s_limit():
     assert "docker" not in render_user_data(**real, run_as="ubuntu")
     shipped = shipped_agent_source()
     assert all(f"def {name}(" not in shipped for name in LOCAL_CLOUD_ONLY)  # a VM never runs them
+
+
+def test_the_bundle_holds_every_module_of_the_package_and_no_name_twice():
+    import ast
+
+    on_disk = {p.stem for p in AGENT_PACKAGE.glob("*.py")} - {"__init__", "__main__"}
+    assert on_disk == set(AGENT_MODULES)  # a new module not in the bundle would be missing on a VM
+    seen: dict[str, str] = {}
+    for name in AGENT_MODULES:
+        tree = ast.parse((AGENT_PACKAGE / f"{name}.py").read_text())
+        for node in tree.body:
+            targets = (
+                [node.name]
+                if isinstance(node, ast.FunctionDef | ast.ClassDef)
+                else [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
+            )
+            for target in targets:
+                assert target not in seen, f"{target} is defined in both {seen[target]} and {name}"
+                seen[target] = name
+
+
+def test_a_vm_runs_the_bundle_and_the_cluster_agent_beside_it_without_the_package(tmp_path):
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "agent.py").write_text(bundled_agent_source())
+    cluster = Path(AGENT_PACKAGE.parent / "cluster_agent.py").read_text()
+    (tmp_path / "cluster_agent.py").write_text(cluster)
+    env = {"PATH": "/usr/bin:/bin"}  # -I -S: no PYTHONPATH, no site-packages; /opt/skyless holds two files
+    bare = [sys.executable, "-I", "-S"]
+    run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 60}
+    done = subprocess.run([*bare, "agent.py"], **run)
+    assert done.returncode == 2 and "missing environment: SKYLESS_API_URL" in done.stderr
+    check = "import sys; sys.path.insert(0, '.'); import cluster_agent; print(cluster_agent.TaskRunner)"
+    done = subprocess.run([*bare, "-c", check], **run)
+    assert (done.returncode, done.stdout) == (0, "<class 'agent.TaskRunner'>\n"), done.stderr
+
+
+def test_a_script_that_would_pass_ec2s_limit_fetches_the_agent_from_the_api_instead() -> None:
+    long_url = "https://" + "a" * 1200 + ".execute-api.us-east-1.amazonaws.com/prod"
+    facts = {"job_id": "job-123456789012", "cluster_id": "job-123456789012-0", "boot_token": "boot.0.1.x"}
+    script = render_user_data(api_url=long_url, **facts, cloud="aws", run_as="ubuntu", container=True)
+    assert "base64 -d" not in script and len(script.encode()) < 16 * 1024
+    assert f"{long_url}/node-agent/agent.py -o /opt/skyless/agent.py" in script
+    assert "cluster_agent.py" not in script and "setsid python3 /opt/skyless/agent.py" in script
+    assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0

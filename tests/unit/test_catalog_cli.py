@@ -134,3 +134,10 @@ def test_catalog_show_reports_the_builtin_catalog_when_nothing_is_imported(app: 
     assert "built-in" in result.stdout
     for cloud in ("aws", "gcp", "azure", "lambda", "runpod"):
         assert cloud in result.stdout
+
+
+def test_show_gpus_is_skypilots_name_for_gpus_and_takes_its_all_flag(app: typer.Typer) -> None:
+    shown = runner.invoke(app, ["show-gpus", "a100:8", "--cloud", "aws", "--json", "-a"])
+    listed = runner.invoke(app, ["gpus", "a100:8", "--cloud", "aws", "--json"])
+    assert shown.exit_code == 0 and listed.exit_code == 0, shown.output
+    assert json.loads(shown.stdout) == json.loads(listed.stdout) != []

@@ -67,3 +67,31 @@ def test_the_number_of_ranks_is_the_widest_task_or_the_live_cluster() -> None:
     assert node_count(_job(4)) == 4
     live = JobDetail(job_id="j", state="RUNNING", cluster={"nodes": [{}, {}, {}]})
     assert node_count(live) == 3
+
+
+def test_a_progress_bars_redraws_each_get_the_nodes_prefix_as_skypilot_prints_them() -> None:
+    pages = Pages({0: [("", True)], 1: [(" 10%|#\r 50%|###\r100%|#####\r\nnext", False), ("\n", True)]})
+    streams = LogStreams(pages, "job-1")  # type: ignore[arg-type]
+
+    assert streams.read(_job(2)) == (
+        "(worker1, rank=1)  10%|#\r(worker1, rank=1)  50%|###\r(worker1, rank=1) 100%|#####\r\n"
+    )
+    assert streams.read(_job(2)) == "(worker1, rank=1) next\n"
+
+
+def test_no_follow_prints_every_page_of_a_live_jobs_log_not_only_the_first(capsys: Any) -> None:
+    from cli.log_streams import print_job_log
+
+    pages = Pages({0: [(f"line {n}\n", False) for n in range(120)]})  # 120 pages, the job still running
+    print_job_log(pages, "job-1", rank=0, follow=False, sleep=lambda _: None)  # type: ignore[arg-type]
+
+    assert capsys.readouterr().out == "".join(f"line {n}\n" for n in range(120))
+
+
+def test_tail_starts_with_the_last_lines_of_the_log_so_far_then_follows(capsys: Any) -> None:
+    from cli.log_streams import print_job_log
+
+    chunks = [("a\nb\n", False), ("c\r50%\rd\n", False), ("", False), ("e\n", True)]
+    print_job_log(Pages({0: chunks}), "job-1", rank=0, follow=True, tail=2, sleep=lambda _: None)  # type: ignore[arg-type]
+
+    assert capsys.readouterr().out == "b\nc\r50%\rd\ne\n"

@@ -111,7 +111,7 @@ def test_group_variables_name_every_task_head_and_every_node() -> None:
 
 
 def test_agent_adds_group_hosts_once_and_never_on_the_local_cloud(tmp_path) -> None:
-    from node_agent.agent import add_job_group_hosts
+    from node_agent.agent.node import add_job_group_hosts
 
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.1 localhost\n")

@@ -146,7 +146,7 @@ def test_quota_blocks_the_region_and_auth_blocks_the_cloud(stack: Settings, queu
     assert live_nodes(stack, job_id) == []
 
 
-def test_with_no_capacity_anywhere_the_job_waits_with_a_delayed_message_then_fails(
+def test_with_no_capacity_anywhere_the_job_waits_with_a_delayed_message_then_fails_no_resource(
     stack: Settings, queues: QueueDriver
 ):
     LocalCloud(stack.home).set_capacity_rules({"no_capacity": ["*"]})
@@ -159,7 +159,7 @@ def test_with_no_capacity_anywhere_the_job_waits_with_a_delayed_message_then_fai
         assert job is not None and job.state == JobState.WAITING
         provision_handler(queues.event([_launch_record(job_id, int(job.attempt))]), None)
     job = store.get(job_id)
-    assert job is not None and job.state == JobState.FAILED
+    assert job is not None and job.state == JobState.FAILED_NO_RESOURCE  # SkyPilot's state for it
     assert job.reason is not None and job.reason.startswith("no capacity anywhere")
     assert live_nodes(stack) == []
 
@@ -251,6 +251,38 @@ def test_max_restarts_on_errors_relaunches_the_job(stack: Settings, queues: Queu
     assert view.region == "us-east-1"  # an error in the task is no reason to leave the region
     report_all(stack, job_id, "failed", exit_code=1)
     assert state_of(stack, job_id) == JobState.FAILED
+
+
+def test_a_failed_setup_ends_failed_setup_and_tears_the_cluster_down(stack: Settings, queues: QueueDriver):
+    job_id = launch(stack, queues, TWO_NODE_TASK)
+    node = get_job(wiring_for(stack), job_id, owner=None).cluster["nodes"][1]  # type: ignore[index]
+    report = AgentReport(
+        job_id, node["instance_id"], "setup_failed", exit_code=3, message="setup exited with 3"
+    )
+    report_agent_status(wiring_for(stack), report)
+    report_agent_status(wiring_for(stack), report)  # delivered twice: nothing more happens
+    job = get_job(wiring_for(stack), job_id, owner=None)
+    assert job.state == JobState.FAILED_SETUP
+    assert job.reason == "node rank 1 failed with exit code 3: setup exited with 3"
+    run(queues, "provision")
+    assert live_nodes(stack) == []
+
+
+def test_a_setup_failure_uses_max_restarts_on_errors_as_a_run_failure_does_then_ends_failed_setup(
+    stack: Settings, queues: QueueDriver
+):
+    """SkyPilot's managed jobs count FAILED_SETUP among the user code failures (sky/jobs/controller.py):
+    restarted while max_restarts_on_errors lasts, FAILED_SETUP after."""
+    recovery = "use_spot: true\n  job_recovery:\n    max_restarts_on_errors: 1"
+    job_id = launch(stack, queues, SPOT_TASK.replace("use_spot: true", recovery))
+    report_all(stack, job_id, "setup_failed", exit_code=2)
+    assert state_of(stack, job_id) == JobState.RECOVERING
+    run(queues, "provision")
+    run(queues, "optimize")
+    run(queues, "provision")
+    assert get_job(wiring_for(stack), job_id, owner=None).attempt == 1
+    report_all(stack, job_id, "setup_failed", exit_code=2)
+    assert state_of(stack, job_id) == JobState.FAILED_SETUP
 
 
 def test_a_late_report_of_an_earlier_phase_does_not_undo_a_nodes_success(

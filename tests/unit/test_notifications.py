@@ -30,6 +30,8 @@ def state(name: str, message: str = "") -> TimelineRecord:
         (state("SUCCEEDED"), [], "succeeded"),
         (state("FAILED", "exit code 1 on rank 0"), [], "failed"),
         (state("FAILED", "no capacity anywhere after 3 rounds (...)"), [], "no_capacity"),
+        (state("FAILED_NO_RESOURCE", "no capacity anywhere after 3 rounds (...)"), [], "no_capacity"),
+        (state("FAILED_SETUP", "node rank 0 failed with exit code 3: setup exited with 3"), [], "failed"),
         (state("RECOVERING"), ["PLANNED", "RUNNING"], "preempted"),
         (state("RUNNING"), ["RUNNING", "RECOVERING", "PLANNED", "PROVISIONING", "SETTING_UP"], "recovered"),
         (state("RUNNING"), ["PENDING", "PLANNED", "PROVISIONING", "SETTING_UP"], None),

@@ -9,6 +9,7 @@ import pytest
 
 from shared.errors import TaskFileError, UserError
 from shared.jobs.file_mounts import mount_sources
+from shared.storage.access import StorageWalls
 from shared.task.loader import load_pipeline_file
 
 FILES = Path(__file__).resolve().parents[1] / "fixtures" / "semantics"
@@ -52,7 +53,7 @@ def test_null_secrets_fail_a_launch_load_but_are_deferred_for_a_plan() -> None:
 def test_a_storage_object_naming_no_bucket_plans_and_is_refused_at_launch() -> None:
     (task,) = load_pipeline_file(FILES / "unnamed_bucket.yaml").tasks
     with pytest.raises(UserError) as caught:
-        mount_sources(task, bucket="skyless-artifacts", filename="unnamed_bucket.yaml")
+        mount_sources(task, walls=StorageWalls("skyless-artifacts"), filename="unnamed_bucket.yaml")
     assert (caught.value.file, caught.value.field) == ("unnamed_bucket.yaml", "file_mounts./checkpoint")
 
 

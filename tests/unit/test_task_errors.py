@@ -207,10 +207,11 @@ def test_inputs_with_two_entries_are_rejected() -> None:
 
 def test_storage_object_without_name_or_source_loads_and_is_refused_at_launch_not_at_plan() -> None:
     from shared.jobs.file_mounts import mount_sources
+    from shared.storage.access import StorageWalls
 
     (task,) = load_pipeline("file_mounts:\n  /ckpt:\n    name:\n    mode: MOUNT\n", filename="t.yaml").tasks
     with pytest.raises(UserError) as raised:
-        mount_sources(task, bucket="b", filename="t.yaml")
+        mount_sources(task, walls=StorageWalls("b"), filename="t.yaml")
     assert raised.value.field == "file_mounts./ckpt" and "names no bucket" in raised.value.message
 
 

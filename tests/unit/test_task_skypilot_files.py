@@ -78,11 +78,12 @@ def test_chain_without_header_from_skypilot_is_two_tasks() -> None:
 def test_unnamed_bucket_plans_like_skypilots_dry_run_and_is_refused_at_launch() -> None:
     from shared.errors import UserError
     from shared.jobs.file_mounts import mount_sources
+    from shared.storage.access import StorageWalls
 
     path = FIXTURES / "accepted" / "torchelastic_unnamed_bucket.yaml"
     (task,) = load_pipeline_file(path).tasks
     with pytest.raises(UserError) as caught:
-        mount_sources(task, bucket="skyless-artifacts", filename=str(path))
+        mount_sources(task, walls=StorageWalls("skyless-artifacts"), filename=str(path))
     assert caught.value.field == "file_mounts./checkpoint"
     assert "names no bucket" in caught.value.message
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from parliament import analyze_policy_string
 from template_resolution import (
-    ROOT,
     DeployedFunction,
     StackResolver,
     as_list,
@@ -26,11 +25,14 @@ PREFIX = "skyless"
 BUCKET_ARN = f"arn:aws:s3:::{PREFIX}-artifacts"
 PROFILE_ARN = f"arn:aws:iam::123456789012:instance-profile/{PREFIX}-NodeInstanceProfile"
 SENDER = "skyless@example.com"  # the NotifySender parameter's default
+STORAGE_BUCKETS = "acme-ml-*"  # a deploy names the buckets tasks may use; there is no default
 
 
 @pytest.fixture(scope="module")
 def resolver() -> StackResolver:
-    resolver = StackResolver(load_template(), parameters={"Prefix": PREFIX})
+    resolver = StackResolver(
+        load_template(), parameters={"Prefix": PREFIX, "StorageBuckets": STORAGE_BUCKETS}
+    )
     resolver.physical.update(
         AgentSecret=f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{PREFIX}/agent-token-key-AbCdEf",
         NodeRole=f"{PREFIX}-NodeRole",
@@ -98,7 +100,9 @@ def test_nodes_have_no_rights_at_all_and_the_agent_needs_none(resolver: StackRes
     assert resolved_role_statements(resolver, "NodeRole") == []
     assert "ManagedPolicyArns" not in resolver.template["Resources"]["NodeRole"]["Properties"]
     # the agent reaches its run data only through the URLs its config carries: no SDK, no credentials
-    tree = ast.parse((ROOT / "node_agent" / "agent.py").read_text())
+    from node_agent.user_data import bundled_agent_source
+
+    tree = ast.parse(bundled_agent_source())
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)
@@ -174,7 +178,7 @@ def test_email_may_be_sent_only_as_the_configured_sender(functions: dict[str, De
 
 
 # The StorageBuckets parameter bounds the buckets tasks may name (default "*": any; a deployment narrows it).
-TASK_BUCKETS_ARN = "arn:aws:s3:::*"
+TASK_BUCKETS_ARN = f"arn:aws:s3:::{STORAGE_BUCKETS}"
 TASK_BUCKET_ACTIONS = {"s3:CreateBucket", "s3:DeleteBucket", "s3:ListBucket", "s3:DeleteObject"}
 
 
@@ -193,11 +197,16 @@ def test_bucket_rights_are_per_prefix_and_per_function(functions: dict[str, Depl
     for name, function in functions.items():
         prefixes = set()
         for statement in function.statements:
+            if statement.get("Effect") == "Deny":  # grants nothing (NeverTheArtifactsBucket)
+                continue
             for resource in as_list(statement["Resource"]):
                 if not resource.startswith("arn:aws:s3:::"):
                     continue
-                if statement.get("Sid") == "CreateAndDeleteTaskBuckets":  # buckets named in task files
-                    assert name == "ProvisionFunction", name
+                sid = statement.get("Sid")
+                if sid in ("CreateAndDeleteTaskBuckets", "DeleteTaskBucketsSkylessMadeOnRequest"):
+                    # buckets named in task files: made and removed at job end, or by `skyless storage delete`
+                    owner = "ProvisionFunction" if sid == "CreateAndDeleteTaskBuckets" else "ApiFunction"
+                    assert name == owner, name
                     assert resource in (TASK_BUCKETS_ARN, TASK_BUCKETS_ARN + "/*"), resource
                     assert set(as_list(statement["Action"])) <= TASK_BUCKET_ACTIONS, statement
                     continue
@@ -247,3 +256,51 @@ def test_no_function_may_touch_another_stacks_tables_or_queues(
                 if resource.startswith(("arn:aws:dynamodb:", "arn:aws:sqs:")):
                     assert f":table/{PREFIX}-" in resource or f":{PREFIX}-" in resource, (name, resource)
                     assert "*" not in resource.replace("/index/*", ""), (name, resource)
+
+
+def test_no_role_reaches_a_bucket_the_deploy_did_not_name(
+    resolver: StackResolver, functions: dict[str, DeployedFunction]
+) -> None:
+    """No `arn:aws:s3:::*`: the stack owns no account-wide storage rights (issue 19). StorageBuckets has no
+    default and refuses `*`; every S3 resource of every role (functions, the storage role nodes' credentials
+    come from, the scheduler's, the nodes') names the artifacts bucket or the deploy's pattern."""
+    import re
+
+    parameter = resolver.template["Parameters"]["StorageBuckets"]
+    assert "Default" not in parameter
+    for refused in ("*", "**", "a*", "*-logs", ""):
+        assert not re.fullmatch(parameter["AllowedPattern"], refused), refused
+    for accepted in ("acme-ml-*", "team.data", "abc*"):
+        assert re.fullmatch(parameter["AllowedPattern"], accepted), accepted
+    roles = {name: f.statements for name, f in functions.items()}
+    for logical in ("StorageRole", "SchedulerRole", "NodeRole"):
+        roles[logical] = resolved_role_statements(resolver, logical)
+    strangers = ("terraform-state-of-the-account", "cloudtrail-logs", "another-stack-artifacts")
+    for name, statements in roles.items():
+        for statement in (s for s in statements if s.get("Effect") == "Allow"):
+            actions = [a.lower() for a in as_list(statement["Action"])]
+            for resource in as_list(statement["Resource"]):
+                if resource == "*":
+                    assert not any(a.startswith("s3:") for a in actions), (name, statement)
+                if not resource.startswith("arn:aws:s3:::"):
+                    continue
+                bucket = resource.removeprefix("arn:aws:s3:::").split("/", 1)[0]
+                assert bucket.strip("*"), (name, resource)
+                assert not any(fnmatch.fnmatchcase(b, bucket) for b in strangers), (name, resource)
+    storage = resolved_role_statements(resolver, "StorageRole")
+    assert {r for s in storage if s["Effect"] == "Allow" for r in as_list(s["Resource"])} == {
+        TASK_BUCKETS_ARN, TASK_BUCKETS_ARN + "/*"}  # fmt: skip
+
+
+def test_the_audit_log_may_be_appended_and_read_but_never_changed(
+    functions: dict[str, DeployedFunction],
+) -> None:
+    audit = f"arn:aws:dynamodb:us-east-1:123456789012:table/{PREFIX}-audit"
+    granted = {
+        (name, action.lower())
+        for name, function in functions.items()
+        for statement in function.statements
+        if statement.get("Effect") == "Allow" and audit in as_list(statement["Resource"])
+        for action in as_list(statement["Action"])
+    }
+    assert granted == {("ApiFunction", "dynamodb:putitem"), ("ApiFunction", "dynamodb:query")}

@@ -11,12 +11,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
+import pytest
+
 from shared.config import Settings
 from shared.uploads.intake import submit_uploads
 from shared.wiring import wiring_for
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 TASK = "name: nightly\nresources:\n  cloud: aws\n  cpus: 2+\nrun: echo hi\n"
+
+
+@pytest.fixture(autouse=True)
+def known_users(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The users table, which the memory stack has not: tests/integration/test_upload_owners.py reads
+    the real one."""
+    monkeypatch.setattr("shared.store.users.user_exists", lambda user_id, settings: user_id in USERS)
+
+
+USERS = {"u-alice", "u-erin", "u-fay"}
 
 
 def put(settings: Settings, key: str, text: str, **metadata: str) -> dict[str, Any]:

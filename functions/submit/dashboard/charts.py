@@ -24,6 +24,8 @@ STATE_COLOURS = {
     "RECOVERING": "#f97316",
     "SUCCEEDED": "#15803d",
     "FAILED": "#dc2626",
+    "FAILED_SETUP": "#b91c1c",
+    "FAILED_NO_RESOURCE": "#ea580c",
     "CANCELLED": "#78716c",
 }
 CLOUD_COLOURS = ("#2563eb", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#0ea5e9", "#84cc16")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from chalice import Chalice, Response
 
@@ -36,13 +36,15 @@ from functions.submit.job_views import plan_task_file
 from functions.submit.route_table import ForbiddenError, QueryParam
 from functions.submit.schedule_views import view_of
 from shared.api.models import PlanRequest
+from shared.clusters.views import named_cluster_costs
 from shared.config import Settings
 from shared.errors import NotFoundError, UserError
 from shared.jobs.blocks import blocks_of
 from shared.jobs.cancellation import cancel_job
 from shared.jobs.cost_report import cost_report, job_attempts
 from shared.jobs.job_filters import job_filter, parse_days, parse_flag, parse_group
-from shared.jobs.views import ReadLogs, job_view, list_jobs, read_logs, with_group
+from shared.jobs.job_listing import list_job_page, list_jobs
+from shared.jobs.views import ReadLogs, job_view, read_logs, with_group
 from shared.notifications.settings import user_settings
 from shared.schedules.operations import list_schedules
 from shared.states import JobState, is_terminal
@@ -51,6 +53,7 @@ from shared.wiring import wiring_for
 SIGN_IN_REASONS = {
     "expired": "Your session has ended. Sign in again.",
     "revoked": "The API key of your session was revoked. Sign in with another.",
+    "signed_out": "You signed out. Sign in again.",
 }
 STATES = tuple(s.value for s in JobState)
 MAX_RANKS_SHOWN = 16
@@ -133,8 +136,12 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         request.set_cookies.append(cookie_header(SIGN_IN_COOKIE, "", max_age=0, secure=request.secure))
         return Redirect(_safe_next(request.form.get("next")))
 
-    @route(f"{BASE}/logout", "POST", "Sign out (the session cookie is cleared)", status=303)
+    @route(
+        f"{BASE}/logout", "POST", "Sign out (the session ends server-side; the cookie is cleared)", status=303
+    )
     def sign_out(request: PageRequest) -> Redirect:
+        assert request.session is not None  # a session route: signed in, CSRF checked
+        request.keeper.sign_out(request.session)
         request.set_cookies.append(cookie_header(SESSION_COOKIE, "", max_age=0, secure=request.secure))
         return Redirect(f"{BASE}/login")
 
@@ -161,15 +168,24 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         QueryParam("name", "string", "Only jobs whose name contains this"),
         QueryParam("since", "string", "Only jobs submitted since (2d, 12h, or an ISO time)"),
         QueryParam("limit", "integer", "At most this many jobs"),
+        QueryParam("cursor", "string", "The page after this one's last job"),
     )
 
     @route(BASE, "GET", "The dashboard: the user's jobs and their spend", query=job_query, errors=(400,))
     def jobs_page(request: PageRequest) -> Page:
         q = request.query
         where = job_filter(
-            state=q.get("state"), since=q.get("since"), name=q.get("name"), limit=q.get("limit") or "100"
+            state=q.get("state"),
+            since=q.get("since"),
+            name=q.get("name"),
+            limit=q.get("limit") or "100",
+            cursor=q.get("cursor"),
         )
-        jobs = list_jobs(wiring_for(request.settings), owner=_owner(request), where=where)
+        page = list_job_page(wiring_for(request.settings), owner=_owner(request), where=where)
+        jobs = page.jobs
+        next_page = (
+            urlencode({**{k: v for k, v in q.items() if v}, "cursor": page.cursor}) if page.cursor else None
+        )
         now = time.time()
         report = cost_report(request.settings, owner=_owner(request), days=14, by="cloud", now=now)
         counts: dict[str, int] = {}
@@ -182,6 +198,7 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
                 "counts": counts,
                 "states": STATES,
                 "filters": q,
+                "next_page": next_page,
                 "report": report,
                 "spend": charts.spend_by_cloud(report.daily, days=14, now=now),
             },
@@ -235,10 +252,13 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         report = cost_report(
             request.settings, owner=None if all_users else _owner(request), days=days, by=by, now=now
         )
+        clusters = named_cluster_costs(request.settings, owner=None if all_users else _owner(request))
         return Page(
             "costs.html",
             {
                 "report": report,
+                "clusters": clusters,
+                "clusters_cost": round(sum(float(c["cost"]) for c in clusters), 6),
                 "spend": charts.spend_by_cloud(report.daily, days=days, now=now),
                 "budget": budget_of(request.settings, _owner(request)),
                 "days": days,

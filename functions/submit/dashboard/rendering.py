@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 STATIC_FILES = {"style.css": "text/css; charset=utf-8", "dashboard.js": "text/javascript; charset=utf-8"}
 NAV = (
     ("jobs", "/dashboard", "Jobs"),
+    ("clusters", "/dashboard/clusters", "Clusters"),
     ("costs", "/dashboard/costs", "Costs"),
     ("providers", "/dashboard/providers", "Providers"),
     ("schedules", "/dashboard/schedules", "Schedules"),
@@ -25,6 +26,8 @@ ACTIVE = {
     "jobs.html": "jobs",
     "job.html": "jobs",
     "costs.html": "costs",
+    "clusters.html": "clusters",
+    "cluster.html": "clusters",
     "providers.html": "providers",
     "schedules.html": "schedules",
     "notifications.html": "notifications",

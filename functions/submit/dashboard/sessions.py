@@ -1,8 +1,10 @@
 """Dashboard sign-in: an API key is exchanged for a signed, short-lived session cookie.
 
-The cookie (HttpOnly, SameSite=Strict, Secure over https, Path=/dashboard) holds the user id, name, the
-admin flag, the SHA-256 of the key (never the key), a random nonce and the time it was signed
-(itsdangerous). Every request re-reads the key's record, so a revoked key ends its sessions at once.
+The cookie (HttpOnly, SameSite=Strict, Secure over https, Path=/dashboard) holds the SHA-256 of the key
+(never the key), a random nonce and the time it was signed (itsdangerous, and in ms). Every request
+re-reads the key's record, so a revoked key ends its sessions at once, and so does signing out: it records
+on the key's record that sessions signed until then are over, so a copied cookie stops working too (every
+browser signed in with that key is signed out; the next sign-in is a new session).
 CSRF: every form carries HMAC(secret, nonce) of the session it was rendered for; the sign-in form, which
 has no session yet, carries the HMAC of a nonce in a short-lived signed cookie of its own.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
@@ -22,7 +25,7 @@ from shared.config import Settings
 from shared.config.control_plane import DashboardConfig
 from shared.errors import UserError
 from shared.jobs.tokens import control_plane_secret
-from shared.store.users import User, find_user, find_user_by_key_hash, hash_api_key
+from shared.store.users import User, end_sessions, find_key, find_user, hash_api_key
 
 SESSION_COOKIE = "skyless_session"
 SIGN_IN_COOKIE = "skyless_sign_in"
@@ -57,6 +60,7 @@ class Session:
     user: User
     key_hash: str
     nonce: str
+    signed_ms: int  # when the cookie was signed
 
 
 def request_cookies(headers: Mapping[str, str]) -> dict[str, str]:
@@ -96,8 +100,8 @@ class SessionKeeper:
         user = find_user(api_key, self.settings) if 0 < len(api_key) <= 512 else None
         if user is None:
             raise SignInNeeded("that API key is not recognised", field="api_key")
-        session = Session(user=user, key_hash=hash_api_key(api_key), nonce=secrets.token_urlsafe(16))
-        payload = {"k": session.key_hash, "n": session.nonce}
+        session = Session(user, hash_api_key(api_key), secrets.token_urlsafe(16), _now_ms())
+        payload = {"k": session.key_hash, "n": session.nonce, "t": session.signed_ms}
         return session, self._sessions.dumps(payload)
 
     def session(self, headers: Mapping[str, str]) -> Session:
@@ -106,14 +110,23 @@ class SessionKeeper:
         if not value or len(value) > 4096:
             raise SignInNeeded("sign in with your API key")
         try:
-            payload = self._sessions.loads(value, max_age=session_seconds())
+            payload, signed_at = self._sessions.loads(value, max_age=session_seconds(), return_timestamp=True)
             key_hash, nonce = str(payload["k"]), str(payload["n"])
-        except (BadSignature, KeyError, TypeError):
+            signed_ms = int(payload.get("t") or signed_at.timestamp() * 1000)
+        except (BadSignature, KeyError, TypeError, ValueError, AttributeError):
             raise SignInNeeded("your session has expired: sign in again", field="expired") from None
-        user = find_user_by_key_hash(key_hash, self.settings)  # a revoked key: its sessions end now
-        if user is None:
+        found = find_key(key_hash, self.settings)  # a revoked key: its sessions end now
+        if found is None:
             raise SignInNeeded("your API key was revoked: sign in with another", field="revoked")
-        return Session(user=user, key_hash=key_hash, nonce=nonce)
+        user, ended_ms = found
+        if ended_ms is not None and signed_ms <= ended_ms:
+            raise SignInNeeded("you signed out: sign in again", field="signed_out")
+        return Session(user=user, key_hash=key_hash, nonce=nonce, signed_ms=signed_ms)
+
+    def sign_out(self, session: Session) -> None:
+        """End this session, and every other of its key signed until now, for good (not only the cookie):
+        never earlier than the session's own signing time, whatever this machine's clock says."""
+        end_sessions(session.key_hash, max(_now_ms(), session.signed_ms), self.settings)
 
     def csrf_token(self, session: Session) -> str:
         return self._mac(f"session:{session.nonce}")
@@ -140,3 +153,7 @@ class SessionKeeper:
 
     def _mac(self, text: str) -> str:
         return hmac.new(self._secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,32 @@
+"""One API session per command: the configured client, with a user's mistake (or the API's refusal)
+printed as one `error:` line and exit code 2, and Ctrl-C as `interrupted` and 130, never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.markup import escape
+
+from cli.api_client import SkylessClient
+from cli.client_config import resolve_api
+from cli.console import stderr_console
+from shared.errors import UserError
+
+errors = stderr_console()
+
+
+@contextmanager
+def client_session(api_url: str | None, api_key: str | None) -> Iterator[SkylessClient]:
+    """A client of the configured API; any UserError in the block is printed and exits 2."""
+    try:
+        target = resolve_api(api_url, api_key)
+        with SkylessClient(target.url, target.api_key) as client:
+            yield client
+    except UserError as exc:
+        errors.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        errors.print("interrupted")
+        raise typer.Exit(130) from None

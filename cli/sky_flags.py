@@ -1,0 +1,137 @@
+"""The everyday `sky` flags, named and shortened as SkyPilot's CLI names them (sky/client/cli/flags.py and
+command.py), for the verbs that take them. Where a serverless control plane does the same thing the flag
+is simply honoured; where it cannot, the flag is accepted and `note` says in one line what skyless does
+instead (never silently ignored, never "No such option")."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from cli.console import stdout_console
+
+SKY_PANEL = "SkyPilot flags"
+
+Yes = Annotated[
+    bool,
+    typer.Option(
+        "--yes", "-y", help="Skip confirmation prompts (skyless never asks).", rich_help_panel=SKY_PANEL
+    ),
+]
+Async = Annotated[
+    bool,
+    typer.Option(
+        "--async/--no-async",
+        help="Return once the request is accepted (the control plane works on its own).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+AllClusters = Annotated[
+    bool, typer.Option("--all", "-a", help="Every cluster of yours.", rich_help_panel=SKY_PANEL)
+]
+AllUsers = Annotated[
+    bool,
+    typer.Option(
+        "--all-users",
+        "-u",
+        help="Everyone's (skyless shows only yours: other users are behind the tenant wall).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dryrun", help="Show the plan (places, prices) and launch nothing.", rich_help_panel=SKY_PANEL
+    ),
+]
+Name = Annotated[
+    str | None,
+    typer.Option("--name", "-n", help="Task name (overrides the file's `name`).", rich_help_panel=SKY_PANEL),
+]
+Workdir = Annotated[
+    str | None,
+    typer.Option(
+        "--workdir",
+        help="Upload this folder as the workdir (overrides the file's).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+RetryUntilUp = Annotated[
+    bool,
+    typer.Option(
+        "--retry-until-up", "-r", help="Keep retrying until there is capacity.", rich_help_panel=SKY_PANEL
+    ),
+]
+DiskSize = Annotated[
+    int | None, typer.Option("--disk-size", min=1, help="OS disk size in GB.", rich_help_panel=SKY_PANEL)
+]
+DiskTier = Annotated[
+    str | None,
+    typer.Option("--disk-tier", help="low, medium, high, ultra or best.", rich_help_panel=SKY_PANEL),
+]
+NetworkTier = Annotated[
+    str | None, typer.Option("--network-tier", help="standard or best.", rich_help_panel=SKY_PANEL)
+]
+ImageId = Annotated[
+    str | None, typer.Option("--image-id", help="A machine or docker: image.", rich_help_panel=SKY_PANEL)
+]
+Ports = Annotated[
+    list[str] | None,
+    typer.Option("--ports", help="Ports to open: 8080 or 9000-9010 (repeatable).", rich_help_panel=SKY_PANEL),
+]
+NoSetup = Annotated[
+    bool, typer.Option("--no-setup", help="Skip the task's setup.", rich_help_panel=SKY_PANEL)
+]
+DetachSetup = Annotated[
+    bool,
+    typer.Option(
+        "--detach-setup",
+        "-s",
+        help="Run setup as part of the job (skyless always does).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+JobRecovery = Annotated[
+    str | None,
+    typer.Option(
+        "--job-recovery",
+        help="Recovery strategy: FAILOVER or EAGER_NEXT_REGION (resources.job_recovery).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+Verbose = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show all information in full.", rich_help_panel=SKY_PANEL)
+]
+Refresh = Annotated[
+    bool,
+    typer.Option(
+        "--refresh",
+        "-r",
+        help="Query the latest states (skyless's are always current).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+SkipFinished = Annotated[
+    bool,
+    typer.Option("--skip-finished", "-s", help="Only jobs that have not ended.", rich_help_panel=SKY_PANEL),
+]
+
+# One line each: what skyless does instead of what the flag asks SkyPilot to do.
+RETRY_NOTE = (
+    "--retry-until-up: skyless always waits for capacity and retries with backoff, up to the deployment's "
+    "limit (SKYLESS_MAX_WAIT_RETRIES rounds); the flag does not lift that limit"
+)
+DETACH_SETUP_NOTE = "--detach-setup: setup always runs as part of the job on skyless, so nothing waits on it"
+ALL_USERS_NOTE = (
+    "--all-users: showing only yours: other users' jobs and clusters are behind the tenant wall "
+    "(an admin sees everyone's cost with `skyless cost-report --all-users`)"
+)
+REFRESH_NOTE = "--refresh: states are already current (node heartbeats and the reconcile sweep keep them)"
+ASYNC_NOTE = "--async: returns once the control plane has the request, as -d does"
+
+
+def note(text: str) -> None:
+    """Say, once and on one line, what skyless does instead of what a SkyPilot flag asks for."""
+    stdout_console().print(f"[yellow]note:[/yellow] {escape(text)}", soft_wrap=True)

@@ -1,0 +1,35 @@
+"""The dashboard's named clusters (`skyless launch -c NAME`): every cluster of the user with its state,
+nodes, autostop and cost so far; one cluster with its nodes, its jobs (the `queue NAME` view) and its
+timeline. Read-only: the CLI changes clusters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Chalice
+
+from functions.submit.dashboard.page_routes import BASE, Page, PageRequest, page_route
+from shared.clusters.views import cluster_queue, get_cluster, list_clusters
+
+
+def register_cluster_pages(app: Chalice, settings_of: Any) -> None:
+    def route(path: str, method: str, summary: str, **spec: Any) -> Any:
+        return page_route(app, settings_of, path, method, summary, **spec)
+
+    @route(f"{BASE}/clusters", "GET", "The user's named clusters: state, nodes, autostop, cost so far")
+    def clusters_page(request: PageRequest) -> Page:
+        clusters = list_clusters(request.settings, owner=_owner(request))
+        total = round(sum(float(c["cost"]) for c in clusters), 6)
+        return Page("clusters.html", {"clusters": clusters, "total": total})
+
+    @route(f"{BASE}/clusters/{{name}}", "GET", "One named cluster: nodes, its jobs, timeline", errors=(404,))
+    def cluster_page(request: PageRequest, name: str) -> Page:
+        owner = _owner(request)
+        cluster = get_cluster(request.settings, owner=owner, name=name)  # another user's: 404, as the API
+        jobs = cluster_queue(request.settings, owner=owner, name=name, limit=100)
+        return Page("cluster.html", {"cluster": cluster, "jobs": jobs})
+
+
+def _owner(request: PageRequest) -> str:
+    assert request.session is not None
+    return request.session.user.user_id

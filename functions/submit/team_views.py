@@ -1,0 +1,67 @@
+"""The /teams routes: a member's read-only view of the team's jobs and clusters (shared.tenants.members).
+Nothing here changes a job or a cluster; a caller who is not a member gets the 404 a missing team gets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from functions.submit.route_table import QueryParam
+from shared.api.admin_models import (
+    MyTeams,
+    TeamCluster,
+    TeamClusterList,
+    TeamJob,
+    TeamJobList,
+    TeamView,
+)
+from shared.api.models import JobDetail
+from shared.config import Settings
+from shared.store.users import User
+
+Route = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
+TEAM_JOB_QUERY = (
+    QueryParam("state", "string", "Only jobs in these states, comma-separated (running,failed)"),
+    QueryParam("since", "string", "Only jobs submitted since: a duration (2d, 12h) or an ISO 8601 time"),
+    QueryParam("limit", "integer", "At most this many jobs per member (1-1000, default 200)"),
+)
+
+
+def _members() -> Any:
+    from shared.tenants import members
+
+    return members
+
+
+def register(route: Route, params: Callable[[], Any]) -> None:
+    """Add the /teams routes with `route` (app.py's `_route`); `params` answers the query parameters."""
+
+    @route("/teams", "GET", "The caller's teams and their members", response=MyTeams)
+    def my_teams(caller: User) -> MyTeams:
+        teams = _members().my_teams(Settings.from_env(), caller.user_id)
+        return MyTeams(teams=[TeamView(team=team, members=members) for team, members in teams.items()])
+
+    @route("/teams/{team}/jobs", "GET", "Every member's jobs, newest first (read-only; members only)",
+           response=TeamJobList, query=TEAM_JOB_QUERY, errors=(400, 404))  # fmt: skip
+    def team_jobs(team: str, caller: User) -> TeamJobList:
+        from shared.jobs.job_filters import job_filter
+
+        query = params()
+        where = job_filter(state=query.get("state"), since=query.get("since"), name=None,
+                           limit=query.get("limit"))  # fmt: skip
+        found = _members().team_jobs(Settings.from_env(), team, caller.user_id, where)
+        jobs = [TeamJob.model_validate({**job.as_dict(), "owner": owner}) for owner, job in found]
+        return TeamJobList(team=team, jobs=jobs)
+
+    @route("/teams/{team}/jobs/{job_id}", "GET", "One member's job in full (read-only; members only)",
+           response=JobDetail, errors=(404,))  # fmt: skip
+    def team_job(team: str, job_id: str, caller: User) -> JobDetail:
+        view = _members().team_job(Settings.from_env(), team, caller.user_id, job_id)
+        return JobDetail.model_validate(view.as_dict())
+
+    @route("/teams/{team}/clusters", "GET", "Every member's clusters (read-only; members only)",
+           response=TeamClusterList, errors=(404,))  # fmt: skip
+    def team_clusters(team: str, caller: User) -> TeamClusterList:
+        found = _members().team_clusters(Settings.from_env(), team, caller.user_id)
+        clusters = [TeamCluster.model_validate({**cluster, "owner": owner}) for owner, cluster in found]
+        return TeamClusterList(team=team, clusters=clusters)

@@ -1,0 +1,98 @@
+"""A SkyPilot user's shell script, unchanged but for the command name, run by bash through the installed
+`skyless` entry point on a fresh HOME (the first command starts the local runtime): launch -y with an
+inline command, exec with resource overrides, queue -s, cancel, stop and start (each returning once the
+cluster is STOPPED or UP), jobs launch/queue/cancel -n, down -a -y.
+`set -euo pipefail` makes every line's exit code part of the proof."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from local_runtime.moto_endpoint import free_port
+
+SKYLESS = Path(sys.executable).with_name("skyless")
+
+SKYPILOT_SCRIPT = """#!/usr/bin/env bash
+set -euo pipefail
+echo "== launch"
+sky launch -y -c dev --cpus 2+ 'echo hello from $(hostname); echo ready > ~/marker'
+echo "== exec"
+sky exec dev --num-nodes 1 --cpus 2 --env GREETING=hi 'echo "$GREETING from exec"; cat ~/marker'
+sky exec dev -d 'sleep 300'
+echo "== queue -s"
+sky queue dev -s
+sky cancel -y dev
+echo "== stop"
+sky stop -y dev
+sky status dev
+echo "== start"
+sky start -y dev
+sky exec dev 'cat ~/marker'
+echo "== jobs launch"
+sky jobs launch -y -d -n train 'sleep 300'
+echo "== jobs queue -s"
+sky jobs queue -s
+sky jobs cancel -y -n train
+echo "== jobs queue"
+sky jobs queue
+echo "== down"
+sky down -a -y
+echo "== status"
+sky status
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKYLESS_", "AWS_"))}
+    env.update(
+        HOME=str(tmp_path),
+        SKYLESS_LOCAL_MOTO_PORT=str(free_port()),
+        SKYLESS_LOCAL_API_PORT=str(free_port()),
+        SKYLESS_CLUSTER_POLL_SECONDS="0.5",
+        SKYLESS_LOG_FLUSH_SECONDS="0.5",
+        COLUMNS="200",
+    )
+    yield tmp_path, env
+    subprocess.run([str(SKYLESS), "local", "down"], env=env, capture_output=True, timeout=120, check=False)
+
+
+def test_a_skypilot_script_runs_unchanged_but_for_the_command_name(home: tuple[Path, dict[str, str]]) -> None:
+    folder, env = home
+    script = folder / "train.sh"
+    script.write_text(re.sub(r"^sky ", f"{SKYLESS} ", SKYPILOT_SCRIPT, flags=re.M))
+
+    done = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+    out = done.stdout
+    log = folder / ".skyless" / "local" / "runtime.log"
+    assert done.returncode == 0, f"{out}\n{done.stderr}\n{log.read_text()[-3000:] if log.exists() else ''}"
+    sections = dict(re.findall(r"^== (.+)\n((?:(?!^== ).*\n)*)", out, re.M))
+    assert "hello from" in sections["launch"] and "Job 1 on dev SUCCEEDED" in sections["launch"]
+    assert "hi from exec\nready\n" in sections["exec"]
+    assert "--cpus: ignored by exec" in sections["exec"]  # said, not silently dropped
+    queued = sections["queue -s"]
+    assert re.search(r"3\W.*(PENDING|RUNNING).*sleep 300", queued), queued
+    assert "SUCCEEDED" not in queued  # -s: finished jobs left out
+    assert "cancelling the latest job, 3" in queued and "Cancelled job(s) 3 on dev" in queued
+    stopped = sections["stop"]  # stop returns once the cluster is STOPPED, and says so
+    assert re.search(r"dev: STOPPED\n", stopped) and re.search(r"^dev STOPPED", stopped, re.M), stopped
+    started = sections["start"]
+    assert re.search(r"dev: UP\n", started) and "ready\n" in started, started  # UP: exec works at once
+    train = re.search(r"Job (job-\S+) submitted", sections["jobs launch"])
+    assert train is not None, sections["jobs launch"]
+    assert train.group(1) in sections["jobs queue -s"]
+    assert re.search(rf"{train.group(1)}\W+train\W+CANCELLED", sections["jobs queue"]), sections["jobs queue"]
+    assert re.search(r"dev\W+TERMINATED", sections["down"]) or "dev: TERMINATED" in sections["down"].replace(
+        "Cluster ", ""
+    ), sections["down"]
+    assert "0 cluster(s)" in sections["status"]
