@@ -69,20 +69,25 @@ def resource_launch_fields(resources: Any, cloud: str | None) -> dict[str, Any]:
     }
 
 
-def launch_candidate(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
+def launch_candidate(
+    wiring: Wiring, job: JobModel, candidate: Candidate, attempt: int | None = None
+) -> list[Node]:
+    """Launch the cluster of the job's attempt (default: its current one; the next one, when the new
+    capacity is made before the running attempt is let go) on `candidate`. Idempotent per attempt."""
     provider = wiring.providers.provider_for(candidate.cloud)
     prepare_storage(wiring, job, candidate.cloud)
-    cluster_id = cluster_id_for(job.job_id, int(job.attempt))
+    attempt = int(job.attempt) if attempt is None else attempt
+    cluster_id = cluster_id_for(job.job_id, attempt)
     spec = LaunchSpec(
         job_id=job.job_id,
         cluster_id=cluster_id,
         attempt_id=cluster_id,
-        attempt=int(job.attempt),
+        attempt=attempt,
         **candidate_shape(candidate),
         agent_env={
             "SKYLESS_API_URL": wiring.settings.api_url or "",
             # user-data's only credential: one config fetch per node, within the boot window
-            "SKYLESS_BOOT_TOKEN": boot_token(wiring.settings, job.job_id, int(job.attempt)),
+            "SKYLESS_BOOT_TOKEN": boot_token(wiring.settings, job.job_id, attempt),
         },
         **task_launch_fields(wiring, job, candidate.cloud),
     )

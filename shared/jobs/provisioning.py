@@ -130,9 +130,10 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
                 return record_launch(wiring, job, candidate, index, blocks, nodes, tried, replanned)
             index += 1
         blocks = compact_blocks(blocks, wiring.catalog)
-        replanned = replan_after_failures(wiring, job, blocks)
-        if replanned is None:
+        answer = replan_after_failures(wiring, job, blocks)
+        if answer is None:
             return wait_or_give_up(wiring, job, blocks, tried)
+        replanned, blocks = answer
         plan, index = replanned, 0
 
 
