@@ -61,6 +61,15 @@ def send_provision_at(wiring: Wiring, body: dict[str, Any], at: float) -> None:
     wiring.queues.provision.send({**body, "not_before": at}, delay_seconds=delay)
 
 
+def superseded_wait(job: JobModel, message: ProvisionMessage) -> bool:
+    """True for a launch message of a deadline job's wait that is not its current one: a copy delivered
+    again after the job already woke (and perhaps waited anew). Each copy would otherwise walk the places
+    and wait again, sending one more launch each round: refused launches doubling with every round."""
+    if not job.deadline_at or JobState(job.state) != JobState.WAITING or message.not_before is None:
+        return False
+    return job.next_check_at is None or abs(float(job.next_check_at) - float(message.not_before)) > 1e-3
+
+
 def defer_if_early(wiring: Wiring, message: ProvisionMessage) -> bool:
     """True (and the message sent on) when a `not_before` message came before its time."""
     if message.not_before is None or message.not_before <= time.time() + 1:
@@ -189,7 +198,7 @@ def _wait(
         "spot_history": history_json(history),
         "policy_reason": decision.reason,
         "market": None,
-        "next_check_at": None,
+        "next_check_at": decision.until,  # the one launch this wait sends: any other copy is stale
         "candidate_index": 0,
         "blocklist": blocks_json(blocks),
     }

@@ -250,3 +250,20 @@ def test_a_deadline_job_keeps_spot_through_more_preemptions_than_any_limit(
         preempt_and_replan(strict, queues, job_id)
     job = view(strict, job_id)
     assert job.state == JobState.SETTING_UP and job.use_spot is True and job.recoveries == 12
+
+
+def test_copies_of_a_waiting_jobs_launch_wake_it_once(fast: Settings, queues: QueueDriver):
+    LocalCloud(fast.home).set_capacity_rules({"no_spot_capacity": ["*"]})
+    job_id = submit(fast, queues, deadline="3h", hours=0.5)
+    job = wiring_for(fast).store.get(job_id)
+    assert job is not None and job.state == JobState.WAITING and job.next_check_at is not None
+    due = float(job.next_check_at)
+    body = {"job_id": job_id, "attempt": 0, "action": "launch", "not_before": due}
+    queues.receive("provision")  # the wait's own message, delivered below as two copies
+    time.sleep(max(0.0, due - time.time()))
+    deliver(queues, "provision", [record(body, "-a"), record(body, "-b")])
+    again = wiring_for(fast).store.get(job_id)
+    assert again is not None and again.state == JobState.WAITING and float(again.next_check_at) > due
+    assert queues.delayed_count("provision") == 1  # one walk, one new wait: copies do not multiply
+    deliver(queues, "provision", [record(body, "-late")])  # the old wait's copy, late
+    assert queues.delayed_count("provision") == 1
