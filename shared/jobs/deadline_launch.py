@@ -35,10 +35,12 @@ from shared.jobs.deadlines import (
     history_of,
     policy_config,
     policy_places,
+    with_shared_evidence,
 )
 from shared.jobs.launching import (
     fail_provisioning,
     launch_candidate,
+    note_spot_refusal,
     record_launch,
     retry_later,
     wait_or_give_up,
@@ -85,7 +87,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
     candidates = plan.tasks[int(job.task_index)].candidates
     blocks = blocks_of(job)
     places, by_key = policy_places(wiring.catalog, candidates, blocks)
-    history = history_of(job)
+    history = with_shared_evidence(history_of(job), by_key, wiring.cooldowns.cooling())
     config = policy_config(wiring.settings)
     tried: list[str] = []
     for _ in range(2 * len(places) + 2):
@@ -109,6 +111,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         except InvalidLaunchError as error:
             return fail_provisioning(wiring, job, f"{decision.place}: {error.message}")
         except NoCapacityError as error:
+            note_spot_refusal(wiring, job, candidate, error)
             tried.append(f"{decision.place} ({market}): {error.message}")
             if market is Market.SPOT:
                 history[option.place] = history.get(option.place, SpotHistory()).refused(now)
@@ -161,7 +164,7 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     places, by_key = policy_places(wiring.catalog, candidates, blocks_of(job))
     now = time.time()
     state = deadline_state(job, current, now)
-    history = history_of(job)
+    history = with_shared_evidence(history_of(job), by_key, wiring.cooldowns.cooling())
     decision = decide(state, places, history, policy_config(wiring.settings))
     if isinstance(decision, Wait):
         cause = f"deadline policy: {decision.reason}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from shared.aws.queues import MAX_DELAY_SECONDS
 from shared.clouds.base import LaunchSpec, Node, ranked
-from shared.clouds.errors import CloudError
+from shared.clouds.errors import CloudError, NoCapacityError
 from shared.jobs.blocks import blocks_json
 from shared.jobs.failover import MAX_TRIED_SHOWN, launched_message
 from shared.jobs.job_groups import tell_group
@@ -92,6 +92,13 @@ def launch_candidate(
         **task_launch_fields(wiring, job, candidate.cloud),
     )
     return provider.launch(spec)
+
+
+def note_spot_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: CloudError) -> None:
+    """A spot launch refused for capacity is evidence about its zone for every job (cool-downs)."""
+    if candidate.use_spot and isinstance(error, NoCapacityError):
+        who = f"{job.job_id}-{int(job.attempt)}"
+        wiring.cooldowns.refused(candidate.cloud, candidate.region, candidate.zone, who)
 
 
 def record_launch(

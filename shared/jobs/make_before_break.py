@@ -26,7 +26,7 @@ from shared.jobs.blocks import blocks_of
 from shared.jobs.costs import cost_with
 from shared.jobs.deadlines import cluster_ended, history_json
 from shared.jobs.fencing import FENCE_RETRY_SECONDS, fence_earlier_attempts
-from shared.jobs.launching import launch_candidate, record_launch
+from shared.jobs.launching import launch_candidate, note_spot_refusal, record_launch
 from shared.jobs.messages import cluster_id_for, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.tokens import attempt_fields
@@ -57,6 +57,7 @@ def move_when_obtained(
     try:
         nodes = launch_candidate(wiring, job, candidate, attempt=next_attempt)
     except CloudError as error:
+        note_spot_refusal(wiring, job, candidate, error)
         if market is Market.SPOT and isinstance(error, NoCapacityError):
             history[place] = history.get(place, SpotHistory()).refused(now)
         return Outcome.DONE, history, f"{place} ({market}): {error.message}"

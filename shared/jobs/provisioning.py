@@ -23,6 +23,7 @@ from shared.jobs.launching import (
     fail_provisioning,
     keep_progress,
     launch_candidate,
+    note_spot_refusal,
     record_launch,
     retry_later,
     wait_or_give_up,
@@ -126,6 +127,7 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
             except InvalidLaunchError as error:
                 return fail_provisioning(wiring, job, f"{candidate_text(candidate)}: {error.message}")
             except CloudError as error:
+                note_spot_refusal(wiring, job, candidate, error)
                 blocks.append(block_for(candidate, error))
                 tried.append(tried_text(candidate, error.message))
             else:
