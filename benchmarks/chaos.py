@@ -4,9 +4,10 @@ Every message is delivered at least twice (shuffled, late); crashes are injected
 queue and cloud calls (the operation unwinds, its message comes back); launches meet capacity outages and
 transient errors; preemption storms take whole zones, and single nodes of two-node clusters are taken
 away. Invariants, checked continuously against the cloud's ground truth: jobs lost, stuck, with two running
-tasks at once, with an extra cluster (made before break) live longer than booting may take or a third
-cluster, VMs left after reconcile (and after the reaper), illegal moves, handler errors. The run is
-tests/chaos/ (see its README-like docstring); tests/test_chaos.py is the same at CI size.
+tasks at once, with an attempt launched while an earlier one was live (unfenced), with an extra cluster
+(made before break) live longer than booting may take or a third cluster, VMs left after reconcile (and
+after the reaper), illegal moves, handler errors. The run is tests/chaos/ (see its README-like docstring);
+tests/test_chaos.py is the same at CI size.
 
     .venv/bin/python benchmarks/chaos.py                      # 1,000 jobs in waves of 100
     .venv/bin/python benchmarks/chaos.py --jobs 200 --seed 3
@@ -36,6 +37,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 COUNTS = (
     "lost",
     "stuck",
+    "unfenced_launches",
     "extra_cluster_too_long",
     "three_live_clusters",
     "two_running_tasks",

@@ -93,6 +93,7 @@ class ChaosReport:
     outcomes: Counter[str]
     lost: list[str]
     stuck: list[str]
+    unfenced_launches: dict[str, list[str]]  # a job's attempt launched while an earlier one was still live
     extra_cluster_too_long: dict[str, list[str]]  # a second live cluster for longer than booting takes
     three_live_clusters: dict[str, list[str]]
     two_running_tasks: dict[str, list[str]]
@@ -122,6 +123,7 @@ class ChaosReport:
         return not (
             self.lost
             or self.stuck
+            or self.unfenced_launches
             or self.extra_cluster_too_long
             or self.three_live_clusters
             or self.two_running_tasks
@@ -136,6 +138,7 @@ class ChaosReport:
             "outcomes": dict(self.outcomes),
             "lost": len(self.lost),
             "stuck": len(self.stuck),
+            "unfenced_launches": len(self.unfenced_launches),
             "extra_cluster_too_long": len(self.extra_cluster_too_long),
             "three_live_clusters": len(self.three_live_clusters),
             "extra_clusters_booted": self.extra_clusters,
@@ -173,6 +176,7 @@ class ChaosRun:
         self.fleet = AgentFleet(settings, random.Random(config.seed + 4), self.monitor, config.work,
                                 config.task_fail_rate)  # fmt: skip
         self.raw_store = JobStore(settings)
+        self.monitor.attempt_of = self._attempt_of
         self.wiring = self._wiring()
         self.jobs: dict[str, str] = {}  # submitted job id -> task kind
         self.cancel_at: dict[str, float] = {}
@@ -196,6 +200,10 @@ class ChaosRun:
         )
         wiring.__dict__["cooldowns"] = cooldowns
         return wiring
+
+    def _attempt_of(self, job_id: str) -> int | None:
+        job = self.raw_store.get(job_id)
+        return None if job is None else int(job.attempt)
 
     # -- the agenda ----------------------------------------------------------------------------
 
@@ -414,6 +422,7 @@ class ChaosRun:
             outcomes=outcomes,
             lost=lost,
             stuck=stuck,
+            unfenced_launches=dict(self.monitor.unfenced_launches),
             extra_cluster_too_long=dict(self.monitor.extra_cluster_too_long),
             three_live_clusters=dict(self.monitor.three_live_clusters),
             two_running_tasks=dict(self.monitor.two_running_tasks),

@@ -61,13 +61,21 @@ class Monitor:
     extra_seconds: float = 0.0  # the longest any job had one
     extra_clusters: int = 0  # times a job had a second live cluster
     extra_cluster_too_long: dict[str, list[str]] = field(default_factory=dict)  # job -> the clusters
+    attempt_of: Any = None  # job id -> the job's attempt now (the store's word), for telling the two apart
+    unfenced_launches: dict[str, list[str]] = field(default_factory=dict)  # launched beside an earlier one
     three_live_clusters: dict[str, list[str]] = field(default_factory=dict)
     two_running_tasks: dict[str, list[str]] = field(default_factory=dict)
 
-    def cluster_changed(self, job_id: str, cluster_id: str, running: bool) -> None:
+    def cluster_changed(
+        self, job_id: str, cluster_id: str, running: bool, attempt: int | None = None
+    ) -> None:
         live = self.live[job_id]
         (live.add if running else live.discard)(cluster_id)
         now = float(self.clock.now())
+        if running and len(live) > 1 and attempt is not None and self.attempt_of is not None:
+            current = self.attempt_of(job_id)  # made before break: launched while the job is still before it
+            if current is not None and attempt <= current and job_id not in self.unfenced_launches:
+                self.unfenced_launches[job_id] = sorted(live)
         if len(live) > 2 and job_id not in self.three_live_clusters:
             self.three_live_clusters[job_id] = sorted(live)
         if len(live) > 1 and job_id not in self.extra_since:
@@ -129,7 +137,7 @@ class SimCloud:
         self.fresh.extend(nodes)
         self.clusters[spec.cluster_id] = nodes
         self.by_job[spec.job_id].append(spec.cluster_id)
-        self.monitor.cluster_changed(spec.job_id, spec.cluster_id, True)
+        self.monitor.cluster_changed(spec.job_id, spec.cluster_id, True, spec.attempt)
         return [n.as_node() for n in nodes]
 
     def terminate(self, cluster_id: str) -> None:
