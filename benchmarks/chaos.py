@@ -3,10 +3,11 @@
 Every message is delivered at least twice (shuffled, late); crashes are injected before and after store,
 queue and cloud calls (the operation unwinds, its message comes back); launches meet capacity outages and
 transient errors; preemption storms take whole zones, and single nodes of two-node clusters are taken
-away. Invariants, checked continuously against the cloud's ground truth: jobs lost, stuck, with two live
-clusters at once, with two running tasks at once, VMs left after reconcile (and after the reaper), illegal
-moves, handler errors. The run is tests/chaos/ (see its README-like docstring); tests/test_chaos.py is the
-same at CI size.
+away. Invariants, checked continuously against the cloud's ground truth: jobs lost, stuck, with two running
+tasks at once, with an attempt launched while an earlier one was live (unfenced), with an extra cluster
+(made before break) live longer than booting may take or a third cluster, VMs left after reconcile (and
+after the reaper), illegal moves, handler errors. The run is tests/chaos/ (see its README-like docstring);
+tests/test_chaos.py is the same at CI size.
 
     .venv/bin/python benchmarks/chaos.py                      # 1,000 jobs in waves of 100
     .venv/bin/python benchmarks/chaos.py --jobs 200 --seed 3
@@ -36,7 +37,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 COUNTS = (
     "lost",
     "stuck",
-    "two_live_clusters",
+    "unfenced_launches",
+    "extra_cluster_too_long",
+    "three_live_clusters",
     "two_running_tasks",
     "vms_left_after_reconcile",
     "vms_left_after_reaper",
@@ -101,6 +104,7 @@ def main() -> None:
     reasons: Counter[str] = Counter()
     findings: dict[str, list[str]] = {name: [] for name in COUNTS}
     hours = 0.0
+    extra_max = 0.0
     crashed_at: set[str] = set()
     called: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="skyless-chaos-") as home:
@@ -116,6 +120,7 @@ def main() -> None:
             outcomes.update(report.outcomes)
             reasons.update(report.reasons)
             hours += report.simulated_hours
+            extra_max = max(extra_max, report.extra_seconds)
             crashed_at |= report.crashed_at
             called |= report.called
             for name in COUNTS:
@@ -129,7 +134,9 @@ def main() -> None:
     result = {"jobs": totals["jobs"], "outcomes": dict(outcomes), "failed_reasons": dict(reasons),
               **{name: totals[name] for name in COUNTS},
               **{k: totals[k] for k in ("crashes", "calls", "messages_sent", "deliveries", "launch_requests",
-                                         "preemptions", "storms", "stale_agents_stopped")},
+                                         "preemptions", "storms", "stale_agents_stopped",
+                                         "extra_clusters_booted")},
+              "extra_cluster_max_seconds": extra_max,
               "crash_points": f"{len(crashed_at)} of {2 * len(called)}", "simulated_hours": round(hours, 1),
               "wall_seconds": round(seconds, 1), "fenced": not args.without_fence}  # fmt: skip
     if args.json:
@@ -144,6 +151,8 @@ def main() -> None:
     missed = [point for point in missed if point not in crashed_at]
     print(f"  crash points (store/queue/cloud method x before/after) hit: {result['crash_points']}"
           + (f"; not hit: {', '.join(missed)}" if missed else ""))  # fmt: skip
+    print(f"  made before break: {result['extra_clusters_booted']} extra cluster(s) booted, the longest live "
+          f"{result['extra_cluster_max_seconds']:.0f} s beside the running one")  # fmt: skip
     print("  invariants (all must be 0):")
     for name in COUNTS:
         print(f"    {name:26s} {result[name]}")

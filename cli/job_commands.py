@@ -436,9 +436,10 @@ def _print_places(job: JobDetail) -> None:
         console.print(f"  tried: {_escape(place.place)}{family}: {_escape(place.reason)}", soft_wrap=True)
     for cooling in job.cooling:
         until = _clock(cooling.until)
+        refused = f", {cooling.refusals} refused launch(es)" if cooling.refusals else ""
         console.print(
             f"  cooling: {cooling.scope} {_escape(cooling.place)} after {cooling.preemptions} spot "
-            f"preemption(s), until {until}: spot there is tried last",
+            f"preemption(s){refused}, until {until}: spot there is tried last",
             soft_wrap=True,
         )
     notes = (job.plan or {}).get("notes") or []

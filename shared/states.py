@@ -49,6 +49,7 @@ MOVES: tuple[tuple[JobState, JobState, str], ...] = (
     (_S.RUNNING, _S.RECOVERING, "a node was preempted or lost"),
     (_S.PROVISIONING, _S.RECOVERING, "a node was preempted before it reported"),
     (_S.RECOVERING, _S.PLANNED, "re-planned with the blocklist"),
+    (_S.RECOVERING, _S.SETTING_UP, "the new capacity, obtained first, took over once the old was fenced"),
     (_S.PROVISIONING, _S.RUNNING, "every task of a job group is running (a group has no nodes of its own)"),
     (_S.PROVISIONING, _S.SUCCEEDED, "a job group's primary tasks succeeded before every task ran"),
     (_S.SETTING_UP, _S.FAILED_SETUP, "setup failed on a node, no restart left"),

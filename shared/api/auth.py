@@ -109,7 +109,10 @@ def authenticate_boot(headers: Mapping[str, str], job_id: str, settings: Setting
     job = wiring_for(settings).store.get(job_id)
     if job is None:
         raise AuthError("credentials not recognised for this job", field="Authorization")
-    if not check_boot_token(settings, job_id, int(job.attempt), token):
+    attempt = int(job.attempt)
+    if check_boot_token(settings, job_id, attempt + 1, token):
+        attempt += 1  # a node made before the running attempt is let go: answered "not yet" (node_claims)
+    elif not check_boot_token(settings, job_id, attempt, token):
         stale = stale_attempt_of(settings, job_id, int(job.attempt), token)
         if stale is not None:  # an earlier attempt's agent asking for its config again
             raise StaleAttemptError(
@@ -121,4 +124,4 @@ def authenticate_boot(headers: Mapping[str, str], job_id: str, settings: Setting
     if not 16 <= len(node_key) <= 256:
         raise AuthError("the node's own key is missing", field="X-Skyless-Node-Key",
                         hint="the agent sends a random key of its own with its boot token")  # fmt: skip
-    return BootCaller(job_id, int(job.attempt), node_key)
+    return BootCaller(job_id, attempt, node_key)

@@ -154,6 +154,7 @@ class CoolingPlace(BaseModel):
     place: str
     scope: str = Field(description="zone or region")
     preemptions: int = Field(description="Spot preemptions there recently")
+    refusals: int = Field(0, description="Spot launches refused for capacity there recently, by any job")
     until: str = Field(description="When spot plans stop avoiding it (ISO 8601), if nothing else happens")
 
 

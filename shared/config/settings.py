@@ -18,11 +18,11 @@ from shared.config.env_names import (
     ENV_AWS_REGION,
     ENV_BOOT_GRACE_SECONDS,
     ENV_CLUSTER_POLL_SECONDS,
+    ENV_CRASH_LOOP_LIMIT,
     ENV_DEADLINE_REACTION_SECONDS,
     ENV_DEADLINE_RETRY_SECONDS,
     ENV_HEARTBEAT_SECONDS,
     ENV_HOME,
-    ENV_MAX_RECOVERIES,
     ENV_MAX_TRANSIENT_RETRIES,
     ENV_MAX_WAIT_RETRIES,
     ENV_PREFIX,
@@ -67,7 +67,7 @@ class Settings:
     stuck_after_seconds: int = 300  # reconcile: PLANNED/PROVISIONING longer than this is re-driven
     max_wait_retries: int = 8  # WAITING rounds before "no capacity anywhere"
     max_transient_retries: int = 5
-    max_recoveries: int = 10  # preemptions/lost nodes a job survives
+    crash_loop_limit: int = 5  # attempts in a row lost before the task started, none preempted
     cluster_poll_seconds: float = 2.0  # how often an idle cluster's agents ask for work (README: idle cost)
     autostop_minute_seconds: float = 60.0  # the length of an autostop "minute" (tests shorten the clock)
     # deadline jobs (shared/jobs/deadlines.py): a launch's cost in progress, the control plane's reaction
@@ -107,7 +107,7 @@ class Settings:
             stuck_after_seconds=env_int(env, ENV_STUCK_AFTER_SECONDS, 300),
             max_wait_retries=env_int(env, ENV_MAX_WAIT_RETRIES, 8),
             max_transient_retries=env_int(env, ENV_MAX_TRANSIENT_RETRIES, 5),
-            max_recoveries=env_int(env, ENV_MAX_RECOVERIES, 10),
+            crash_loop_limit=env_int(env, ENV_CRASH_LOOP_LIMIT, 5),
             restart_overhead_seconds=env_int(env, ENV_RESTART_OVERHEAD_SECONDS, 600),
             deadline_reaction_seconds=env_int(env, ENV_DEADLINE_REACTION_SECONDS, 300),
             deadline_retry_seconds=env_int(env, ENV_DEADLINE_RETRY_SECONDS, 300),
@@ -149,7 +149,7 @@ class Settings:
             ENV_STUCK_AFTER_SECONDS: str(self.stuck_after_seconds),
             ENV_MAX_WAIT_RETRIES: str(self.max_wait_retries),
             ENV_MAX_TRANSIENT_RETRIES: str(self.max_transient_retries),
-            ENV_MAX_RECOVERIES: str(self.max_recoveries),
+            ENV_CRASH_LOOP_LIMIT: str(self.crash_loop_limit),
             ENV_RESTART_OVERHEAD_SECONDS: str(self.restart_overhead_seconds),
             ENV_DEADLINE_REACTION_SECONDS: str(self.deadline_reaction_seconds),
             ENV_DEADLINE_RETRY_SECONDS: str(self.deadline_retry_seconds),

@@ -102,8 +102,8 @@ def agent_config(wiring: Wiring, job_id: str, instance_id: str) -> AgentConfig |
         raise NotFoundError(f"no job {job_id}", field="job_id")
     cluster = wiring.store.cluster(job.cluster_id)
     if cluster is None:
-        if JobState(job.state) in (JobState.PROVISIONING, JobState.PLANNED):
-            return None
+        if JobState(job.state) in (JobState.PROVISIONING, JobState.PLANNED, JobState.RECOVERING):
+            return None  # RECOVERING: nodes made before break wait while the earlier attempt is fenced
         raise NotFoundError(f"job {job_id} has no cluster now ({job.state})", field="instance_id")
     nodes = by_rank(cluster)
     ranks = {iid: int(node["rank"]) for iid, node in nodes}

@@ -8,10 +8,11 @@ moment it named, by a delayed message (never a sleeping process).
   WAITING with a launch message due at the policy's time.
 - **Check** (`check_deadline`, provision queue action `deadline_check`): at the time the policy asked for
   (the safety-net time of a spot cluster still starting, a new try of spot from on-demand) the policy
-  is asked about the running cluster; if its answer is another place or market, the job moves on
-  through recovery (RECOVERING, re-plan, this walk) with the work done so far counted.
-- **Recovery limit**: a deadline job whose spot was taken away `SKYLESS_MAX_RECOVERIES` times is not
-  failed (its deadline can still be kept): it runs on on-demand to the end.
+  is asked about the running cluster; if its answer is another place or market, the new capacity is
+  obtained first and the running attempt let go only then (shared/jobs/make_before_break.py); a refused
+  launch leaves the running cluster as it is. A `Wait` lets the cluster go through recovery.
+- **No recovery limit**: preemptions never take spot away from a deadline job; its policy alone (whose
+  safety net keeps the deadline) decides, for as long as it wants spot.
 
 SQS delays stop at 900 s, so a message due later carries `not_before` and is sent on again until due.
 A job holds the time of its one pending check (`next_check_at`); a check that does not match it (a
@@ -20,7 +21,6 @@ duplicate, or one a newer decision replaced) is dropped, so duplicates never mul
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
@@ -35,14 +35,17 @@ from shared.jobs.deadlines import (
     history_of,
     policy_config,
     policy_places,
+    with_shared_evidence,
 )
 from shared.jobs.launching import (
     fail_provisioning,
     launch_candidate,
+    note_spot_refusal,
     record_launch,
     retry_later,
     wait_or_give_up,
 )
+from shared.jobs.make_before_break import move_when_obtained
 from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
@@ -60,6 +63,15 @@ def send_provision_at(wiring: Wiring, body: dict[str, Any], at: float) -> None:
     wiring.queues.provision.send({**body, "not_before": at}, delay_seconds=delay)
 
 
+def superseded_wait(job: JobModel, message: ProvisionMessage) -> bool:
+    """True for a launch message of a deadline job's wait that is not its current one: a copy delivered
+    again after the job already woke (and perhaps waited anew). Each copy would otherwise walk the places
+    and wait again, sending one more launch each round: refused launches doubling with every round."""
+    if not job.deadline_at or JobState(job.state) != JobState.WAITING or message.not_before is None:
+        return False
+    return job.next_check_at is None or abs(float(job.next_check_at) - float(message.not_before)) > 1e-3
+
+
 def defer_if_early(wiring: Wiring, message: ProvisionMessage) -> bool:
     """True (and the message sent on) when a `not_before` message came before its time."""
     if message.not_before is None or message.not_before <= time.time() + 1:
@@ -75,10 +87,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
     candidates = plan.tasks[int(job.task_index)].candidates
     blocks = blocks_of(job)
     places, by_key = policy_places(wiring.catalog, candidates, blocks)
-    spot_done = int(job.recoveries) >= wiring.settings.max_recoveries
-    if spot_done and any(o.on_demand_price is not None for o in places):
-        places = [_without_spot(o) for o in places if o.on_demand_price is not None]
-    history = history_of(job)
+    history = with_shared_evidence(history_of(job), by_key, wiring.cooldowns.cooling())
     config = policy_config(wiring.settings)
     tried: list[str] = []
     for _ in range(2 * len(places) + 2):
@@ -88,11 +97,6 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         decision = decide(deadline_state(job, None, now), places, history, config)
         if isinstance(decision, Wait):
             return _wait(wiring, job, decision, history, blocks)
-        if spot_done:
-            reason = (
-                f"on-demand to the end: spot was taken away {int(job.recoveries)} times (the recovery limit)"
-            )
-            decision = dataclasses.replace(decision, reason=reason)
         market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
         option = next(o for o in places if o.place == decision.place)
         planned = by_key[decision.place]
@@ -107,6 +111,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         except InvalidLaunchError as error:
             return fail_provisioning(wiring, job, f"{decision.place}: {error.message}")
         except NoCapacityError as error:
+            note_spot_refusal(wiring, job, candidate, error)
             tried.append(f"{decision.place} ({market}): {error.message}")
             if market is Market.SPOT:
                 history[option.place] = history.get(option.place, SpotHistory()).refused(now)
@@ -155,20 +160,38 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     current = current_placement(cluster)
     if plan is None or current is None:
         return Outcome.ALREADY_DONE
-    places, _ = policy_places(wiring.catalog, plan.tasks[int(job.task_index)].candidates, blocks_of(job))
+    candidates = plan.tasks[int(job.task_index)].candidates
+    places, by_key = policy_places(wiring.catalog, candidates, blocks_of(job))
     now = time.time()
     state = deadline_state(job, current, now)
-    decision = decide(state, places, history_of(job), policy_config(wiring.settings))
+    history = with_shared_evidence(history_of(job), by_key, wiring.cooldowns.cooling())
+    decision = decide(state, places, history, policy_config(wiring.settings))
+    if isinstance(decision, Wait):
+        cause = f"deadline policy: {decision.reason}"
+        return recover_job(wiring, job, cause, preempted=False, counts_as_restart=True)
     market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
-    if not isinstance(decision, Wait) and decision.place == current.place and market is current.market:
-        check_at = next_check(decision)
-        if not wiring.store.save_progress(job, {"policy_reason": decision.reason, "next_check_at": check_at}):
-            return Outcome.ALREADY_DONE
-        if check_at is not None:
-            send_provision_at(wiring, _check_body(job), check_at)
-        return Outcome.DONE
-    cause = f"deadline policy: {decision.reason}"
-    return recover_job(wiring, job, cause, preempted=False, counts_as_restart=True)
+    check_at = next_check(decision)
+    reason = decision.reason
+    if decision.place != current.place or market is not current.market:
+        option = next(o for o in places if o.place == decision.place)
+        planned = by_key[decision.place]
+        candidate = candidate_for(option, planned, market)
+        outcome, history, refused = move_when_obtained(
+            wiring, job, cluster, candidate, candidates.index(planned),  # type: ignore[arg-type]
+            place=decision.place, reason=decision.reason, history=history, check_at=check_at,
+        )  # fmt: skip
+        if refused is None:
+            if outcome is Outcome.DONE and check_at is not None:
+                send_provision_at(wiring, {**_check_body(job), "attempt": int(job.attempt) + 1}, check_at)
+            return outcome
+        check_at = now + float(wiring.settings.deadline_retry_seconds)  # asked again, with the refusal known
+        reason = f"stayed on {current.place} ({current.market}): {refused}"
+    changes = {"policy_reason": reason, "next_check_at": check_at, "spot_history": history_json(history)}
+    if not wiring.store.save_progress(job, changes):
+        return Outcome.ALREADY_DONE
+    if check_at is not None:
+        send_provision_at(wiring, _check_body(job), check_at)
+    return Outcome.DONE
 
 
 def _wait(
@@ -178,7 +201,7 @@ def _wait(
         "spot_history": history_json(history),
         "policy_reason": decision.reason,
         "market": None,
-        "next_check_at": None,
+        "next_check_at": decision.until,  # the one launch this wait sends: any other copy is stale
         "candidate_index": 0,
         "blocklist": blocks_json(blocks),
     }
@@ -195,10 +218,6 @@ def _check_body(job: JobModel) -> dict[str, Any]:
 
 def _covers(block: Any, candidate: Any) -> bool:
     return bool(block.covers(candidate.cloud, candidate.region, candidate.zone, candidate.instance_type))
-
-
-def _without_spot(option: PlaceOption) -> PlaceOption:
-    return PlaceOption(option.place, None, option.on_demand_price, option.region)
 
 
 def _without_on_demand(option: PlaceOption) -> PlaceOption:

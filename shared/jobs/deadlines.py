@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared.config import Settings
 from shared.errors import UserError
+from shared.optimizer.cooling import Cooling, place_of
 from shared.optimizer.plan import Block, Candidate
 from shared.spot_policy import (
     DeadlineState,
@@ -167,6 +168,27 @@ def deadline_state(job: JobModel, current: Placement | None, now: float) -> Dead
         submitted_at=float(job.created_at),
         current=current,
     )
+
+
+def with_shared_evidence(
+    history: dict[str, SpotHistory], by_key: dict[str, Candidate], cooling: Sequence[Cooling]
+) -> dict[str, SpotHistory]:
+    """The job's own spot history, plus what every job has seen: a spot launch refused in a place's zone
+    (the latest one a cooling zone holds) counts as refused there, unless this job has seen spot there
+    since. So the policy does not probe a zone another job just found without spot."""
+    refused = {c.place: c.last_refused for c in cooling if c.scope == "zone" and c.last_refused is not None}
+    if not refused:
+        return history
+    out = dict(history)
+    for key, candidate in by_key.items():
+        at = refused.get(place_of(candidate.cloud, candidate.region, candidate.zone))
+        if at is None:
+            continue
+        known = out.get(key, SpotHistory())
+        seen_since = known.last_available is not None and known.last_available >= at
+        if not seen_since and (known.last_unavailable is None or known.last_unavailable < at):
+            out[key] = known.refused(at)
+    return out
 
 
 def history_of(job: JobModel) -> dict[str, SpotHistory]:

@@ -17,13 +17,17 @@ LAUNCH_FAILURES = ("no capacity", "quota", "auth", "transient")  # reasons of bl
 MAX_TRIED_SHOWN = 20
 
 
-def replan_after_failures(wiring: Wiring, job: JobModel, blocks: list[Block]) -> Plan | None:
+def replan_after_failures(
+    wiring: Wiring, job: JobModel, blocks: list[Block]
+) -> tuple[Plan, list[Block]] | None:
     """The next plan with every block in place; failing that, with only the launch failures blocked
-    (a region left after a preemption is better than waiting); None when nothing feasible is left."""
+    (a region left after a preemption is better than waiting); with the blocklist it was made under (the
+    walk goes on under that one: the dropped blocks would skip every candidate of the plan, for ever);
+    None when nothing feasible is left."""
     failures = [b for b in blocks if b.reason.startswith(LAUNCH_FAILURES)]
     for blocklist in (blocks, failures) if failures != blocks else (blocks,):
         try:
-            return make_plan(wiring, job, blocklist, fallback=False)
+            return make_plan(wiring, job, blocklist, fallback=False), blocklist
         except NoOfferingError:
             continue
     return None

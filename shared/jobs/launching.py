@@ -11,7 +11,7 @@ from typing import Any
 
 from shared.aws.queues import MAX_DELAY_SECONDS
 from shared.clouds.base import LaunchSpec, Node, ranked
-from shared.clouds.errors import CloudError
+from shared.clouds.errors import CloudError, NoCapacityError
 from shared.jobs.blocks import blocks_json
 from shared.jobs.failover import MAX_TRIED_SHOWN, launched_message
 from shared.jobs.job_groups import tell_group
@@ -69,24 +69,36 @@ def resource_launch_fields(resources: Any, cloud: str | None) -> dict[str, Any]:
     }
 
 
-def launch_candidate(wiring: Wiring, job: JobModel, candidate: Candidate) -> list[Node]:
+def launch_candidate(
+    wiring: Wiring, job: JobModel, candidate: Candidate, attempt: int | None = None
+) -> list[Node]:
+    """Launch the cluster of the job's attempt (default: its current one; the next one, when the new
+    capacity is made before the running attempt is let go) on `candidate`. Idempotent per attempt."""
     provider = wiring.providers.provider_for(candidate.cloud)
     prepare_storage(wiring, job, candidate.cloud)
-    cluster_id = cluster_id_for(job.job_id, int(job.attempt))
+    attempt = int(job.attempt) if attempt is None else attempt
+    cluster_id = cluster_id_for(job.job_id, attempt)
     spec = LaunchSpec(
         job_id=job.job_id,
         cluster_id=cluster_id,
         attempt_id=cluster_id,
-        attempt=int(job.attempt),
+        attempt=attempt,
         **candidate_shape(candidate),
         agent_env={
             "SKYLESS_API_URL": wiring.settings.api_url or "",
             # user-data's only credential: one config fetch per node, within the boot window
-            "SKYLESS_BOOT_TOKEN": boot_token(wiring.settings, job.job_id, int(job.attempt)),
+            "SKYLESS_BOOT_TOKEN": boot_token(wiring.settings, job.job_id, attempt),
         },
         **task_launch_fields(wiring, job, candidate.cloud),
     )
     return provider.launch(spec)
+
+
+def note_spot_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: CloudError) -> None:
+    """A spot launch refused for capacity is evidence about its zone for every job (cool-downs)."""
+    if candidate.use_spot and isinstance(error, NoCapacityError):
+        who = f"{job.job_id}-{int(job.attempt)}"
+        wiring.cooldowns.refused(candidate.cloud, candidate.region, candidate.zone, who)
 
 
 def record_launch(

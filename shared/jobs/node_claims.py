@@ -24,8 +24,12 @@ CLAIM_FIELD = "boot_claim"
 def first_config(
     settings: Settings, job_id: str, instance_id: str, attempt: int, node_key: str
 ) -> dict[str, Any] | None:
-    """The node's config with its agent token; None while not every node is known (answer 425).
+    """The node's config with its agent token; None while not every node is known, or while the node's
+    attempt is not yet the job's (made before break: the running attempt is fenced first) (answer 425).
     AuthError when another agent already fetched this node's config with the boot token."""
+    job = wiring_for(settings).store.get(job_id)
+    if job is not None and int(job.attempt) < attempt:
+        return None
     config = agent_config(wiring_for(settings), job_id, instance_id)
     if config is None:
         return None

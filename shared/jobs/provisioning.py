@@ -14,7 +14,7 @@ from typing import Any
 from shared.clouds.errors import CloudError, InvalidLaunchError, TransientCloudError
 from shared.errors import NoOfferingError
 from shared.jobs.blocks import block_for, blocks_json, blocks_of, is_blocked, sticky, zone_block
-from shared.jobs.deadline_launch import check_deadline, defer_if_early, launch_by_policy
+from shared.jobs.deadline_launch import check_deadline, defer_if_early, launch_by_policy, superseded_wait
 from shared.jobs.failover import compact_blocks, note_refusal, replan_after_failures, tried_text
 from shared.jobs.fencing import FENCE_RETRY_SECONDS, FenceReport, fence_earlier_attempts
 from shared.jobs.job_groups import step_group
@@ -23,6 +23,7 @@ from shared.jobs.launching import (
     fail_provisioning,
     keep_progress,
     launch_candidate,
+    note_spot_refusal,
     record_launch,
     retry_later,
     wait_or_give_up,
@@ -58,6 +59,8 @@ def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome
         return Outcome.STALE
     if JobState(job.state) not in LAUNCHABLE or job.group_tasks:  # a job group launches only its members
         return Outcome.ALREADY_DONE
+    if superseded_wait(job, message):
+        return Outcome.STALE
     fence = fence_earlier_attempts(wiring, job)
     if not fence.fenced:
         return _wait_for_fence(wiring, job, fence)
@@ -125,6 +128,7 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
             except InvalidLaunchError as error:
                 return fail_provisioning(wiring, job, f"{candidate_text(candidate)}: {error.message}")
             except CloudError as error:
+                note_spot_refusal(wiring, job, candidate, error)
                 block = block_for(candidate, error)
                 note_refusal(wiring, job, candidate, block.reason.split(":", 1)[0], error.message)
                 blocks.append(block)
@@ -133,9 +137,10 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
                 return record_launch(wiring, job, candidate, index, blocks, nodes, tried, replanned)
             index += 1
         blocks = compact_blocks(blocks, wiring.catalog)
-        replanned = replan_after_failures(wiring, job, blocks)
-        if replanned is None:
+        answer = replan_after_failures(wiring, job, blocks)
+        if answer is None:
             return wait_or_give_up(wiring, job, blocks, tried)
+        replanned, blocks = answer
         plan, index = replanned, 0
 
 

@@ -96,8 +96,8 @@ def _check_nodes(
         if now - last > allowed:
             since = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
             cause = f"node rank {rank} ({instance_id}) silent since {since}"
-            if cluster.use_spot:
-                recover_job(wiring, job, cause, preempted=True)
+            if cluster.use_spot:  # never heard from while listed as running: a boot failure, not preempted
+                recover_job(wiring, job, cause, preempted=not booting)
                 done["recovered"].append(job.job_id)
             else:
                 fail_job(wiring, job, cause, node_failure=True)

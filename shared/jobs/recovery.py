@@ -1,5 +1,13 @@
 """Recovery: a node of a live job was preempted, died, or went silent. Block per the job's recovery
-strategy, tear the old cluster down, and re-plan with attempt + 1."""
+strategy, tear the old cluster down, and re-plan with attempt + 1.
+
+What bounds it, as SkyPilot's managed jobs: preemptions and lost nodes are recovered without limit;
+`max_restarts_on_errors` bounds restarts for the task's own failures (shared/jobs/agent_reports.py), and an
+exit code in `recover_on_exit_codes` restarts without being counted. One guard of our own: a crash loop.
+An attempt lost before its task started, for a cause that is not a preemption (a node that dies or stays
+silent at boot every time), counts one in `lost_in_a_row`; a preemption leaves the count as it is, an
+attempt whose task started resets it. Past `SKYLESS_CRASH_LOOP_LIMIT` in a row the job fails, and the
+timeline says why."""
 
 from __future__ import annotations
 
@@ -11,17 +19,20 @@ from shared.jobs.costs import cost_with
 from shared.jobs.deadlines import cluster_ended
 from shared.jobs.job_groups import tell_group
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
+from shared.jobs.nodes import nodes_of
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
 from shared.jobs.tokens import attempt_fields
 from shared.optimizer.plan import Block
 from shared.states import JobState, can_move
 from shared.store.job_store import PreemptionCount
-from shared.store.models import JobModel
+from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
 
 EAGER_NEXT_REGION = "EAGER_NEXT_REGION"
 FAILOVER = "FAILOVER"
+STARTED_PHASES = ("running", "succeeded", "failed", "setup_failed")  # the node got past boot
+PREEMPTED = "preempted"  # the reason of the block a preemption writes
 
 
 def recovery_options(wiring: Wiring, job: JobModel) -> dict[str, Any]:
@@ -59,20 +70,27 @@ def recover_job(
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
-    # a deadline job past the limit goes on, on on-demand only (shared/jobs/deadline_launch.py)
-    if recoveries > wiring.settings.max_recoveries and not job.deadline_at:
-        return _fail_and_teardown(wiring, job, f"{cause}; gave up after {recoveries - 1} recoveries")
     cluster = wiring.store.cluster(job.cluster_id)
+    lost = lost_in_a_row(job, cluster, preempted=preempted or counts_as_restart)
+    if lost > wiring.settings.crash_loop_limit:
+        reason = (
+            f"{cause}; crash loop: {lost} attempts in a row were lost before their task started, "
+            f"none of them preempted (SKYLESS_CRASH_LOOP_LIMIT={wiring.settings.crash_loop_limit})"
+        )
+        return _fail_and_teardown(wiring, job, reason)
     blocks = blocks_of(job)
     if preempted and cluster is not None:
         strategy = recovery_options(wiring, job)["strategy"]
         if strategy != FAILOVER and not job.deadline_at:  # a deadline job's policy weighs the region
-            blocks.append(Block(cloud=cluster.cloud, region=cluster.region, reason=f"preempted: {cause}"))
+            # EAGER_NEXT_REGION as SkyPilot's: the region just preempted is avoided for this recovery only
+            blocks = [b for b in blocks if not b.reason.startswith(PREEMPTED)]
+            blocks.append(Block(cloud=cluster.cloud, region=cluster.region, reason=f"{PREEMPTED}: {cause}"))
     old_cluster = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
     next_attempt = int(job.attempt) + 1
     changes: dict[str, Any] = {
         **attempt_fields(wiring.settings, job.job_id, next_attempt),
         "recoveries": recoveries,
+        "lost_in_a_row": lost,
         "restarts": int(job.restarts) + (1 if counts_as_restart else 0),
         "cluster_id": None,
         "candidate_index": 0,
@@ -95,6 +113,21 @@ def recover_job(
     send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
     send_optimize(wiring, job.job_id, next_attempt, delay_seconds=replan_delay_seconds)
     return Outcome.DONE
+
+
+def task_started(cluster: ClusterModel | None) -> bool:
+    """True when a node of the cluster reported its task running (or done): the attempt got past boot."""
+    if cluster is None:
+        return False
+    return any(node.get("phase") in STARTED_PHASES for node in nodes_of(cluster).values())
+
+
+def lost_in_a_row(job: JobModel, cluster: ClusterModel | None, *, preempted: bool) -> int:
+    """The crash-loop count once this attempt ends: reset by a task that started, kept by a preemption
+    (or a restart the task's own failure asked for), one more for an attempt lost at boot."""
+    if task_started(cluster):
+        return 0
+    return int(job.lost_in_a_row or 0) + (0 if preempted else 1)
 
 
 def _fail_and_teardown(

@@ -12,7 +12,10 @@ shared/store/cooldowns.py). From those times, with no state of its own, this mod
 - a region's is REGION_THRESHOLD over all its zones' preemptions (REGION_HALF_LIFE_SECONDS): three within
   about eight minutes, a storm, not one unlucky VM; three at once cool the region for 19 minutes;
 - no cooling lasts past MAX_COOLING_SECONDS from now, and preemptions older than FORGET_AFTER_SECONDS
-  no longer count (the store prunes them).
+  no longer count (the store prunes them);
+- a spot launch refused for capacity, by any job, is the same kind of evidence about its zone (and region)
+  as a preemption, counted the same way: the control plane learns where spot is short from every job's
+  launches, instead of each job probing on its own.
 
 Cooling never removes a place from a plan: spot candidates in a cooling zone or region move to the end of
 the failover list, behind every other candidate (other zones, regions, clouds, then on-demand where the task
@@ -54,6 +57,8 @@ class Cooling:
     scope: str  # "zone" | "region"
     preemptions: int  # preemptions there within FORGET_AFTER_SECONDS
     until: float
+    refusals: int = 0  # spot launches refused for capacity there within FORGET_AFTER_SECONDS
+    last_refused: float | None = None
 
     def covers(self, candidate: Candidate) -> bool:
         if not candidate.use_spot:
@@ -64,13 +69,18 @@ class Cooling:
 
     def describe(self) -> str:
         clock = datetime.fromtimestamp(self.until, UTC).strftime("%H:%M UTC")
-        return f"{self.scope} {self.place} cooling after {self.preemptions} spot preemption(s), until {clock}"
+        refused = f" and {self.refusals} refused spot launch(es)" if self.refusals else ""
+        return (
+            f"{self.scope} {self.place} cooling after {self.preemptions} spot preemption(s){refused}, "
+            f"until {clock}"
+        )
 
     def as_dict(self) -> dict[str, object]:
         return {
             "place": self.place,
             "scope": self.scope,
             "preemptions": self.preemptions,
+            "refusals": self.refusals,
             "until": self.until,
         }
 
@@ -93,21 +103,37 @@ def cooling_until(times: Sequence[float], now: float, half_life: float, threshol
     return now + min(MAX_COOLING_SECONDS, half_life * math.log2(score / (threshold / 2)))
 
 
-def cooling_places(preemptions: Mapping[str, Sequence[float]], now: float) -> list[Cooling]:
-    """The cooling zones and regions, given each zone's preemption times."""
+def cooling_places(
+    preemptions: Mapping[str, Sequence[float]],
+    now: float,
+    refusals: Mapping[str, Sequence[float]] | None = None,
+) -> list[Cooling]:
+    """The cooling zones and regions, given each zone's preemption times and refused spot launches."""
+    refusals = refusals or {}
     cooling: list[Cooling] = []
     by_region: dict[str, list[float]] = defaultdict(list)
-    for place, times in sorted(preemptions.items()):
-        recent = [t for t in times if now - t <= FORGET_AFTER_SECONDS]
-        by_region[region_of(place)].extend(recent)
-        until = cooling_until(recent, now, ZONE_HALF_LIFE_SECONDS, ZONE_THRESHOLD)
+    refused_in: dict[str, list[float]] = defaultdict(list)
+    for place in sorted(set(preemptions) | set(refusals)):
+        taken = [t for t in preemptions.get(place, ()) if now - t <= FORGET_AFTER_SECONDS]
+        refused = [t for t in refusals.get(place, ()) if now - t <= FORGET_AFTER_SECONDS]
+        by_region[region_of(place)].extend(taken + refused)
+        refused_in[region_of(place)].extend(refused)
+        until = cooling_until(taken + refused, now, ZONE_HALF_LIFE_SECONDS, ZONE_THRESHOLD)
         if until is not None:
-            cooling.append(Cooling(place, "zone", len(recent), until))
+            last = max(refused) if refused else None
+            cooling.append(Cooling(place, "zone", len(taken), until, len(refused), last))
     for region, times in sorted(by_region.items()):
         until = cooling_until(times, now, REGION_HALF_LIFE_SECONDS, REGION_THRESHOLD)
         if until is not None:
-            cooling.append(Cooling(region, "region", len(times), until))
+            refused = refused_in[region]
+            last = max(refused) if refused else None
+            cooling.append(Cooling(region, "region", len(times) - len(refused), until, len(refused), last))
     return cooling
+
+
+def refused_recently(refusals: Sequence[float], now: float, window: float = 600.0) -> int:
+    """How many of a place's refused spot launches fall in the last `window` seconds."""
+    return sum(1 for t in refusals if 0 <= now - t <= window)
 
 
 def forgotten(times: Iterable[float], now: float) -> list[float]:

@@ -6,6 +6,9 @@ is added with DynamoDB's ADD (atomic, never a read-modify-write, so concurrent p
 inside the transaction that moves the job to RECOVERING: the job moves once per preempted cluster, so a
 preemption reported twice (the cloud's event and the agent's notice) is counted once. Planning reads the
 whole record in one GetItem; entries older than the policy's horizon are removed with DELETE (also atomic).
+
+Spot launches refused for capacity (any job's) are kept the same way under `r#<cloud>/<region>/<zone>`,
+`"<epoch seconds>#<job id>-<attempt>"`, each added by one UpdateItem ADD when the launch is refused.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from shared.store.models import SharedSessionConnection
 
 RECORD_KEY = "spot-preemptions"
 ATTRIBUTE_PREFIX = "z#"
+REFUSAL_PREFIX = "r#"
 
 
 class PreemptionRecord(Model):
@@ -62,23 +66,34 @@ class PrunedCooldowns:
     """`cooling` over any store of the entries: it reads `preemptions()` and prunes with `_forget`."""
 
     def preemptions(self) -> dict[str, list[str]]:
+        return _of_kind(self.record(), ATTRIBUTE_PREFIX)
+
+    def refusals(self) -> dict[str, list[str]]:
+        """Each zone's refused spot launches (`"<epoch>#<job id>-<attempt>"`)."""
+        return _of_kind(self.record(), REFUSAL_PREFIX)
+
+    def record(self) -> dict[str, list[str]]:
+        """Every attribute (kind prefix + place) with its entries, from one read."""
         raise NotImplementedError
 
-    def _forget(self, place: str, entries: list[str]) -> None:
+    def _forget(self, place: str, entries: list[str], prefix: str = ATTRIBUTE_PREFIX) -> None:
         raise NotImplementedError
 
     def cooling(self, now: float | None = None) -> list[Cooling]:
         """The zones and regions cooling now. Drops entries the policy no longer counts (one DELETE each
         zone that has some; rare, and harmless when two readers do it at once)."""
         now = time.time() if now is None else now
-        entries = self.preemptions()
-        times = {place: [entry_time(e) for e in listed] for place, listed in entries.items()}
-        for place, listed in entries.items():
-            old = set(forgotten(times[place], now))
-            stale = [e for e in listed if entry_time(e) in old]
-            if stale:
-                self._forget(place, stale)
-        return cooling_places(times, now)
+        record = self.record()
+        kinds = {prefix: _of_kind(record, prefix) for prefix in (ATTRIBUTE_PREFIX, REFUSAL_PREFIX)}
+        times: dict[str, dict[str, list[float]]] = {}
+        for prefix, entries in kinds.items():
+            times[prefix] = {place: [entry_time(e) for e in listed] for place, listed in entries.items()}
+            for place, listed in entries.items():
+                old = set(forgotten(times[prefix][place], now))
+                stale = [e for e in listed if entry_time(e) in old]
+                if stale:
+                    self._forget(place, stale, prefix)
+        return cooling_places(times[ATTRIBUTE_PREFIX], now, times[REFUSAL_PREFIX])
 
 
 class CooldownStore(PrunedCooldowns):
@@ -94,16 +109,23 @@ class CooldownStore(PrunedCooldowns):
         name = ATTRIBUTE_PREFIX + place_of(cloud, region, zone)
         return self.model(cluster_id=RECORD_KEY), [Path([name]).add(Value({"SS": [entry(at, cluster_id)]}))]
 
-    def preemptions(self) -> dict[str, list[str]]:
-        """Each zone's entries (`"<epoch>#<cluster id>"`), from one consistent read."""
+    def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
+        """Count one spot launch refused for capacity (one atomic ADD; `who` is the job's attempt)."""
+        at = time.time() if at is None else at
+        name = REFUSAL_PREFIX + place_of(cloud, region, zone)
+        action = Path([name]).add(Value({"SS": [entry(at, who)]}))
+        self.model(cluster_id=RECORD_KEY).update(actions=[action])
+
+    def record(self) -> dict[str, list[str]]:
+        """Every zone's entries of both kinds, from one consistent read."""
         answer = self.model._get_connection().get_item(RECORD_KEY, consistent_read=True)
         item: dict[str, Any] = answer.get("Item") or {}
-        return {
-            name[len(ATTRIBUTE_PREFIX) :]: list(value.get("SS") or [])
-            for name, value in item.items()
-            if name.startswith(ATTRIBUTE_PREFIX)
-        }
+        return {name: list(value.get("SS") or []) for name, value in item.items() if "SS" in value}
 
-    def _forget(self, place: str, entries: list[str]) -> None:
-        action = Path([ATTRIBUTE_PREFIX + place]).delete(Value({"SS": entries}))
+    def _forget(self, place: str, entries: list[str], prefix: str = ATTRIBUTE_PREFIX) -> None:
+        action = Path([prefix + place]).delete(Value({"SS": entries}))
         self.model(cluster_id=RECORD_KEY).update(actions=[action])
+
+
+def _of_kind(record: dict[str, list[str]], prefix: str) -> dict[str, list[str]]:
+    return {name[len(prefix) :]: entries for name, entries in record.items() if name.startswith(prefix)}

@@ -166,6 +166,10 @@ class Cooldowns(Protocol):
         """Each place's entries (`"<epoch>#<cluster id>"`)."""
         ...
 
+    def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
+        """Count one spot launch refused for capacity there (`who`: the job's attempt)."""
+        ...
+
     def cooling(self, now: float | None = None) -> list[Cooling]:
         """The zones and regions cooling now; forgets entries the policy no longer counts."""
         ...

@@ -23,7 +23,7 @@ from pynamodb.models import Model
 
 from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
-from shared.store.cooldowns import PrunedCooldowns, entry
+from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, PrunedCooldowns, entry
 from shared.store.job_store import CompanionUpdate, NodeFields, PreemptionCount
 from shared.store.jobs import _days_since as days_since
 from shared.store.jobs import _event_key as event_key
@@ -62,6 +62,7 @@ class MemoryJobStore:
         self._clusters: dict[str, Item] = {}  # cluster records and node refs (`node#<id>`), as in DynamoDB
         self._events: dict[str, dict[str, Item]] = {}  # partition -> sort key -> item
         self._preemptions: dict[str, set[str]] = {}  # place -> entries
+        self._refusals: dict[str, set[str]] = {}  # place -> entries of refused spot launches
         self.cooldowns = MemoryCooldowns(self)
 
     # -- jobs ----------------------------------------------------------------------------------------
@@ -367,10 +368,18 @@ class MemoryCooldowns(PrunedCooldowns):
     def __init__(self, store: MemoryJobStore) -> None:
         self.store = store
 
-    def preemptions(self) -> dict[str, list[str]]:
+    def record(self) -> dict[str, list[str]]:
         with self.store._lock:
-            return {place: sorted(entries) for place, entries in self.store._preemptions.items() if entries}
+            taken = {ATTRIBUTE_PREFIX + p: sorted(e) for p, e in self.store._preemptions.items() if e}
+            refused = {REFUSAL_PREFIX + p: sorted(e) for p, e in self.store._refusals.items() if e}
+            return {**taken, **refused}
 
-    def _forget(self, place: str, entries: list[str]) -> None:
+    def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
+        at = time.time() if at is None else at
         with self.store._lock:
-            self.store._preemptions.get(place, set()).difference_update(entries)
+            self.store._refusals.setdefault(place_of(cloud, region, zone), set()).add(entry(at, who))
+
+    def _forget(self, place: str, entries: list[str], prefix: str = ATTRIBUTE_PREFIX) -> None:
+        kept = self.store._preemptions if prefix == ATTRIBUTE_PREFIX else self.store._refusals
+        with self.store._lock:
+            kept.get(place, set()).difference_update(entries)

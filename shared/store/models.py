@@ -58,6 +58,7 @@ class JobModel(Model):
     transient_retries = NumberAttribute(default=0)
     restarts = NumberAttribute(default=0)
     recoveries = NumberAttribute(default=0)
+    lost_in_a_row = NumberAttribute(default=0)  # attempts lost before their task started, not preempted
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
     cost = NumberAttribute(default=0)

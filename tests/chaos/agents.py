@@ -9,12 +9,15 @@ import random
 from dataclasses import dataclass
 
 from chaos.sim_cloud import Monitor, SimNode
-from shared.api.auth import AuthError, StaleAttemptError, authenticate_agent
+from shared.api.auth import AuthError, StaleAttemptError, authenticate_agent, authenticate_boot
 from shared.config import Settings
 from shared.errors import NotFoundError
-from shared.jobs.agent_reports import AgentReport, agent_config, report_agent_status
-from shared.jobs.tokens import agent_token
+from shared.jobs.agent_reports import AgentReport, report_agent_status
+from shared.jobs.node_claims import first_config
+from shared.jobs.tokens import agent_token, boot_token
 from shared.wiring import wiring_for
+
+LONG_WORK = 40
 
 
 @dataclass
@@ -48,12 +51,15 @@ class AgentFleet:
         self.agents: dict[str, SimAgent] = {}
         self.stopped_by_api = 0  # agents told to stop (410 or stop: true) that stopped
         self.refused = 0  # agents refused with 401 (they exit before running anything)
+        self.long_jobs: set[str] = set()  # jobs whose tasks run LONG_WORK times longer
 
     def boot(self, nodes: list[SimNode]) -> None:
         for node in nodes:
             if node.running and node.instance_id not in self.agents:
                 fails = self.rng.random() < self.fail_rate
-                self.agents[node.instance_id] = SimAgent(node, self.rng.randint(1, self.work), fails)
+                longer = LONG_WORK if node.spec.job_id in self.long_jobs else 1
+                work = self.rng.randint(1, self.work) * longer
+                self.agents[node.instance_id] = SimAgent(node, work, fails)
 
     def live(self) -> list[SimAgent]:
         self.reap()
@@ -74,6 +80,9 @@ class AgentFleet:
         if not agent.node.running:
             self._end(agent)
             return
+        if agent.phase == "boot":
+            self._boot(agent)
+            return
         try:
             authenticate_agent(
                 {"authorization": f"Bearer {agent.token(self.settings)}"}, agent.job_id, self.settings
@@ -86,16 +95,7 @@ class AgentFleet:
             self.refused += 1
             self._end(agent)
             return
-        if agent.phase == "boot":
-            try:
-                config = agent_config(wiring_for(self.settings), agent.job_id, agent.node.instance_id)
-            except NotFoundError:
-                self.refused += 1
-                self._end(agent)  # not a node of the job's current cluster: the real agent exits
-                return
-            if config is not None and self._report(agent, "setting_up", None):
-                agent.phase = "setup"
-        elif agent.phase == "setup":
+        if agent.phase == "setup":
             if self._report(agent, "running", None):
                 agent.phase = "run"
                 self.monitor.task_changed(agent.job_id, agent.cluster_id, True)
@@ -107,6 +107,30 @@ class AgentFleet:
                 outcome = ("failed", 1) if agent.fails else ("succeeded", 0)
                 if self._report(agent, *outcome):
                     self._end(agent)
+
+    def _boot(self, agent: SimAgent) -> None:
+        """The config fetch with the boot token from user-data, as the real agent makes it (the API's
+        authenticate_boot and first_config): 425 (None) is waited out; a refusal ends the agent."""
+        boot = boot_token(self.settings, agent.job_id, agent.node.spec.attempt)
+        headers = {
+            "authorization": f"Bearer {boot}",
+            "x-skyless-node-key": f"key-of-{agent.node.instance_id}",
+        }
+        try:
+            caller = authenticate_boot(headers, agent.job_id, self.settings)
+            config = first_config(
+                self.settings, agent.job_id, agent.node.instance_id, caller.attempt, caller.node_key
+            )
+        except StaleAttemptError:
+            self.stopped_by_api += 1
+            self._end(agent)
+            return
+        except (AuthError, NotFoundError):
+            self.refused += 1
+            self._end(agent)  # not a node of the job's current cluster: the real agent exits
+            return
+        if config is not None and self._report(agent, "setting_up", None):
+            agent.phase = "setup"
 
     def _report(self, agent: SimAgent, phase: str, exit_code: int | None) -> bool:
         """True when the report got an answer that lets the agent go on."""

@@ -50,6 +50,7 @@ TASKS = {
         "name: either\nresources:\n  cpus: 2+\n  job_recovery: FAILOVER\n  any_of:\n"
         "    - use_spot: true\n    - use_spot: false\nrun: python train.py\n"
     ),
+    "deadline": "name: deadline\nresources:\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n",
     "pipeline": (
         "name: prep\nresources:\n  cpus: 1+\n  use_spot: true\nrun: python prep.py\n---\n"
         "name: train\nresources:\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n"
@@ -81,7 +82,8 @@ class ChaosConfig:
     drain_hours: float = 12.0  # after the last submission, how long jobs get to finish
     tasks: dict[str, float] = field(
         default_factory=lambda: {
-            "simple": 0.3, "spot": 0.3, "spot-2-nodes": 0.2, "spot-or-on-demand": 0.1, "pipeline": 0.1,
+            "simple": 0.15, "spot": 0.3, "spot-2-nodes": 0.2, "spot-or-on-demand": 0.1, "pipeline": 0.1,
+            "deadline": 0.15,
         }
     )  # fmt: skip
 
@@ -92,7 +94,9 @@ class ChaosReport:
     outcomes: Counter[str]
     lost: list[str]
     stuck: list[str]
-    two_live_clusters: dict[str, list[str]]
+    unfenced_launches: dict[str, list[str]]  # a job's attempt launched while an earlier one was still live
+    extra_cluster_too_long: dict[str, list[str]]  # a second live cluster for longer than booting takes
+    three_live_clusters: dict[str, list[str]]
     two_running_tasks: dict[str, list[str]]
     vms_left_after_reconcile: list[str]
     vms_left_after_reaper: list[str]
@@ -111,6 +115,8 @@ class ChaosReport:
     storms: int
     stale_agents_stopped: int
     simulated_hours: float
+    extra_clusters: int = 0
+    extra_seconds: float = 0.0
     reasons: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -118,7 +124,9 @@ class ChaosReport:
         return not (
             self.lost
             or self.stuck
-            or self.two_live_clusters
+            or self.unfenced_launches
+            or self.extra_cluster_too_long
+            or self.three_live_clusters
             or self.two_running_tasks
             or self.vms_left_after_reconcile
             or self.illegal_moves
@@ -131,7 +139,11 @@ class ChaosReport:
             "outcomes": dict(self.outcomes),
             "lost": len(self.lost),
             "stuck": len(self.stuck),
-            "two_live_clusters": len(self.two_live_clusters),
+            "unfenced_launches": len(self.unfenced_launches),
+            "extra_cluster_too_long": len(self.extra_cluster_too_long),
+            "three_live_clusters": len(self.three_live_clusters),
+            "extra_clusters_booted": self.extra_clusters,
+            "extra_cluster_max_seconds": round(self.extra_seconds, 1),
             "two_running_tasks": len(self.two_running_tasks),
             "vms_left_after_reconcile": len(self.vms_left_after_reconcile),
             "vms_left_after_reaper": len(self.vms_left_after_reaper),
@@ -165,6 +177,7 @@ class ChaosRun:
         self.fleet = AgentFleet(settings, random.Random(config.seed + 4), self.monitor, config.work,
                                 config.task_fail_rate)  # fmt: skip
         self.raw_store = JobStore(settings)
+        self.monitor.attempt_of = self._attempt_of
         self.wiring = self._wiring()
         self.jobs: dict[str, str] = {}  # submitted job id -> task kind
         self.cancel_at: dict[str, float] = {}
@@ -188,6 +201,10 @@ class ChaosRun:
         )
         wiring.__dict__["cooldowns"] = cooldowns
         return wiring
+
+    def _attempt_of(self, job_id: str) -> int | None:
+        job = self.raw_store.get(job_id)
+        return None if job is None else int(job.attempt)
 
     # -- the agenda ----------------------------------------------------------------------------
 
@@ -296,7 +313,8 @@ class ChaosRun:
 
     def _submit(self, kind: str) -> None:
         job_id = new_job_id()
-        command = SubmitJob.from_text(owner="chaos", task_text=TASKS[kind], job_id=job_id)
+        deadline = {"deadline": "3h", "hours": 0.5} if kind == "deadline" else {}  # its policy moves it
+        command = SubmitJob.from_text(owner="chaos", task_text=TASKS[kind], job_id=job_id, **deadline)
         for _ in range(20):  # the client retries a failed request with the same id
             ok = self._guard("submit", lambda: submit_job(wiring_for(self.settings), command))
             if ok:
@@ -304,6 +322,8 @@ class ChaosRun:
         else:
             return
         self.jobs[job_id] = kind
+        if kind == "deadline":
+            self.fleet.long_jobs.add(job_id)  # runs long enough for the policy's checks to move it
         if self.rng.random() < self.config.cancels:
             self.at(self.clock.now() + self.rng.uniform(5, 600), "cancel", job_id)
 
@@ -383,6 +403,7 @@ class ChaosRun:
         self.clock.advance(301)
         reap_orphans(self.wiring)
         after_reaper = self._vms_left()
+        self.monitor.close()
         outcomes: Counter[str] = Counter()
         reasons: Counter[str] = Counter()
         lost, stuck = [], []
@@ -402,7 +423,9 @@ class ChaosRun:
             outcomes=outcomes,
             lost=lost,
             stuck=stuck,
-            two_live_clusters=dict(self.monitor.two_live_clusters),
+            unfenced_launches=dict(self.monitor.unfenced_launches),
+            extra_cluster_too_long=dict(self.monitor.extra_cluster_too_long),
+            three_live_clusters=dict(self.monitor.three_live_clusters),
             two_running_tasks=dict(self.monitor.two_running_tasks),
             vms_left_after_reconcile=after_reconcile,
             vms_left_after_reaper=after_reaper,
@@ -422,6 +445,8 @@ class ChaosRun:
             stale_agents_stopped=self.fleet.stopped_by_api,
             simulated_hours=(self.clock.now() - start) / 3600,
             reasons=reasons,
+            extra_clusters=self.monitor.extra_clusters,
+            extra_seconds=self.monitor.extra_seconds,
         )
 
     def _vms_left(self) -> list[str]:

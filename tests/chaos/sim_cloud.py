@@ -43,22 +43,57 @@ class SimNode:
         return "/".join(p for p in (self.spec.cloud, self.spec.region, self.spec.zone) if p)
 
 
+EXTRA_CLUSTER_SECONDS = 900.0  # how long a job may have an extra cluster booting (docs/architecture.md)
+
+
 @dataclass
 class Monitor:
-    """Invariants on the cloud's ground truth, checked at every change."""
+    """Invariants on the cloud's ground truth, checked at every change: one running task per job; besides
+    the cluster running it, at most one extra cluster (made before break), live at most
+    EXTRA_CLUSTER_SECONDS."""
 
     clock: Any
     live: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # job -> clusters running
     tasks: dict[str, set[str]] = field(
         default_factory=lambda: defaultdict(set)
     )  # job -> clusters running its task
-    two_live_clusters: dict[str, list[str]] = field(default_factory=dict)  # job -> the clusters, first seen
+    extra_since: dict[str, float] = field(default_factory=dict)  # job -> when it got a second live cluster
+    extra_seconds: float = 0.0  # the longest any job had one
+    extra_clusters: int = 0  # times a job had a second live cluster
+    extra_cluster_too_long: dict[str, list[str]] = field(default_factory=dict)  # job -> the clusters
+    attempt_of: Any = None  # job id -> the job's attempt now (the store's word), for telling the two apart
+    unfenced_launches: dict[str, list[str]] = field(default_factory=dict)  # launched beside an earlier one
+    three_live_clusters: dict[str, list[str]] = field(default_factory=dict)
     two_running_tasks: dict[str, list[str]] = field(default_factory=dict)
 
-    def cluster_changed(self, job_id: str, cluster_id: str, running: bool) -> None:
-        (self.live[job_id].add if running else self.live[job_id].discard)(cluster_id)
-        if len(self.live[job_id]) > 1 and job_id not in self.two_live_clusters:
-            self.two_live_clusters[job_id] = sorted(self.live[job_id])
+    def cluster_changed(
+        self, job_id: str, cluster_id: str, running: bool, attempt: int | None = None
+    ) -> None:
+        live = self.live[job_id]
+        (live.add if running else live.discard)(cluster_id)
+        now = float(self.clock.now())
+        if running and len(live) > 1 and attempt is not None and self.attempt_of is not None:
+            current = self.attempt_of(job_id)  # made before break: launched while the job is still before it
+            if current is not None and attempt <= current and job_id not in self.unfenced_launches:
+                self.unfenced_launches[job_id] = sorted(live)
+        if len(live) > 2 and job_id not in self.three_live_clusters:
+            self.three_live_clusters[job_id] = sorted(live)
+        if len(live) > 1 and job_id not in self.extra_since:
+            self.extra_since[job_id] = now
+            self.extra_clusters += 1
+        elif len(live) <= 1 and job_id in self.extra_since:
+            self._overlap_ended(job_id, now - self.extra_since.pop(job_id), cluster_id)
+
+    def close(self) -> None:
+        """At the end of a run: overlaps still under way are judged by their length so far."""
+        now = float(self.clock.now())
+        for job_id, since in list(self.extra_since.items()):
+            self._overlap_ended(job_id, now - since, "")
+
+    def _overlap_ended(self, job_id: str, seconds: float, cluster_id: str) -> None:
+        self.extra_seconds = max(self.extra_seconds, seconds)
+        if seconds > EXTRA_CLUSTER_SECONDS and job_id not in self.extra_cluster_too_long:
+            self.extra_cluster_too_long[job_id] = sorted(self.live[job_id] | {cluster_id} - {""})
 
     def task_changed(self, job_id: str, cluster_id: str, running: bool) -> None:
         (self.tasks[job_id].add if running else self.tasks[job_id].discard)(cluster_id)
@@ -102,7 +137,7 @@ class SimCloud:
         self.fresh.extend(nodes)
         self.clusters[spec.cluster_id] = nodes
         self.by_job[spec.job_id].append(spec.cluster_id)
-        self.monitor.cluster_changed(spec.job_id, spec.cluster_id, True)
+        self.monitor.cluster_changed(spec.job_id, spec.cluster_id, True, spec.attempt)
         return [n.as_node() for n in nodes]
 
     def terminate(self, cluster_id: str) -> None:

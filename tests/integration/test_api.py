@@ -345,6 +345,27 @@ def test_agent_config_is_425_until_the_cluster_is_recorded(
     assert early.json_body["error"] == "NotReadyError"
 
 
+def test_a_node_made_before_the_running_attempt_is_let_go_waits_for_its_attempt(
+    stack: Settings, client: Client, alice: Api
+) -> None:
+    job_id = alice.submit()
+    _launched(stack, job_id, ["i-a"])  # attempt 0 runs
+    key = {"X-Skyless-Node-Key": "the-next-agents-own-key"}
+
+    def ask(attempt: int) -> Any:
+        headers = {"Authorization": f"Bearer {boot_token(stack, job_id, attempt)}", **key}
+        return client.http.get(f"/agent/{job_id}/config?instance_id=i-next", headers=headers)
+
+    assert ask(1).status_code == 425  # the next attempt's node: not yet, the running one is not fenced
+    assert ask(2).status_code == 401  # no attempt beyond the next is ever launched
+    assert (
+        client.http.get(
+            f"/agent/{job_id}/config?instance_id=i-a", headers=_booting(stack, job_id)
+        ).status_code
+        == 200
+    )
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     bodies=st.lists(

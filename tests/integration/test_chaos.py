@@ -45,7 +45,9 @@ def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
     assert report.outcomes["SUCCEEDED"] >= report.jobs // 2, summary
     # ... and nothing broke
     assert report.lost == [] and report.stuck == [], summary
-    assert report.two_live_clusters == {} and report.two_running_tasks == {}, summary
+    assert report.unfenced_launches == {} and report.three_live_clusters == {}, summary
+    assert report.extra_cluster_too_long == {}, summary
+    assert report.two_running_tasks == {}, summary
     assert report.vms_left_after_reconcile == [] and report.vms_left_after_reaper == [], summary
     assert report.illegal_moves == [], summary
     assert report.handler_errors == [], report.handler_errors[:2]

@@ -205,24 +205,65 @@ def test_a_check_on_on_demand_tries_spot_again_and_duplicate_checks_do_nothing(
     stale = dict(check, not_before=float(job.next_check_at) - 60)
     time.sleep(max(0.0, float(job.next_check_at) - time.time()))
     deliver(queues, "provision", [record(check), record(check, "-dup"), record(stale, "-stale")])
-    moved = view(fast, job_id)
-    assert moved.state == JobState.RECOVERING and moved.attempt == 1  # once, for the two copies
-    deliver(queues, "optimize")
-    deliver(queues, "provision")
-    back = view(fast, job_id)
-    assert back.state == JobState.SETTING_UP and back.use_spot is True
+    moved = view(fast, job_id)  # made before break: spot obtained, on-demand fenced, in the check's step
+    assert moved.state == JobState.SETTING_UP and moved.attempt == 1 and moved.use_spot is True
+    assert live_clusters(fast, job_id) == {f"{job_id}-1"}  # once, for the two copies
 
 
-def test_past_the_recovery_limit_a_deadline_job_is_not_failed_but_runs_on_demand(
+def live_clusters(settings: Settings, job_id: str) -> set[str]:
+    return {n.cluster_id for n in LocalCloud(settings.home).list_job(job_id) if n.state == "running"}
+
+
+def test_a_check_whose_spot_launch_is_refused_leaves_the_on_demand_cluster_running(
+    fast: Settings, queues: QueueDriver
+):
+    LocalCloud(fast.home).set_capacity_rules({"no_spot_capacity": ["*"]})
+    job_id = submit(fast, queues, deadline="600s", hours=500 / 3600)
+    before = view(fast, job_id)
+    assert before.use_spot is False and live_clusters(fast, job_id) == {f"{job_id}-0"}
+    store = wiring_for(fast).store
+    for _ in range(2):  # the policy asks for spot again and again; the cloud keeps refusing
+        job = store.get(job_id)
+        assert job is not None and job.next_check_at is not None
+        check = {"job_id": job_id, "attempt": 0, "action": "deadline_check", "not_before": job.next_check_at}
+        time.sleep(max(0.0, float(job.next_check_at) - time.time()))
+        deliver(queues, "provision", [record(check)])
+        after = view(fast, job_id)
+        assert after.state == before.state and after.attempt == 0 and after.use_spot is False
+        assert live_clusters(fast, job_id) == {f"{job_id}-0"}  # untouched, and no spot cluster left over
+        assert after.deadline is not None and "stayed on" in (after.deadline["why"] or "")
+    stored = store.get(job_id)
+    assert stored is not None and stored.next_check_at is not None and stored.next_check_at > time.time()
+    refused = json.loads(stored.spot_history)  # the refusals are the policy's evidence
+    assert any(h["last_unavailable"] is not None for h in refused.values()), refused
+
+
+def test_a_deadline_job_keeps_spot_through_more_preemptions_than_any_limit(
     fast: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ):
-    limited = fast.with_(max_recoveries=2)
-    for name, value in limited.to_env().items():
+    strict = fast.with_(crash_loop_limit=1)  # the crash-loop guard never counts a preemption
+    for name, value in strict.to_env().items():
         monkeypatch.setenv(name, value)
-    job_id = submit(limited, queues, deadline="2h", hours=1.0)
-    for _ in range(2):  # the limit's worth of preemptions on spot
-        assert view(limited, job_id).use_spot is True
-        preempt_and_replan(limited, queues, job_id)
-    job = view(limited, job_id)
-    assert job.state == JobState.SETTING_UP and job.use_spot is False and job.recoveries == 2
-    assert job.deadline is not None and "recovery limit" in (job.deadline["why"] or "")
+    job_id = submit(strict, queues, deadline="2h", hours=1.0)
+    for _ in range(12):
+        assert view(strict, job_id).use_spot is True
+        preempt_and_replan(strict, queues, job_id)
+    job = view(strict, job_id)
+    assert job.state == JobState.SETTING_UP and job.use_spot is True and job.recoveries == 12
+
+
+def test_copies_of_a_waiting_jobs_launch_wake_it_once(fast: Settings, queues: QueueDriver):
+    LocalCloud(fast.home).set_capacity_rules({"no_spot_capacity": ["*"]})
+    job_id = submit(fast, queues, deadline="3h", hours=0.5)
+    job = wiring_for(fast).store.get(job_id)
+    assert job is not None and job.state == JobState.WAITING and job.next_check_at is not None
+    due = float(job.next_check_at)
+    body = {"job_id": job_id, "attempt": 0, "action": "launch", "not_before": due}
+    queues.receive("provision")  # the wait's own message, delivered below as two copies
+    time.sleep(max(0.0, due - time.time()))
+    deliver(queues, "provision", [record(body, "-a"), record(body, "-b")])
+    again = wiring_for(fast).store.get(job_id)
+    assert again is not None and again.state == JobState.WAITING and float(again.next_check_at) > due
+    assert queues.delayed_count("provision") == 1  # one walk, one new wait: copies do not multiply
+    deliver(queues, "provision", [record(body, "-late")])  # the old wait's copy, late
+    assert queues.delayed_count("provision") == 1

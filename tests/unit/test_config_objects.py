@@ -38,7 +38,7 @@ def test_settings_parse_their_variables() -> None:
             names.ENV_PROVIDERS: "aws=aws",
             names.ENV_API_URL: "https://api.example",
             names.ENV_HEARTBEAT_SECONDS: "3",
-            names.ENV_MAX_RECOVERIES: "2",
+            names.ENV_CRASH_LOOP_LIMIT: "2",
             names.ENV_CLUSTER_POLL_SECONDS: "0.5",
             names.ENV_ALLOW_LOOPBACK_WEBHOOKS: "1",
         }
@@ -53,7 +53,7 @@ def test_settings_parse_their_variables() -> None:
         "aws=aws",
         "https://api.example",
     )
-    assert (settings.heartbeat_seconds, settings.max_recoveries) == (3, 2)
+    assert (settings.heartbeat_seconds, settings.crash_loop_limit) == (3, 2)
     assert settings.cluster_poll_seconds == 0.5 and settings.allow_loopback_webhooks is True
 
 
@@ -71,7 +71,7 @@ def test_settings_defaults_when_nothing_is_set() -> None:
 
 
 def test_settings_round_trip_through_their_environment() -> None:
-    settings = Settings(prefix="rt", endpoint_url="http://e", api_url="http://a", max_recoveries=4)
+    settings = Settings(prefix="rt", endpoint_url="http://e", api_url="http://a", crash_loop_limit=4)
     assert Settings.from_env(settings.to_env()) == settings
 
 
@@ -79,7 +79,7 @@ def test_settings_round_trip_through_their_environment() -> None:
     ("name", "value"),
     [
         (names.ENV_HEARTBEAT_SECONDS, "ten"),
-        (names.ENV_MAX_RECOVERIES, "1.5"),
+        (names.ENV_CRASH_LOOP_LIMIT, "1.5"),
         (names.ENV_CLUSTER_POLL_SECONDS, "fast"),
         (names.ENV_AUTOSTOP_MINUTE_SECONDS, "1m"),
     ],

@@ -213,6 +213,18 @@ def test_a_preemption_is_counted_with_the_move_or_not_at_all(under_test: StoreUn
     assert under_test.cooldowns.preemptions() == {}
 
 
+def test_refused_spot_launches_are_counted_beside_preemptions_and_pruned(under_test: StoreUnderTest) -> None:
+    cooldowns = under_test.cooldowns
+    now = float(int(time.time()))  # entries keep milliseconds
+    cooldowns.refused("aws", "us-east-1", "us-east-1b", "job-a-0", at=now)
+    cooldowns.refused("aws", "us-east-1", "us-east-1b", "job-b-2", at=now + 1)
+    assert cooldowns.preemptions() == {}
+    zone = {c.place: c for c in cooldowns.cooling(now=now + 2)}["aws/us-east-1/us-east-1b"]
+    assert (zone.refusals, zone.preemptions, zone.last_refused) == (2, 0, now + 1)
+    cooldowns.cooling(now=now + FORGET_AFTER_SECONDS + 60)  # prunes what no longer counts
+    assert cooldowns.cooling(now=now + 2) == []
+
+
 def test_update_node_answers_false_for_a_node_the_cluster_does_not_have(under_test: StoreUnderTest) -> None:
     store = under_test.store
     _, cluster = launched(store, "i-1")

@@ -1,0 +1,94 @@
+"""Make before break: a running job moves to another place or market (the deadline policy's on-demand -> spot)
+by first obtaining the new capacity, and lets the running attempt go only once it has it.
+
+1. The next attempt's cluster is launched while the job stays on its running attempt (the launch is
+   idempotent per attempt: a duplicate check gets the same nodes). Its agents hold the next attempt's boot
+   token and are answered "not yet" (425) until the job is on their attempt (shared/jobs/node_claims.py).
+2. Refused (no capacity, quota, a transient error): the running cluster is untouched; the refusal is the
+   place's spot history, and the policy is asked again at its next check.
+3. Obtained: the job moves to RECOVERING on the next attempt (the old agents get 410 and stop), the earlier
+   attempts are fenced (terminated, and the cloud asked until they are gone: shared/jobs/fencing.py), and
+   only then is the new cluster recorded (RECOVERING -> SETTING_UP), which is when its agents get their
+   config and start the task. If the cloud has not let go yet, the job goes through the ordinary launch
+   (PLANNED, a launch message), whose fence waits; the launch finds the same nodes again.
+
+So one task runs per job at any time; an extra cluster exists only while booting, for the length of this
+step, or (a crash between the launch and the move) until the orphan reaper's grace period ends.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from shared.clouds.errors import CloudError, NoCapacityError
+from shared.jobs.blocks import blocks_of
+from shared.jobs.costs import cost_with
+from shared.jobs.deadlines import cluster_ended, history_json
+from shared.jobs.fencing import FENCE_RETRY_SECONDS, fence_earlier_attempts
+from shared.jobs.launching import launch_candidate, note_spot_refusal, record_launch
+from shared.jobs.messages import cluster_id_for, send_launch
+from shared.jobs.outcomes import Outcome
+from shared.jobs.tokens import attempt_fields
+from shared.optimizer.plan import Candidate
+from shared.spot_policy import Market, SpotHistory
+from shared.states import JobState, is_terminal
+from shared.store.models import ClusterModel, JobModel
+from shared.wiring import Wiring
+
+
+def move_when_obtained(
+    wiring: Wiring,
+    job: JobModel,
+    cluster: ClusterModel,
+    candidate: Candidate,
+    index: int,
+    *,
+    place: str,
+    reason: str,
+    history: dict[str, SpotHistory],
+    check_at: float | None,
+) -> tuple[Outcome, dict[str, SpotHistory], str | None]:
+    """Launch the next attempt on `candidate`, then hand the job over to it. Returns the outcome, the
+    history (with this launch's result) and, when the launch was refused, why (the job stayed put)."""
+    market = Market.SPOT if candidate.use_spot else Market.ON_DEMAND
+    next_attempt = int(job.attempt) + 1
+    now = time.time()
+    try:
+        nodes = launch_candidate(wiring, job, candidate, attempt=next_attempt)
+    except CloudError as error:
+        note_spot_refusal(wiring, job, candidate, error)
+        if market is Market.SPOT and isinstance(error, NoCapacityError):
+            history[place] = history.get(place, SpotHistory()).refused(now)
+        return Outcome.DONE, history, f"{place} ({market}): {error.message}"
+    if market is Market.SPOT:
+        history[place] = history.get(place, SpotHistory()).launched(now)
+    changes: dict[str, Any] = {
+        **attempt_fields(wiring.settings, job.job_id, next_attempt),
+        "cluster_id": None,
+        "candidate_index": index,
+        "wait_rounds": 0,
+        "transient_retries": 0,
+        "cost": cost_with(job, cluster),
+        **cluster_ended(job, cluster, preempted=False, now=now),
+        "next_check_at": None,
+    }
+    changes["spot_history"] = history_json(history)
+    cause = f"deadline policy: {reason}; {len(nodes)} node(s) obtained on {place} ({market}) first"
+    detail = {"cluster": job.cluster_id}
+    if not wiring.store.move(job, JobState.RECOVERING, cause, changes=changes, detail=detail):
+        latest = wiring.store.get(job.job_id)
+        if latest is None or is_terminal(latest.state):  # cancelled meanwhile: what we made must not stay
+            wiring.providers.provider_for(candidate.cloud).terminate(cluster_id_for(job.job_id, next_attempt))
+        return Outcome.ALREADY_DONE, history, None
+    moved = wiring.store.get(job.job_id)
+    assert moved is not None
+    fence = fence_earlier_attempts(wiring, moved)
+    if not fence.fenced:
+        if wiring.store.move(moved, JobState.PLANNED, "waiting for the earlier attempt to be gone"):
+            send_launch(wiring, job.job_id, next_attempt, delay_seconds=FENCE_RETRY_SECONDS)
+        return Outcome.RETRY_LATER, history, None
+    extra = {"market": market.value, "policy_reason": reason, "next_check_at": check_at}
+    outcome = record_launch(wiring, moved, candidate, index, blocks_of(moved), nodes, extra_changes=extra)
+    fence.write_down(wiring, job.job_id, next_attempt)
+    return outcome, history, None
