@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
+from shared.api.budget_models import BudgetResponse
 from shared.api.cluster_models import (
     ClusterCancelResponse,
     ClusterDetail,
@@ -36,6 +37,7 @@ from shared.api.models import (
     SubmitJobResponse,
     UploadResponse,
 )
+from shared.api.report_models import ProviderScorecardResponse
 from shared.api.storage_models import BucketList, BucketView
 from shared.errors import UserError
 
@@ -93,6 +95,8 @@ class SkylessClient:
         deadline: str | None = None,
         hours: float | None = None,
         secrets: dict[str, str] | None = None,
+        max_cost: float | None = None,
+        max_cost_action: str = "stop",
     ) -> SubmitJobResponse:
         """`file_mount_keys`: for each file mount with a local source, remote path -> `upload_path` key.
         `notify`: `{"slack_webhook"?, "email"?}` for this job instead of the user's notification settings.
@@ -111,6 +115,9 @@ class SkylessClient:
             body["deadline"] = deadline
         if hours is not None:
             body["hours"] = hours
+        if max_cost is not None:
+            body["max_cost"] = max_cost
+            body["max_cost_action"] = max_cost_action
         return SubmitJobResponse.model_validate(self._call("POST", "/jobs", json=body))
 
     def plan(
@@ -157,6 +164,23 @@ class SkylessClient:
         if all_users:
             params["all_users"] = "true"
         return CostReportResponse.model_validate(self._call("GET", "/costs", params=params))
+
+    def budget(self, user_id: str | None = None) -> BudgetResponse:
+        """A monthly budget (the caller's, or with an admin key `user_id`'s) and this month's spend."""
+        params = {"user_id": user_id} if user_id else None
+        return BudgetResponse.model_validate(self._call("GET", "/budget", params=params))
+
+    def set_budget(self, body: dict[str, Any]) -> BudgetResponse:
+        """`{"monthly": USD, "action": "stop"|"warn", "user_id"?}` (PUT /budget)."""
+        return BudgetResponse.model_validate(self._call("PUT", "/budget", json=body))
+
+    def provider_scorecard(self, *, days: int = 30, all_users: bool = False) -> ProviderScorecardResponse:
+        """What each cloud, region and instance family delivered to jobs of the last `days` days."""
+        params: dict[str, str | int] = {"days": days}
+        if all_users:
+            params["all_users"] = "true"
+        answer = self._call("GET", "/reports/providers", params=params)
+        return ProviderScorecardResponse.model_validate(answer)
 
     def get_job(self, job_id: str) -> JobDetail:
         return JobDetail.model_validate(self._call("GET", f"/jobs/{_segment(job_id)}"))

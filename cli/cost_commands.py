@@ -43,10 +43,17 @@ def cost_report(
         raise typer.Exit(2)
     with _client(api_url, api_key) as client:
         report = client.cost_report(days=days, by=by, all_users=all_users)
+        budget = None if as_json else client.budget()
     if as_json:
         console.out(json.dumps(report.model_dump(mode="json"), indent=2), highlight=False)
         return
     print_report(report, with_jobs=jobs)
+    if budget is not None and budget.monthly is not None:
+        console.print(
+            f"Monthly budget {budget.month}: {dollars(budget.monthly)}, spent {dollars(budget.spent)} "
+            f"({budget.percent:.1f} %), at 100 %: {budget.action}",
+            soft_wrap=True,
+        )
 
 
 def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:

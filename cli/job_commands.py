@@ -232,6 +232,10 @@ def _print_job(job: JobDetail, *, as_json: bool) -> None:
     )
     if job.reason:
         console.print(f"  reason: {_escape(job.reason)}")
+    if job.max_cost is not None:
+        console.print(f"  cost cap: ${job.max_cost:.2f} ({100 * job.cost / job.max_cost:.0f} % used)")
+    if job.budget_stop and not job.reason:
+        console.print(f"  stopping: {_escape(job.budget_stop)}")
     if job.deadline is not None:
         d = job.deadline
         console.print(

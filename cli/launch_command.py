@@ -87,6 +87,13 @@ def launch(
     hours: Annotated[
         float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", min=0.000001, help="Cost cap, USD: notices at 50/80/100 %, then stop."),
+    ] = None,
+    max_cost_action: Annotated[
+        str, typer.Option("--max-cost-action", help="At the cap: stop (at a checkpoint) or warn.")
+    ] = "stop",
     cluster: Annotated[
         str | None, typer.Option("--cluster", "-c", help="Run it on this named cluster (made if new).")
     ] = None,
@@ -122,10 +129,16 @@ def _launch(**o: Any) -> None:
     if cluster is None and given:
         errors.print(f"[red]error:[/red] {', '.join(given)} need a cluster: add -c NAME")
         raise typer.Exit(2)
+    if o["max_cost_action"] not in ("stop", "warn"):
+        errors.print(
+            f"[red]error:[/red] --max-cost-action: must be stop or warn, not {escape(o['max_cost_action'])}"
+        )
+        raise typer.Exit(2)
     managed = cluster_commands.no_cluster_options(
         **{
             "--deadline": o["deadline"],
             "--hours": o["hours"],
+            "--max-cost": o["max_cost"],
             "--notify-slack": o["notify_slack"],
             "--notify-email": o["notify_email"],
             "--job-recovery": o["job_recovery"],
@@ -226,8 +239,20 @@ def _launch(**o: Any) -> None:
             notify=notify or None,
             deadline=o["deadline"],
             hours=o["hours"],
+            max_cost=o["max_cost"],
+            max_cost_action=o["max_cost_action"],
         )
         console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
+        if o["max_cost"] is not None:
+            console.print(
+                f"Cost cap ${o['max_cost']:.2f} (skyless only; SkyPilot has none): "
+                "notices at 50/80/100 %, then "
+                + (
+                    "the job is stopped at a checkpoint."
+                    if o["max_cost_action"] == "stop"
+                    else "a warning only."
+                )
+            )
         if o["deadline"] is not None:
             console.print(
                 "Deadline job (skyless only; SkyPilot has none): spot while the deadline is safe, "

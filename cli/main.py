@@ -6,6 +6,7 @@ import typer
 
 from cli import (
     admin_commands,
+    budget_commands,
     catalog_commands,
     check_commands,
     cluster_commands,
@@ -18,6 +19,7 @@ from cli import (
     managed_jobs_commands,
     notify_commands,
     plan_commands,
+    report_commands,
     schedule_commands,
     ssh_commands,
     storage_commands,
@@ -42,6 +44,8 @@ for area in (
     managed_jobs_commands,
     ssh_commands,
     cost_commands,
+    report_commands,
+    budget_commands,
     dashboard_commands,
     schedule_commands,
     notify_commands,

@@ -17,6 +17,7 @@ from shared.store.reaper_marks import DynamoReaperMarks, ReaperMarks
 from shared.store.schedules import DynamoScheduleStore, ScheduleStore
 
 if TYPE_CHECKING:
+    from shared.budgets.records import BudgetStore
     from shared.catalog.model import Catalog
     from shared.price_refresh.versioned_catalog import StoredCatalogLoader
 
@@ -32,6 +33,7 @@ class Wiring:
     schedule_records: ScheduleStore | None = None  # None: the schedules table
     notification_records: NotificationStore | None = None  # None: the notifications table
     reaper_mark_records: ReaperMarks | None = None  # None: the events table's `reaper-marks` partition
+    budget_records: BudgetStore | None = None  # None: the events table's `budgets` partition
 
     @cached_property
     def catalog_loader(self) -> StoredCatalogLoader:
@@ -62,6 +64,15 @@ class Wiring:
     def reaper_marks(self) -> ReaperMarks:
         """The orphan reaper's marks of clusters no live job owns (shared/store/reaper_marks.py)."""
         return self.reaper_mark_records or DynamoReaperMarks(self.settings)
+
+    @cached_property
+    def budgets(self) -> BudgetStore:
+        """Monthly budgets and the claims of budget notices (shared/budgets/records.py)."""
+        if self.budget_records is not None:
+            return self.budget_records
+        from shared.budgets.records import DynamoBudgets
+
+        return DynamoBudgets(self.settings)
 
     @property
     def catalog(self) -> Catalog:

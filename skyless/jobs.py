@@ -23,9 +23,16 @@ TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 
 def launch(
-    task: Task, name: str | None = None, *, optimize_target: str = "cost", clouds: list[str] | None = None
+    task: Task,
+    name: str | None = None,
+    *,
+    optimize_target: str = "cost",
+    clouds: list[str] | None = None,
+    max_cost: float | None = None,
+    max_cost_action: str = "stop",
 ) -> ManagedJobLaunch:
-    """Submit `task` as a managed job (`name` replaces the task's name); answers once it is planned."""
+    """Submit `task` as a managed job (`name` replaces the task's name); answers once it is planned.
+    `max_cost` (USD, a skyless extra): notices at 50/80/100 %, then the job stops (or, `warn`, goes on)."""
     if name is not None:
         task = Task.from_yaml_config({**task.to_yaml_config(), "name": name})
     minimize = str(getattr(optimize_target, "name", optimize_target)).lower()
@@ -35,7 +42,8 @@ def launch(
         sent = submission(client, task, clouds)
         say_notes([*sent.task_notes, *sent.config_notes])
         job = client.submit_job(sent.text, filename=sent.filename, minimize=minimize, clouds=sent.clouds,
-                                workdir_key=sent.workdir_key, file_mount_keys=sent.mount_keys)  # fmt: skip
+                                workdir_key=sent.workdir_key, file_mount_keys=sent.mount_keys,
+                                max_cost=max_cost, max_cost_action=max_cost_action)  # fmt: skip
     return ManagedJobLaunch(job.job_id, None)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from chaos.memory_objects import MemoryObjects
 
+from shared.budgets.records import MemoryBudgets
 from shared.clouds.local import LocalCloud
 from shared.clouds.registry import ProviderRegistry
 from shared.config import Settings
@@ -122,7 +123,7 @@ def memory_stack(home: Path, monkeypatch: pytest.MonkeyPatch, queues: MemoryQueu
     wiring = Wiring(
         settings, store, queues, objects, ProviderRegistry(settings), store.cooldowns,  # type: ignore[arg-type]
         schedule_records=MemoryScheduleStore(), notification_records=MemoryNotificationStore(),
-        reaper_mark_records=MemoryReaperMarks(),
+        reaper_mark_records=MemoryReaperMarks(), budget_records=MemoryBudgets(),
     )  # fmt: skip
     install_wiring(wiring)
     try:

@@ -14,11 +14,13 @@ from chalice import Chalice, Response
 
 from functions.submit import (
     admin_views,
+    budget_views,
     cluster_views,
     cost_views,
     gateway_events,
     job_views,
     notification_views,
+    report_views,
     schedule_views,
     team_views,
 )
@@ -36,6 +38,7 @@ from functions.submit.route_table import (
     register_route,
 )
 from shared.api.auth import BootCaller, authenticate_agent, authenticate_boot, authenticate_user
+from shared.api.budget_models import BudgetRequest, BudgetResponse
 from shared.api.cluster_models import (
     AutostopRequest,
     ClusterCancelResponse,
@@ -78,6 +81,7 @@ from shared.api.notification_models import (
     NotificationSettingsResponse,
     NotificationTestResponse,
 )
+from shared.api.report_models import ProviderScorecardResponse
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.api.storage_models import BucketList, BucketView
 from shared.clusters.agents import ClusterBootCaller, authenticate_cluster_agent, authenticate_cluster_boot
@@ -200,6 +204,33 @@ COST_QUERY = (
         response=CostReportResponse, query=COST_QUERY, errors=(400, 403))  # fmt: skip
 def cost_report(caller: User) -> CostReportResponse:
     return cost_views.report(Settings.from_env(), caller, query_params(app))
+
+
+PROVIDER_QUERY = (
+    QueryParam("days", "integer", "Jobs submitted in the last N days (default 30)"),
+    QueryParam("all_users", "string", "true: every user's jobs (an admin key only)"),
+)
+
+
+@_route("/reports/providers", "GET", "What each cloud, region and instance family delivered",
+        response=ProviderScorecardResponse, query=PROVIDER_QUERY, errors=(400, 403))  # fmt: skip
+def provider_report(caller: User) -> ProviderScorecardResponse:
+    return report_views.providers(Settings.from_env(), caller, query_params(app))
+
+
+BUDGET_QUERY = (QueryParam("user_id", "string", "Another user's (an admin key only)"),)
+
+
+@_route("/budget", "GET", "A user's monthly budget and this month's spend", response=BudgetResponse,
+        query=BUDGET_QUERY, errors=(403,))  # fmt: skip
+def budget_show(caller: User) -> BudgetResponse:
+    return budget_views.show(Settings.from_env(), caller, query_params(app))
+
+
+@_route("/budget", "PUT", "Set a user's monthly budget (an admin key for another user's)", body=BudgetRequest,
+        response=BudgetResponse, errors=(400, 403))  # fmt: skip
+def budget_put(caller: User, body: BudgetRequest) -> BudgetResponse:
+    return budget_views.put(Settings.from_env(), caller, body)
 
 
 @_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",

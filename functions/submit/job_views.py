@@ -116,6 +116,8 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         job_id=job_id,
         deadline=body.deadline,
         hours=body.hours,
+        max_cost=body.max_cost,
+        max_cost_action=body.max_cost_action,
     )
     job = submit_job(wiring_for(settings), command)
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
@@ -161,7 +163,11 @@ def agent_status(settings: Settings, job_id: str, body: AgentStatusRequest) -> A
     report = AgentReport(job_id, body.instance_id, body.phase, exit_code=body.exit_code, message=body.message)
     status = report_agent_status(wiring_for(settings), report)
     return AgentStatusResponse(
-        job_id=status.job_id, state=status.state, cancel=status.cancel, stop=status.stop
+        job_id=status.job_id,
+        state=status.state,
+        cancel=status.cancel,
+        stop=status.stop,
+        preempt=status.preempt,
     )
 
 

@@ -88,6 +88,7 @@ class ApiClient:
         self.on_cancel: Callable[[], None] | None = None  # the API says the job is over
         self.has_agent_token = False  # reports need the agent token the config answer carries
         self.on_stop: Callable[[str], None] | None = None  # the API says this node must stop and exit
+        self.on_preempt: Callable[[str], None] | None = None  # a budget stops the job: a preemption notice
 
     def fetch_config(
         self,
@@ -162,4 +163,6 @@ class ApiClient:
             self.on_stop(f"the API says this node has no part in job {self.job_id} now")
         elif isinstance(answer, dict) and answer.get("cancel") and self.on_cancel is not None:
             self.on_cancel()
+        elif isinstance(answer, dict) and answer.get("preempt") and self.on_preempt is not None:
+            self.on_preempt(f"the control plane: {str(answer['preempt'])[:300]}")
         return True

@@ -67,6 +67,7 @@ class Agent:
         self.storage: list[dict[str, Any]] = []
         self.storage_lock = threading.Lock()
         self.api.on_stop = self.on_stop
+        self.api.on_preempt = self.on_preemption_notice
 
     def on_preemption_notice(self, reason: str) -> None:
         """Pass SIGTERM to the task so it can checkpoint, and report `preempting` once. With buckets to

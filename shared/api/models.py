@@ -70,6 +70,12 @@ class SubmitJobRequest(PlanRequest):
     hours: float | None = Field(
         None, gt=0, description="The compute the job needs on its planned hardware, hours (with `deadline`)."
     )
+    max_cost: float | None = Field(
+        None, gt=0, le=1_000_000, description="Cost cap, USD: notices at 50/80/100 %, then stop."
+    )
+    max_cost_action: Literal["stop", "warn"] = Field(
+        "stop", description="At the cap: stop the job at a checkpoint (as on a preemption notice), or warn."
+    )
 
 
 class UploadRequest(RequestBody):
@@ -125,6 +131,8 @@ class JobSummary(BaseModel):
         None, description="How it was submitted: cli (POST /jobs: the CLI or the SDK), upload, schedule."
     )
     source_ref: str | None = Field(None, description="The upload's object key, or the schedule's name.")
+    max_cost: float | None = Field(None, description="The job's cost cap, USD (None: none).")
+    budget_stop: str | None = Field(None, description="Why a budget is stopping (or stopped) the job.")
 
 
 class DeadlineStatus(BaseModel):
@@ -208,6 +216,9 @@ class AgentStatusResponse(BaseModel):
     cancel: bool = Field(False, description="The job was cancelled: the agent stops its task.")
     stop: bool = Field(
         False, description="This node has no part in the job now: kill the task's process group and exit."
+    )
+    preempt: str | None = Field(
+        None, description="A budget stops the job: take this as a preemption notice (checkpoint, write back)."
     )
 
 

@@ -13,7 +13,7 @@ class RequestBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-Topic = Literal["preempted", "recovered", "succeeded", "failed", "no_capacity"]
+Topic = Literal["preempted", "recovered", "succeeded", "failed", "no_capacity", "budget"]
 
 
 class NotificationSettingsRequest(RequestBody):

@@ -11,12 +11,14 @@ once, with its boot token), `deadlines` (a deadline job's record, and what `plan
 config).
 Reads for the API: `views`, `job_listing` (a user's jobs a page at a time, with a cursor), `job_filters`,
 `blocks` (places a job may not use again), `cost_report`;
+`budget_checks` (cost caps and monthly budgets: refused launches, the sweep's notices and stops);
 `run_status` writes runs/<job>/status.json. The other modules are the steps' parts.
 """
 
 __all__ = [
     "agent_reports",
     "blocks",
+    "budget_checks",
     "cancellation",
     "containers",
     "cost_report",

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from shared.errors import NotFoundError
+from shared.jobs.budget_checks import end_stopped_job
 from shared.jobs.containers import node_container
 from shared.jobs.costs import cost_with
 from shared.jobs.file_mounts import decode_keys, node_file_mounts
@@ -47,6 +48,9 @@ class AgentStatus:
     state: str
     cancel: bool  # the job is over (cancelled, failed elsewhere): the agent stops its task
     stop: bool = False  # the node has no part in the job now: kill the task's process group and exit
+    preempt: str | None = (
+        None  # a budget stops the job: take it as a preemption notice (checkpoint, write back)
+    )
 
 
 @dataclass(frozen=True)
@@ -213,9 +217,9 @@ def report_agent_status(wiring: Wiring, report: AgentReport) -> AgentStatus:
         if is_terminal(job.state) or cluster is None or instance_id not in nodes_of(cluster):
             return _unrecorded_node_status(job, cluster)
         if _apply_report(wiring, job, cluster, instance_id, phase, exit_code, message):
-            return AgentStatus(
-                job.job_id, job.state, cancel=is_terminal(job.state), stop=is_terminal(job.state)
-            )
+            over = is_terminal(job.state)
+            preempt = None if over else job.budget_stop
+            return AgentStatus(job.job_id, job.state, cancel=over, stop=over, preempt=preempt)
     assert job is not None  # the loop ran, and returned on None
     return AgentStatus(job_id, job.state, cancel=is_terminal(job.state), stop=is_terminal(job.state))
 
@@ -260,9 +264,14 @@ def _apply_report(
     state = JobState(job.state)
 
     # A move that loses a race (another report moved the job) answers ALREADY_DONE: read again, retry.
+    if phase == "preempting" and state in HAS_NODES and job.budget_stop:
+        store.update_node(cluster, instance_id, **fields)  # written back: the budget's stop ends the job
+        return end_stopped_job(wiring, job, {"cluster": cluster.cluster_id, "rank": rank})
     if phase == "preempting" and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)
-        outcome = recover_job(wiring, job, f"preemption notice on node rank {rank}", preempted=True)
+        outcome = recover_job(
+            wiring, job, f"preemption notice on node rank {rank}", preempted=True, warned=True
+        )
         return outcome != Outcome.ALREADY_DONE
     if phase in ("failed", "setup_failed") and state in HAS_NODES:
         store.update_node(cluster, instance_id, **fields)

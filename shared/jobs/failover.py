@@ -68,6 +68,20 @@ def tried_text(candidate: Candidate, error_message: str) -> str:
     return f"{candidate.place} {candidate.instance_type}: {error_message}"
 
 
+def note_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: str, message: str) -> None:
+    """A launch request the cloud refused, as the provider scorecard counts it (shared/reports/);
+    `error` is the kind a block names: no capacity, quota, auth, transient."""
+    detail = {
+        "cloud": candidate.cloud,
+        "region": candidate.region,
+        "zone": candidate.zone,
+        "instance_type": candidate.instance_type,
+        "use_spot": candidate.use_spot,
+        "error": error,
+    }
+    wiring.store.note(job.job_id, "refused", tried_text(candidate, message), detail)
+
+
 def launched_message(count: int, where: str, tried: list[str]) -> str:
     """`launched 2 node(s) on aws/... after 3 place(s) failed: gcp/... : no capacity; ...`"""
     text = f"launched {count} node(s) on {where}"

@@ -26,7 +26,9 @@ def handle_instance_event(event: InstanceEvent, wiring: Wiring | None = None) ->
     if JobState(job.state) not in HAS_NODES:
         return Outcome.ALREADY_DONE
     cause = f"{event.description} (node rank {int(ref.rank)}, {event.instance_id})"
-    outcome = recover_job(wiring, job, cause, preempted=True, replan_delay_seconds=FALLBACK_DELAY_SECONDS)
+    warned = event.kind == "spot-warning"
+    delay = FALLBACK_DELAY_SECONDS
+    outcome = recover_job(wiring, job, cause, preempted=True, replan_delay_seconds=delay, warned=warned)
     if outcome == Outcome.DONE:
         replan_and_launch(wiring, job.job_id, int(job.attempt))  # at once; the messages sent are the fallback
     return outcome

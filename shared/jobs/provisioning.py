@@ -15,7 +15,7 @@ from shared.clouds.errors import CloudError, InvalidLaunchError, TransientCloudE
 from shared.errors import NoOfferingError
 from shared.jobs.blocks import block_for, blocks_json, blocks_of, is_blocked, sticky, zone_block
 from shared.jobs.deadline_launch import check_deadline, defer_if_early, launch_by_policy, superseded_wait
-from shared.jobs.failover import compact_blocks, replan_after_failures, tried_text
+from shared.jobs.failover import compact_blocks, note_refusal, replan_after_failures, tried_text
 from shared.jobs.fencing import FENCE_RETRY_SECONDS, FenceReport, fence_earlier_attempts
 from shared.jobs.job_groups import step_group
 from shared.jobs.job_storage import release_storage
@@ -120,6 +120,7 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
             try:
                 nodes = launch_candidate(wiring, job, candidate)
             except TransientCloudError as error:
+                note_refusal(wiring, job, candidate, "transient", error.message)
                 if int(job.transient_retries) < wiring.settings.max_transient_retries:
                     return retry_later(wiring, job, index, blocks, error, replanned)
                 blocks.append(zone_block(candidate, f"transient: {error.message}"))
@@ -128,7 +129,9 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
                 return fail_provisioning(wiring, job, f"{candidate_text(candidate)}: {error.message}")
             except CloudError as error:
                 note_spot_refusal(wiring, job, candidate, error)
-                blocks.append(block_for(candidate, error))
+                block = block_for(candidate, error)
+                note_refusal(wiring, job, candidate, block.reason.split(":", 1)[0], error.message)
+                blocks.append(block)
                 tried.append(tried_text(candidate, error.message))
             else:
                 return record_launch(wiring, job, candidate, index, blocks, nodes, tried, replanned)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.clouds.errors import CloudError
+from shared.jobs.budget_checks import BudgetSweep
 from shared.jobs.job_groups import step_group
 from shared.jobs.messages import send_launch, send_optimize
 from shared.jobs.nodes import nodes_of
@@ -35,8 +36,12 @@ def reconcile(now: float | None = None, wiring: Wiring | None = None) -> dict[st
     wiring = wiring or current_wiring()
     now = time.time() if now is None else now
     done: dict[str, list[str]] = defaultdict(list)
+    budgets = BudgetSweep(wiring, now)
     for job in wiring.store.live_jobs():
         _check_job(wiring, job, now, done)
+        verdict = budgets.check(job)
+        if verdict is not None:
+            done[f"budget_{verdict}"].append(job.job_id)
     _close_cluster_records(wiring, done, just_ended={*done.get("recovered", []), *done.get("failed", [])})
     return dict(done)
 
@@ -95,7 +100,7 @@ def _check_nodes(
                 recover_job(wiring, job, cause, preempted=not booting)
                 done["recovered"].append(job.job_id)
             else:
-                fail_job(wiring, job, cause)
+                fail_job(wiring, job, cause, node_failure=True)
                 done["failed"].append(job.job_id)
             return
 

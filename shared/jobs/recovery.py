@@ -61,10 +61,12 @@ def recover_job(
     preempted: bool,
     counts_as_restart: bool = False,
     replan_delay_seconds: int = 0,
+    warned: bool = False,
 ) -> Outcome:
     """Move the job to RECOVERING (attempt + 1), tear its cluster down, ask for a new plan. A caller that
     goes on to re-plan itself (shared/jobs/continuation.py) delays the optimize message: it is then only
-    the fallback, and does not race the caller."""
+    the fallback, and does not race the caller. `warned`: the preemption came with a notice (the provider
+    scorecard counts those, shared/reports/)."""
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
@@ -99,7 +101,7 @@ def recover_job(
         **cluster_ended(job, cluster, preempted=preempted, now=time.time()),
         **({"next_check_at": None} if job.deadline_at else {}),
     }
-    detail = {"cluster": old_cluster}
+    detail = {"cluster": old_cluster, "preempted": preempted, "restart": counts_as_restart, "warned": warned}
     counted = []  # the preemption, for every job planning spot there (shared/optimizer/cooling.py)
     if preempted and cluster is not None and cluster.use_spot:
         counted.append(PreemptionCount(cluster.cloud, cluster.region, cluster.zone, cluster.cluster_id))
@@ -129,17 +131,31 @@ def lost_in_a_row(job: JobModel, cluster: ClusterModel | None, *, preempted: boo
 
 
 def _fail_and_teardown(
-    wiring: Wiring, job: JobModel, reason: str, ended: JobState = JobState.FAILED
+    wiring: Wiring,
+    job: JobModel,
+    reason: str,
+    ended: JobState = JobState.FAILED,
+    *,
+    node_failure: bool = False,
 ) -> Outcome:
     cluster_id = job.cluster_id or cluster_id_for(job.job_id, int(job.attempt))
     changes = {"reason": reason, "cost": cost_with(job, wiring.store.cluster(job.cluster_id))}
-    if not wiring.store.move(job, ended, reason, changes=changes):
+    detail = {"cluster": cluster_id, "node_failure": node_failure}
+    if not wiring.store.move(job, ended, reason, changes=changes, detail=detail):
         return Outcome.ALREADY_DONE
     send_teardown(wiring, job.job_id, int(job.attempt), cluster_id)
     tell_group(wiring, job)
     return Outcome.DONE
 
 
-def fail_job(wiring: Wiring, job: JobModel, reason: str, ended: JobState = JobState.FAILED) -> Outcome:
-    """FAILED (or `ended`, one of shared.states.FAILURES) with a reason, and the job's cluster torn down."""
-    return _fail_and_teardown(wiring, job, reason, ended)
+def fail_job(
+    wiring: Wiring,
+    job: JobModel,
+    reason: str,
+    ended: JobState = JobState.FAILED,
+    *,
+    node_failure: bool = False,
+) -> Outcome:
+    """FAILED (or `ended`, one of shared.states.FAILURES) with a reason, and the job's cluster torn down.
+    `node_failure`: a node was lost."""
+    return _fail_and_teardown(wiring, job, reason, ended, node_failure=node_failure)

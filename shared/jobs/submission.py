@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.errors import NoOfferingError, UserError
+from shared.jobs.budget_checks import check_launch_allowed
 from shared.jobs.containers import check_containers, keep_registry_password_secret
 from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
@@ -82,6 +83,8 @@ class SubmitJob:
     source_ref: str | None = None
     deadline: str | None = None
     hours: float | None = None
+    max_cost: float | None = None  # USD (shared/jobs/budget_checks.py)
+    max_cost_action: str = "stop"
 
     def __post_init__(self) -> None:
         check_objective(self.minimize)
@@ -138,6 +141,7 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
     clouds = list(command.clouds) if command.clouds else None
     check_containers(settings, pipeline, filename=filename, text=command.task_text, clouds=clouds)
     keep_registry_password_secret(pipeline)
+    check_launch_allowed(wiring, owner)
     job_id = command.job_id or new_job_id()
     job = wiring.store.new_job(
         job_id=job_id,
@@ -153,6 +157,8 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
         token_hash=token_hash(agent_token(settings, job_id, 0)),  # a new one with each attempt
         source=command.source,
         source_ref=command.source_ref,
+        max_cost=command.max_cost,
+        max_cost_action=None if command.max_cost_action == "stop" else command.max_cost_action,
         **deadline_record,
     )
     if pipeline.execution == "parallel":  # a job group: its tasks launched together, each a job of its own

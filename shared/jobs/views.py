@@ -47,6 +47,8 @@ class JobView:
     cost: float = 0.0  # $ so far: finished attempts, plus the live cluster up to now
     source: str | None = None  # "cli" | "upload" | "schedule" (None: submitted before it was recorded)
     source_ref: str | None = None
+    max_cost: float | None = None
+    budget_stop: str | None = None
     plan: dict[str, Any] | None = None
     cluster: dict[str, Any] | None = None
     timeline: list[dict[str, Any]] = field(default_factory=list)
@@ -109,6 +111,8 @@ def job_view(
         cost=_cost_so_far(job, cluster),
         source=job.source,
         source_ref=job.source_ref,
+        max_cost=None if job.max_cost is None else float(job.max_cost),
+        budget_stop=job.budget_stop,
         plan=plan.model_dump(mode="json") if plan else None,
         cluster=_cluster_dict(cluster) if cluster else None,
         timeline=_timeline(events, cluster if job.cluster_id == (cluster and cluster.cluster_id) else None),

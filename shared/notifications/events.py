@@ -6,6 +6,8 @@ A timeline event is a row of the events table (shared/store/models.py: EventMode
 - `succeeded` / `failed`: the terminal states (CANCELLED does not notify: the user asked for it);
 - `no_capacity`: the first WAITING of an attempt (nothing had capacity; it retries), and a FAILED
   whose reason is "no capacity anywhere ...".
+- `budget`: a job reached 50, 80 or 100 % of its cost cap or of its owner's monthly budget (kind `budget`,
+  written once per threshold by shared/jobs/budget_checks.py);
 - `upload_rejected`: a task file uploaded under `tasks/` could not run (shared/uploads/intake.py notes it
   under `upload#<key>` with kind `upload_rejected`); it is gated by the owner's `failed` topic.
 Events the notifier writes itself (kind `notify`) never notify.
@@ -19,10 +21,11 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-TOPICS: tuple[str, ...] = ("preempted", "recovered", "succeeded", "failed", "no_capacity")
+TOPICS: tuple[str, ...] = ("preempted", "recovered", "succeeded", "failed", "no_capacity", "budget")
 DEFAULT_TOPICS: tuple[str, ...] = TOPICS
 NOTIFY_KIND = "notify"
 UPLOAD_REJECTED_KIND = "upload_rejected"
+BUDGET_KIND = "budget"  # a job reached 50/80/100 % of its cost cap or its owner's monthly budget
 UPLOAD_PREFIX = "upload#"
 NO_CAPACITY_REASON = "no capacity"
 
@@ -33,6 +36,7 @@ HEADLINES = {
     "failed": "failed",
     "no_capacity": "found no capacity anywhere",
     "upload_rejected": "was rejected",
+    "budget": "reached a budget threshold",
     "test": "test notification",
 }
 
@@ -154,6 +158,8 @@ def topic_of(record: TimelineRecord, earlier_states: Sequence[str] = ()) -> str 
     """The topic this event notifies, or None. `earlier_states`: the job's states before it, oldest first."""
     if record.kind == UPLOAD_REJECTED_KIND and record.job_id.startswith(UPLOAD_PREFIX):
         return "upload_rejected"
+    if record.kind == BUDGET_KIND:
+        return "budget"
     if record.kind != "state":
         return None
     if record.state == "SUCCEEDED":

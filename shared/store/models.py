@@ -78,6 +78,10 @@ class JobModel(Model):
     group_done_at = NumberAttribute(null=True)  # when every primary task had ended
     group_id = UnicodeAttribute(null=True)  # the group of a member job
     group_index = NumberAttribute(null=True)  # the member's task index in the group's file
+    # budgets (shared/jobs/budget_checks.py): the job's cost cap, what to do at it, and why it is stopping
+    max_cost = NumberAttribute(null=True)  # USD
+    max_cost_action = UnicodeAttribute(null=True)  # "stop" (None) | "warn"
+    budget_stop = UnicodeAttribute(null=True)
     # Indexes (shared/store/live_index.py says how each is kept): `live` is set only while the job is live
     # (the sweeps' sparse index), `owner_state` serves state filters, `created_day` the all-users report;
     # `expires_at` (epoch seconds, DynamoDB TTL) is set when the job ends.

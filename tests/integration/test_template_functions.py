@@ -358,6 +358,8 @@ def journey(deployed: DeployedStack) -> dict[str, Any]:
         Bucket=d.settings.bucket, Key=f"tasks/{owner.user_id}/nightly.yaml", Body=TASK.encode()
     )
     uploads = d.sqs_batch("submit")
+    # a monthly budget, so a submit checks this month's spend (shared/jobs/budget_checks.py)
+    d.invoke(api, [d.http("PUT", "/budget", key=key, body={"monthly": 1000})])
     firing = {
         "schedule_firing": {
             "owner": owner.user_id,

@@ -17,6 +17,7 @@ from chalice import Chalice
 
 from functions.submit.dashboard.cluster_pages import register_cluster_pages
 from functions.submit.dashboard.pages import register_pages
+from functions.submit.dashboard.provider_page import register_provider_page
 from shared.config import Settings
 
 __all__ = ["register_dashboard"]
@@ -25,3 +26,4 @@ __all__ = ["register_dashboard"]
 def register_dashboard(app: Chalice, settings_of: Callable[[], Settings] = Settings.from_env) -> None:
     register_pages(app, settings_of)
     register_cluster_pages(app, settings_of)
+    register_provider_page(app, settings_of)

@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 
 from chalice import Chalice, Response
 
+from functions.submit.budget_views import budget_of
 from functions.submit.dashboard import charts
 from functions.submit.dashboard.page_routes import (
     BASE,
@@ -259,6 +260,7 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
                 "clusters": clusters,
                 "clusters_cost": round(sum(float(c["cost"]) for c in clusters), 6),
                 "spend": charts.spend_by_cloud(report.daily, days=days, now=now),
+                "budget": budget_of(request.settings, _owner(request)),
                 "days": days,
                 "by": by,
                 "all_users": all_users,
