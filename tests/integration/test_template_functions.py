@@ -766,6 +766,9 @@ def test_every_action_a_role_grants_is_one_its_code_was_seen_to_use(
         ("ApiFunction", "dynamodb:Scan"): "skyless admin users|teams|buckets list",
         ("ApiFunction", "dynamodb:ConditionCheckItem"): "skyless admin teams add (the team must exist)",
         ("ApiFunction", "dynamodb:Query"): "a task mounting a bucket: its owner's teams and grants",
+        # skyless storage delete of a bucket a job made (tests/integration/test_cli_storage.py)
+        ("ApiFunction", "s3:DeleteBucket"): "skyless storage delete",
+        ("ApiFunction", "s3:DeleteObject"): "skyless storage delete (the bucket is emptied first)",
     }
     used: dict[str, set[str]] = {}
     for logical, calls in deployed.calls.items():
