@@ -79,7 +79,8 @@ def task_script(script: str, workdir: str, env: dict[str, str]) -> str:
     exported over whatever ~/.bashrc set, then the script itself. Three lines are skyless's own, since
     skyless stops a task by signalling its process group where SkyPilot kills its process tree: `set +m` (an
     interactive bash running a file puts each command in a group of its own), a SIGTERM trap (an
-    interactive bash ignores SIGTERM), and STARTED_MARK once that trap is set."""
+    interactive bash ignores SIGTERM), and STARTED_MARK once that trap is set. A fourth turns history off: an
+    interactive bash keeps every line, the exported secrets among them, and writes it to ~/.bash_history."""
     named = sorted((k, v) for k, v in env.items() if _ENV_NAME.fullmatch(k))
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in named)
     return (
@@ -88,6 +89,7 @@ def task_script(script: str, workdir: str, env: dict[str, str]) -> str:
         "trap 'exit 143' TERM\n"
         f"echo {STARTED_MARK.decode().strip()}\n"
         "source ~/.bashrc\n"
+        "set +o history; unset HISTFILE\n"  # an interactive bash would save the exports (secrets) to a file
         "set -a\n"
         ". $(conda info --base 2> /dev/null)/etc/profile.d/conda.sh > /dev/null 2>&1 || true\n"
         "set +a\n"
