@@ -34,20 +34,27 @@ from typing import Any
 
 from chaos.clock import SimClock
 from chaos.memory_objects import MemoryObjects
-from chaos.sim_cloud import Monitor, SimCloud, SimNode, SimRegistry
+from chaos.sim_cloud import Monitor, SimNode
+from trace_cloud import Prices, TraceCloud, TraceRegistry, ZoneTrace, load_zone_trace
 
 from shared.api.auth import AuthError, StaleAttemptError, authenticate_boot
 from shared.catalog.model import Catalog
 from shared.catalog.offering import Offering
-from shared.clouds.base import LaunchSpec, Node
-from shared.clouds.errors import NoCapacityError
 from shared.config import Settings
 from shared.errors import NotFoundError
 from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.node_claims import first_config
 from shared.jobs.submission import SubmitJob, new_job_id, submit_job
 from shared.jobs.tokens import boot_token
-from shared.spot_policy import AvailabilityTrace, PlaceOption, decide, decide_spot_only, optimal_cost, replay
+from shared.spot_policy import (
+    AvailabilityTrace,
+    PlaceOption,
+    decide,
+    decide_greedy,
+    decide_spot_only,
+    optimal_cost,
+    replay,
+)
 from shared.states import JobState, is_terminal
 from shared.store.memory import MemoryJobStore
 from shared.wiring import Wiring, install_wiring, uninstall_wiring, wiring_for
@@ -57,35 +64,6 @@ DEFAULT_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "spo
 INSTANCE_TYPE = "p3.2xlarge"
 NOWHERE = "http://127.0.0.1:9"
 BOOT_RETRY_SECONDS = 10.0
-
-
-@dataclass(frozen=True)
-class ZoneTrace:
-    zone: str
-    gap: float
-    counts: tuple[int, ...]
-
-    @property
-    def region(self) -> str:
-        return self.zone[:-1] if self.zone[-1].isalpha() else self.zone
-
-    def spot_for(self, nodes: int, tick: int) -> bool:
-        """All or nothing: the zone has spot for `nodes` at `tick` (past the end, the trace starts over)."""
-        need = max(1, min(nodes, max(self.counts)))
-        return self.counts[tick % len(self.counts)] >= need
-
-
-def load_zone_trace(path: Path) -> ZoneTrace:
-    body = json.loads(path.read_text())
-    return ZoneTrace(
-        path.stem.split("_")[0], float(body["metadata"]["gap_seconds"]), tuple(int(v) for v in body["data"])
-    )
-
-
-@dataclass
-class Prices:
-    on_demand: float  # $/h per node
-    spot: float
 
 
 @dataclass
@@ -111,76 +89,6 @@ class RunResult:
             "refused": self.refused,
             "preemptions": self.preemptions,
         }
-
-
-class TraceCloud(SimCloud):
-    """SimCloud whose spot capacity follows the traces and which charges every node it ran."""
-
-    def __init__(
-        self, traces: list[ZoneTrace], clock: SimClock, start_hours: float, prices: Prices, monitor: Monitor
-    ) -> None:
-        import random
-
-        super().__init__(random.Random(0), monitor)
-        self.traces = {t.zone: t for t in traces}
-        self.clock = clock
-        self.t0 = clock.now()
-        self.start_seconds = start_hours * HOUR
-        self.prices = prices
-        self.dollars = 0.0
-        self.started: dict[str, float] = {}  # instance id -> launched at
-        self.ended: dict[str, float] = {}  # instance id -> terminated at
-        self.launched = 0
-        self.refused = 0
-
-    def tick(self, zone: str, at: float | None = None) -> int:
-        trace = self.traces[zone]
-        at = self.clock.now() if at is None else at
-        return int((self.start_seconds + at - self.t0) // trace.gap)
-
-    def launch(self, spec: LaunchSpec) -> list[Node]:
-        if spec.cluster_id not in self.clusters and spec.use_spot:
-            trace = self.traces.get(spec.zone or "")
-            if trace is None or not trace.spot_for(spec.num_nodes, self.tick(trace.zone)):
-                self.launch_requests += 1
-                self.refused += 1
-                raise NoCapacityError(f"trace: no spot for {spec.num_nodes} node(s) in {spec.zone}")
-        fresh = spec.cluster_id not in self.clusters
-        nodes = super().launch(spec)
-        if fresh:
-            self.launched += 1
-            for node in self.clusters[spec.cluster_id]:
-                self.started[node.instance_id] = self.clock.now()
-        return nodes
-
-    def kill(self, node: SimNode) -> None:
-        if node.running:
-            price = self.prices.spot if node.spec.use_spot else self.prices.on_demand
-            self.dollars += price * (self.clock.now() - self.started[node.instance_id]) / HOUR
-            self.ended[node.instance_id] = self.clock.now()
-        super().kill(node)
-        self.on_kill(node)
-
-    def on_kill(self, node: SimNode) -> None:
-        """The run ends the node's task here: a VM gone takes its task with it."""
-
-    def clusters_to_preempt(self) -> list[str]:
-        """Running spot clusters whose zone no longer has room for them."""
-        doomed = []
-        for cluster_id, nodes in self.clusters.items():
-            spec = nodes[0].spec
-            if spec.use_spot and any(n.running for n in nodes):
-                trace = self.traces[spec.zone or ""]
-                if not trace.spot_for(spec.num_nodes, self.tick(trace.zone)):
-                    doomed.append(cluster_id)
-        return doomed
-
-
-class TraceRegistry(SimRegistry):
-    """Every cloud served by the trace cloud (a task that pins a cloud asks for its provider's name)."""
-
-    def provider_name(self, cloud: str) -> str | None:
-        return "sim"
 
 
 class _FixedCatalog:
@@ -528,6 +436,9 @@ def replayed(
     result = replay(policy, avail, places, deadline_after=deadline, **common)
     all_on_demand = args.on_demand_price * n * (args.work_hours + args.restart_hours)
     out = {"cost": result.cost / all_on_demand, "missed": float(result.missed), "launches": result.restarts}
+    if args.deadline_hours is not None:
+        greedy = replay(decide_greedy, avail, places, deadline_after=deadline, **common)
+        out["greedy"] = greedy.cost / all_on_demand
     if args.deadline_hours is not None and args.best:
         best = optimal_cost(avail, places, deadline_after=deadline, upper_bound=result.cost, **common)
         out["best"] = best / all_on_demand
@@ -647,6 +558,9 @@ def summarize(rows: list[tuple[RunResult, dict[str, float] | None]]) -> None:
             f"replay:        mean cost {mean:.3f}; missed {sum(int(o['missed']) for o in replays)} of "
             f"{len(rows)}; control plane / replay = {statistics.mean(costs) / mean:.3f}"
         )
+        greedy = [o["greedy"] for o in replays if "greedy" in o]
+        if len(greedy) == len(rows):
+            print(f"greedy replay: mean cost {statistics.mean(greedy):.3f}")
         bests = [o["best"] for o in replays if "best" in o]
         if len(bests) == len(rows):
             best = statistics.mean(bests)
