@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from chaos.clock import SimClock
@@ -28,9 +29,13 @@ class ZoneTrace:
     def region(self) -> str:
         return self.zone[:-1] if self.zone[-1].isalpha() else self.zone
 
+    @cached_property
+    def most(self) -> int:
+        return max(self.counts)
+
     def spot_for(self, nodes: int, tick: int) -> bool:
         """All or nothing: the zone has spot for `nodes` at `tick` (past the end, the trace starts over)."""
-        need = max(1, min(nodes, max(self.counts)))
+        need = max(1, min(nodes, self.most))
         return self.counts[tick % len(self.counts)] >= need
 
 
