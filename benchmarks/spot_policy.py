@@ -2,6 +2,9 @@
 
 Usage: .venv/bin/python benchmarks/spot_policy.py [TRACES] [--trace-set PATH] [--hours 48] [--starts 12]
            [--ratios 0.5,0.6,0.7,0.8,0.9] [--overheads 0.05,0.1,0.2,0.5] [--single-optimal headline|all|none]
+       .venv/bin/python benchmarks/spot_policy.py --control-plane [--trace FILE ...] [--nodes N]
+           [--work-hours C] [--deadline-hours D|none] [--restart-hours d] [--start-hours LIST]
+           [--on-demand-price P] [--spot-price P] [--json]   (see benchmarks/spot_control_plane.py)
 
 TRACES is the folder of the "Can't Be Late" traces (default: ../shared/spot-traces beside this repository;
 they are read in place, never copied). The default trace set is the 9 zones of p3.2xlarge spot
@@ -237,6 +240,12 @@ def parse_floats(text: str) -> list[float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--control-plane" in argv:  # the same judgement through the real handlers: spot_control_plane.py
+        sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+        from spot_control_plane import main as control_plane
+
+        return control_plane([a for a in argv if a != "--control-plane"])
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -194,8 +194,10 @@ def keep_progress(
 
 
 def wait_or_give_up(wiring: Wiring, job: JobModel, blocks: list[Block], tried: list[str]) -> Outcome:
+    """A first launch gives up after `max_wait_retries` rounds; a job recovering from a preemption waits
+    for capacity without limit, as SkyPilot's managed-job recovery retries forever."""
     rounds = int(job.wait_rounds)
-    if rounds >= wiring.settings.max_wait_retries:
+    if rounds >= wiring.settings.max_wait_retries and not int(job.recoveries or 0):
         summary = "; ".join(tried[-5:])
         reason = f"no capacity anywhere after {rounds + 1} rounds ({summary})"
         return fail_provisioning(wiring, job, reason, JobState.FAILED_NO_RESOURCE)

@@ -1,0 +1,102 @@
+"""`benchmarks/spot_policy.py --control-plane`, run as a user types it, on tiny traces whose right answers
+are known: what it charges is what the clusters ran, a restart paid each time the task starts again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OD, SPOT = 3.0, 1.0
+WORK, RESTART = 3.0, 0.2
+
+
+def write_trace(folder: Path, zone: str, counts: list[int], gap: int = 600) -> Path:
+    path = folder / f"{zone}_v100_1.json"
+    path.write_text(json.dumps({"metadata": {"gap_seconds": gap}, "data": counts}))
+    return path
+
+
+def control_plane(*traces: Path, deadline: str, nodes: int = 1) -> dict[str, Any]:
+    argv = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "spot_policy.py"),
+        "--control-plane",
+        "--json",
+        "--trace",
+        *map(str, traces),
+        "--nodes",
+        str(nodes),
+        "--work-hours",
+        str(WORK),
+        "--deadline-hours",
+        deadline,
+        "--restart-hours",
+        str(RESTART),
+        "--start-hours",
+        "0",
+        "--on-demand-price",
+        str(OD),
+        "--spot-price",
+        str(SPOT),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1, done.stdout
+    row: dict[str, Any] = json.loads(lines[0])
+    return row
+
+
+def relative(hours_on_spot: float, hours_on_demand: float = 0.0) -> float:
+    return (SPOT * hours_on_spot + OD * hours_on_demand) / (OD * (WORK + RESTART))
+
+
+@pytest.mark.parametrize("deadline", ["none", "4"])
+def test_spot_all_the_time_costs_spot_price_for_the_work_and_one_restart(
+    tmp_path: Path, deadline: str
+) -> None:
+    row = control_plane(write_trace(tmp_path, "us-east-1a", [1] * 200), deadline=deadline)
+    assert row["cost"] == pytest.approx(relative(WORK + RESTART), abs=1e-3)
+    assert row["finished_hours"] == pytest.approx(WORK + RESTART, abs=0.01)
+    assert (row["launches"], row["refused"], row["preemptions"], row["missed"]) == (1, 0, 0, False)
+
+
+def test_a_preemption_is_charged_another_restart(tmp_path: Path) -> None:
+    """Spot for 2 h, none for 20 min, then back: the first cluster ran 2 h (1.8 h of work), the second
+    the rest of the work after its own restart."""
+    trace = write_trace(tmp_path, "us-east-1a", [1] * 12 + [0] * 2 + [1] * 200)
+    row = control_plane(trace, deadline="none")
+    assert row["cost"] == pytest.approx(relative(WORK + 2 * RESTART), abs=1e-3)
+    assert (row["launches"], row["preemptions"], row["missed"]) == (2, 1, False)
+    assert row["refused"] >= 1  # spot was tried while the zone had none
+
+
+def test_a_deadline_spot_cannot_meet_goes_on_demand_and_is_met(tmp_path: Path) -> None:
+    row = control_plane(write_trace(tmp_path, "us-east-1a", [0] * 200), deadline="3.5")
+    assert row["missed"] is False
+    assert row["finished_hours"] is not None and float(row["finished_hours"]) <= 3.5
+    assert row["cost"] == pytest.approx(relative(0, WORK + RESTART), abs=1e-3)
+    assert row["launches"] == 1 and row["preemptions"] == 0
+
+
+def test_all_or_nothing_spot_for_a_multi_node_job(tmp_path: Path) -> None:
+    """A zone with 3 of the 4 nodes the job needs has no spot for it: the job runs on-demand."""
+    row = control_plane(write_trace(tmp_path, "us-east-1a", [3] * 100 + [4] * 100), deadline="3.5", nodes=4)
+    assert row["missed"] is False and row["preemptions"] == 0
+    assert row["cost"] == pytest.approx(relative(0, WORK + RESTART), abs=1e-3)
+
+
+def test_a_spot_job_outlives_an_hour_without_spot_in_its_only_zone(tmp_path: Path) -> None:
+    """Recovery waits for spot as long as it takes (SkyPilot's managed jobs retry forever); a first launch
+    still gives up after SKYLESS_MAX_WAIT_RETRIES rounds."""
+    trace = write_trace(tmp_path, "us-east-1a", [1] * 12 + [0] * 6 + [1] * 200)
+    row = control_plane(trace, deadline="none")
+    assert row["missed"] is False
+    assert row["cost"] == pytest.approx(relative(WORK + 2 * RESTART), abs=1e-3)
+    assert row["finished_hours"] >= 3 + WORK - 1.8 + RESTART - 0.01  # restarted once spot came back at 3 h
