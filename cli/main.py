@@ -8,12 +8,14 @@ table to what the areas register.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 import typer.main
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:  # typer's own (vendored) click, which its groups are built on
+    from typer._click import Command, Context, HelpFormatter
 
 # verb -> (the module under cli/ whose register() adds it, the first paragraph of its help), in help order.
 VERBS: dict[str, tuple[str, str]] = {
@@ -108,7 +110,7 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
-def area_verbs(module: str) -> click.Group:
+def area_verbs(module: str) -> TyperGroup:
     """Every verb one area registers, as click builds them (imports that area and what it needs)."""
     area = typer.Typer()
     importlib.import_module(f"cli.{module}").register(area)
@@ -120,23 +122,23 @@ class LazyVerbs(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self._areas: dict[str, click.Group] = {}
+        self._areas: dict[str, TyperGroup] = {}
         self._listing = False
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return list(VERBS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         if cmd_name not in VERBS:
             return None
         module, help_text = VERBS[cmd_name]
         if self._listing:
-            return click.Command(cmd_name, help=help_text)
+            return TyperCommand(cmd_name, help=help_text)
         if module not in self._areas:
             self._areas[module] = area_verbs(module)
         return self._areas[module].get_command(ctx, cmd_name)
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self._listing = True
         try:
             super().format_help(ctx, formatter)

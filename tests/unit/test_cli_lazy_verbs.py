@@ -4,6 +4,7 @@ moto or the local runtime. The verb table in cli/main.py is held to what the are
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
@@ -11,8 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import pytest
+import typer
+from typer.core import TyperCommand
 
 from cli.main import VERBS, area_verbs
 
@@ -91,11 +93,28 @@ def test_an_unknown_verb_is_refused_without_loading_an_area() -> None:
 @pytest.mark.parametrize("module", sorted({module for module, _ in VERBS.values()}))
 def test_the_verb_table_is_what_each_area_registers(module: str) -> None:
     group = area_verbs(module)
-    ctx = click.Context(group)
+    ctx = typer.Context(group)
     names = group.list_commands(ctx)
-    registered = {name: group.get_command(ctx, name) or click.Command(name) for name in names}
+    registered = {name: group.get_command(ctx, name) or TyperCommand(name) for name in names}
 
     assert sorted(registered) == sorted(verb for verb, (owner, _) in VERBS.items() if owner == module)
     for verb, command in registered.items():
         first_paragraph = (command.short_help or command.help or "").split("\n\n")[0].strip()
         assert VERBS[verb][1] == first_paragraph, verb
+
+
+def test_the_lazy_help_screen_is_the_one_every_area_registered_at_once_would_print() -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    eager = typer.Typer(name="skyless", help=app.info.help, add_completion=False)
+    for module in dict.fromkeys(module for module, _ in VERBS.values()):
+        importlib.import_module(f"cli.{module}").register(eager)
+    runner = CliRunner()
+
+    lazy_help = runner.invoke(app, ["--help"], prog_name="skyless", terminal_width=120)
+    eager_help = runner.invoke(eager, ["--help"], prog_name="skyless", terminal_width=120)
+
+    assert lazy_help.exit_code == eager_help.exit_code == 0
+    assert lazy_help.output == eager_help.output
