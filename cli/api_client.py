@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import tarfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -27,7 +27,6 @@ from shared.api.cluster_models import (
     ClusterView,
     SshAccess,
 )
-from shared.api.cost_models import CostReportResponse
 from shared.api.models import (
     JobDetail,
     JobList,
@@ -36,8 +35,11 @@ from shared.api.models import (
     SubmitJobResponse,
     UploadResponse,
 )
-from shared.api.storage_models import BucketList, BucketView
 from shared.errors import UserError
+
+if TYPE_CHECKING:  # loaded by the calls that answer them, not by every verb
+    from shared.api.cost_models import CostReportResponse
+    from shared.api.storage_models import BucketView
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED"})
 SKIPPED_IN_WORKDIR = frozenset({".git", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"})
@@ -156,6 +158,8 @@ class SkylessClient:
         params: dict[str, str | int] = {"days": days, "by": by}
         if all_users:
             params["all_users"] = "true"
+        from shared.api.cost_models import CostReportResponse
+
         return CostReportResponse.model_validate(self._call("GET", "/costs", params=params))
 
     def get_job(self, job_id: str) -> JobDetail:
@@ -267,10 +271,14 @@ class SkylessClient:
 
     def list_storage(self) -> list[BucketView]:
         """The caller's buckets, as task files' `file_mounts` named them."""
+        from shared.api.storage_models import BucketList
+
         return BucketList.model_validate(self._call("GET", "/storage")).buckets
 
     def delete_storage(self, name: str) -> BucketView:
         """Delete a bucket skyless created for one of the caller's jobs (refused for any other)."""
+        from shared.api.storage_models import BucketView
+
         return BucketView.model_validate(self._call("DELETE", f"/storage/{_segment(name)}"))
 
     # workdir uploads
