@@ -11,12 +11,11 @@ from __future__ import annotations
 import io
 import tarfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 
-from shared.api.budget_models import BudgetResponse
 from shared.api.cluster_models import (
     ClusterCancelResponse,
     ClusterDetail,
@@ -28,7 +27,6 @@ from shared.api.cluster_models import (
     ClusterView,
     SshAccess,
 )
-from shared.api.cost_models import CostReportResponse
 from shared.api.models import (
     JobDetail,
     JobList,
@@ -37,9 +35,13 @@ from shared.api.models import (
     SubmitJobResponse,
     UploadResponse,
 )
-from shared.api.report_models import ProviderScorecardResponse
-from shared.api.storage_models import BucketList, BucketView
 from shared.errors import UserError
+
+if TYPE_CHECKING:  # loaded by the calls that answer them, not by every verb
+    from shared.api.budget_models import BudgetResponse
+    from shared.api.cost_models import CostReportResponse
+    from shared.api.report_models import ProviderScorecardResponse
+    from shared.api.storage_models import BucketView
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED"})
 SKIPPED_IN_WORKDIR = frozenset({".git", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"})
@@ -163,15 +165,21 @@ class SkylessClient:
         params: dict[str, str | int] = {"days": days, "by": by}
         if all_users:
             params["all_users"] = "true"
+        from shared.api.cost_models import CostReportResponse
+
         return CostReportResponse.model_validate(self._call("GET", "/costs", params=params))
 
     def budget(self, user_id: str | None = None) -> BudgetResponse:
         """A monthly budget (the caller's, or with an admin key `user_id`'s) and this month's spend."""
         params = {"user_id": user_id} if user_id else None
+        from shared.api.budget_models import BudgetResponse
+
         return BudgetResponse.model_validate(self._call("GET", "/budget", params=params))
 
     def set_budget(self, body: dict[str, Any]) -> BudgetResponse:
         """`{"monthly": USD, "action": "stop"|"warn", "user_id"?}` (PUT /budget)."""
+        from shared.api.budget_models import BudgetResponse
+
         return BudgetResponse.model_validate(self._call("PUT", "/budget", json=body))
 
     def provider_scorecard(self, *, days: int = 30, all_users: bool = False) -> ProviderScorecardResponse:
@@ -180,6 +188,8 @@ class SkylessClient:
         if all_users:
             params["all_users"] = "true"
         answer = self._call("GET", "/reports/providers", params=params)
+        from shared.api.report_models import ProviderScorecardResponse
+
         return ProviderScorecardResponse.model_validate(answer)
 
     def get_job(self, job_id: str) -> JobDetail:
@@ -291,10 +301,14 @@ class SkylessClient:
 
     def list_storage(self) -> list[BucketView]:
         """The caller's buckets, as task files' `file_mounts` named them."""
+        from shared.api.storage_models import BucketList
+
         return BucketList.model_validate(self._call("GET", "/storage")).buckets
 
     def delete_storage(self, name: str) -> BucketView:
         """Delete a bucket skyless created for one of the caller's jobs (refused for any other)."""
+        from shared.api.storage_models import BucketView
+
         return BucketView.model_validate(self._call("DELETE", f"/storage/{_segment(name)}"))
 
     # workdir uploads

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
-from cli.api_client import SkylessClient
 from cli.client_config import resolve_api
 from cli.console import stderr_console
 from shared.errors import UserError
+
+if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+    from cli.api_client import SkylessClient
 
 errors = stderr_console()
 
@@ -20,6 +23,8 @@ errors = stderr_console()
 @contextmanager
 def client_session(api_url: str | None, api_key: str | None) -> Iterator[SkylessClient]:
     """A client of the configured API; any UserError in the block is printed and exits 2."""
+    from cli.api_client import SkylessClient  # httpx and the API models: only once a verb calls the API
+
     try:
         target = resolve_api(api_url, api_key)
         with SkylessClient(target.url, target.api_key) as client:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from cli import sky_flags
-from cli.api_client import SkylessClient
 from cli.client_config import ApiKey, ApiUrl
 from cli.client_session import client_session
 from cli.clock_format import age as _age
@@ -26,8 +25,11 @@ from cli.clock_format import clock as _clock
 from cli.console import stderr_console, stdout_console
 from cli.log_streams import write_log
 from cli.ssh_config import remove_host
-from shared.api.cluster_models import ClusterView
 from shared.errors import UserError
+
+if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+    from cli.api_client import SkylessClient
+    from shared.api.cluster_models import ClusterView
 
 console = stdout_console()
 errors = stderr_console()

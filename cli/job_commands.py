@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from cli import cluster_commands, sky_flags
-from cli.api_client import TERMINAL_STATES, SkylessClient
 from cli.client_config import ApiKey, ApiUrl
 from cli.client_session import client_session
 from cli.clock_format import age as _age
@@ -27,9 +26,12 @@ from cli.job_group_views import follow_group_logs, print_group_tasks
 from cli.launch_prep import PreparedLaunch, local_file_mounts, local_workdirs, prepare_launch
 from cli.log_streams import LogStreams, print_job_log, write_log
 from cli.money_format import dollars
-from shared.api.models import JobDetail, JobSummary, TimelineEvent
 from shared.errors import UserError
 from shared.states import LIVE
+
+if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+    from cli.api_client import SkylessClient
+    from shared.api.models import JobDetail, JobSummary, TimelineEvent
 
 __all__ = ["PreparedLaunch", "local_file_mounts", "local_workdirs", "prepare_launch"]  # their old home
 
@@ -360,6 +362,8 @@ def cancel(
         raise typer.Exit(2)
     failed = False
     with _client(api_url, api_key) as client:
+        from cli.api_client import TERMINAL_STATES
+
         targets = job_ids or [j.job_id for j in client.list_jobs() if j.state not in TERMINAL_STATES]
         if not targets:
             console.print("No job to cancel.")
@@ -383,6 +387,8 @@ def follow_job(
     sleep: Callable[[float], None] = time.sleep,
 ) -> str:
     """Print each new timeline event and every node's log as they come; answer the terminal state."""
+    from cli.api_client import TERMINAL_STATES
+
     seen: set[tuple[str, str, str]] = set()
     streams = LogStreams(client, job_id)
     state = ""

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.api_client import SkylessClient
 from cli.log_streams import LogStreams
-from shared.api.models import JobDetail
+
+if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+    from cli.api_client import SkylessClient
+    from shared.api.models import JobDetail
 
 
 def print_group_tasks(console: Console, job: JobDetail) -> None:

@@ -8,9 +8,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from cli.api_client import SkylessClient
-from shared.api.models import JobDetail
+if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+    from cli.api_client import SkylessClient
+    from shared.api.models import JobDetail
 
 
 def node_count(job: JobDetail) -> int:

@@ -1,58 +1,164 @@
-"""The `skyless` command: each area of the product registers its own verbs here."""
+"""The `skyless` command: each area of the product registers its own verbs, loaded when one of them runs.
+
+`skyless --help` lists every verb from the table below without importing any area, so it loads typer and
+nothing of ours; `skyless status` imports job_commands alone. tests/unit/test_cli_lazy_verbs.py holds the
+table to what the areas register.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from cli import (
-    admin_commands,
-    budget_commands,
-    catalog_commands,
-    check_commands,
-    cluster_commands,
-    cost_commands,
-    dashboard_commands,
-    exec_command,
-    job_commands,
-    launch_command,
-    local_commands,
-    managed_jobs_commands,
-    notify_commands,
-    plan_commands,
-    report_commands,
-    schedule_commands,
-    ssh_commands,
-    storage_commands,
-    team_commands,
-)
+import typer
+import typer.main
+from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:  # typer's own (vendored) click, which its groups are built on
+    from typer._click import Command, Context, HelpFormatter
+
+# verb -> (the module under cli/ whose register() adds it, the first paragraph of its help), in help order.
+VERBS: dict[str, tuple[str, str]] = {
+    "plan": (
+        "plan_commands",
+        "Plan a task file like `sky launch --dryrun`: where each task runs, why, and at what price.",
+    ),
+    "gpus": (
+        "catalog_commands",
+        "List accelerators with their counts and cheapest prices; with NAME, where each is sold.",
+    ),
+    "show-gpus": ("catalog_commands", "The same as `gpus` (SkyPilot's name for it)."),
+    "launch": (
+        "launch_command",
+        "Submit a task file or a command as a managed job, then follow its states and logs until it ends\n"
+        "(with -c: on a named cluster, made if new).",
+    ),
+    "queue": (
+        "job_commands",
+        "Your jobs, newest first: where they run, what they cost, how they were submitted; with cluster\n"
+        "names, each cluster's job queue (SkyPilot's `sky queue`).",
+    ),
+    "status": (
+        "job_commands",
+        "Your clusters and jobs; or one job (place, plan, timeline), or one cluster (nodes, timeline).",
+    ),
+    "logs": (
+        "job_commands",
+        "A job's log: every node's, lines prefixed `(head, rank=0)`, `(worker1, rank=1)`, … (or --rank N).",
+    ),
+    "cancel": (
+        "job_commands",
+        "Cancel jobs; their nodes are torn down. Cancelling a cancelled job again is harmless. "
+        "With a cluster\nname first: jobs of that cluster (`skyless cancel NAME 3`, "
+        "`skyless cancel NAME --all`; the cluster\nalone: its latest job that has not ended, "
+        "as `sky cancel NAME`).",
+    ),
+    "exec": (
+        "exec_command",
+        "Run a task file or a command on an UP cluster: no provisioning, no setup (SkyPilot's `exec`).",
+    ),
+    "stop": (
+        "cluster_commands",
+        "Stop clusters and wait until they are STOPPED: their nodes stop, their disks stay (`skyless start`\n"
+        "brings them back). With --async: return once the stop is asked for.",
+    ),
+    "start": (
+        "cluster_commands",
+        "Start stopped clusters (same nodes, same disks) and wait until they are UP. With --async: return\n"
+        "once the start is asked for.",
+    ),
+    "down": (
+        "cluster_commands",
+        "Tear clusters down and wait until they are gone: every node terminated, the name free again. With\n"
+        "--async: return once the teardown is asked for.",
+    ),
+    "autostop": (
+        "cluster_commands",
+        "Stop (with --down: tear down) clusters once idle this long: no job, no open shell.",
+    ),
+    "ssh": (
+        "ssh_commands",
+        "A shell on a cluster's node, or run one command there (`skyless ssh dev -- cat marker`).",
+    ),
+    "cost-report": (
+        "cost_commands",
+        "What your jobs cost: each attempt on spot or on-demand, what on-demand would have cost, "
+        "the savings.",
+    ),
+    "report": ("report_commands", "Reports over what skyless recorded."),
+    "budget": ("budget_commands", "Monthly budgets: notices at 50/80/100 %, then stop (or warn)."),
+    "dashboard": (
+        "dashboard_commands",
+        "Print the dashboard's URL (the local runtime's, or your deployed API's) and open it.",
+    ),
+    "check": (
+        "check_commands",
+        "Check the credentials of each cloud; for the ones that do not work, say what to set or run.",
+    ),
+    "catalog": ("catalog_commands", "The offering catalog the optimizer plans with."),
+    "jobs": (
+        "managed_jobs_commands",
+        "Managed jobs, as `sky jobs ...` (the same jobs as launch/queue/cancel/logs).",
+    ),
+    "schedule": ("schedule_commands", "Run a task file on a cron schedule."),
+    "notify": ("notify_commands", "Slack and email notifications about your jobs."),
+    "local": (
+        "local_commands",
+        "The local control plane (moto, the API, the dispatcher, the local cloud) on this machine.",
+    ),
+    "admin": ("admin_commands", "Administer users, teams and bucket grants (an admin key)."),
+    "team": ("team_commands", "Your teams: every member's jobs and clusters, read-only."),
+    "storage": ("storage_commands", "Buckets skyless made for your tasks, as `sky storage`."),
+}
+
+
+def area_verbs(module: str) -> TyperGroup:
+    """Every verb one area registers, as click builds them (imports that area and what it needs)."""
+    area = typer.Typer()
+    importlib.import_module(f"cli.{module}").register(area)
+    return typer.main.get_group(area)
+
+
+class LazyVerbs(TyperGroup):
+    """Lists verbs from VERBS; imports an area only to run, or show the help of, one of its verbs."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self._areas: dict[str, TyperGroup] = {}
+        self._listing = False
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(VERBS)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name not in VERBS:
+            return None
+        module, help_text = VERBS[cmd_name]
+        if self._listing:
+            return TyperCommand(cmd_name, help=help_text)
+        if module not in self._areas:
+            self._areas[module] = area_verbs(module)
+        return self._areas[module].get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="skyless",
+    cls=LazyVerbs,
     help="Run SkyPilot task files on the cheapest cloud capacity, with a serverless control plane.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
-for area in (
-    plan_commands,
-    catalog_commands,
-    launch_command,
-    job_commands,
-    exec_command,
-    cluster_commands,
-    managed_jobs_commands,
-    ssh_commands,
-    cost_commands,
-    report_commands,
-    budget_commands,
-    dashboard_commands,
-    schedule_commands,
-    notify_commands,
-    local_commands,
-    check_commands,
-    admin_commands,
-    team_commands,
-    storage_commands,
-):
-    area.register(app)
+
+@app.callback()
+def _skyless() -> None:
+    # A group needs a callback when no verb is registered on the Typer itself; the verbs come from LazyVerbs.
+    pass

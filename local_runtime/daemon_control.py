@@ -11,7 +11,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from local_runtime.moto_endpoint import port_is_free
 from local_runtime.private_files import open_private_log, private_dir
 from local_runtime.runtime_file import (
     DEFAULT_API_PORT,
@@ -87,6 +86,8 @@ def start_local_runtime(
     private_dir(local_dir(home))
     moto_port = moto_port or int(os.environ.get(ENV_LOCAL_MOTO_PORT, DEFAULT_MOTO_PORT))
     api_port = api_port or int(os.environ.get(ENV_LOCAL_API_PORT, DEFAULT_API_PORT))
+    from local_runtime.moto_endpoint import port_is_free  # moto loads only to start the runtime
+
     for name, port in (("--moto-port", moto_port), ("--api-port", api_port)):
         if not port_is_free(port):
             raise LocalRuntimeError(
