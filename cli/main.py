@@ -85,8 +85,6 @@ VERBS: dict[str, tuple[str, str]] = {
         "What your jobs cost: each attempt on spot or on-demand, what on-demand would have cost, "
         "the savings.",
     ),
-    "report": ("report_commands", "Reports over what skyless recorded."),
-    "budget": ("budget_commands", "Monthly budgets: notices at 50/80/100 %, then stop (or warn)."),
     "dashboard": (
         "dashboard_commands",
         "Print the dashboard's URL (the local runtime's, or your deployed API's) and open it.",
@@ -96,6 +94,8 @@ VERBS: dict[str, tuple[str, str]] = {
         "Check the credentials of each cloud; for the ones that do not work, say what to set or run.",
     ),
     "catalog": ("catalog_commands", "The offering catalog the optimizer plans with."),
+    "report": ("report_commands", "Reports over what skyless recorded."),
+    "budget": ("budget_commands", "Monthly budgets: notices at 50/80/100 %, then stop (or warn)."),
     "jobs": (
         "managed_jobs_commands",
         "Managed jobs, as `sky jobs ...` (the same jobs as launch/queue/cancel/logs).",
