@@ -9,9 +9,10 @@ from types import FrameType
 
 
 def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C while the command is still importing: exit 130 quietly (nothing has been done yet); once the
-    command is loaded, Ctrl-C is a KeyboardInterrupt again, which each verb turns into its own message."""
-    if getattr(sys.modules.get("cli.main"), "app", None) is not None:
+    """Ctrl-C while the command is still importing (cli.main, then the verb's area, loaded lazily): exit 130
+    quietly (nothing has been done yet); once the verb is loaded, Ctrl-C is a KeyboardInterrupt again, which
+    each verb turns into its own message."""
+    if getattr(sys.modules.get("cli.main"), "verb_loaded", False):
         signal.default_int_handler(signum, frame)
     sys.stderr.write("interrupted: nothing was done\n")
     raise SystemExit(130)

@@ -119,6 +119,9 @@ def area_verbs(module: str) -> TyperGroup:
     return typer.main.get_group(area)
 
 
+verb_loaded = False  # the verb to run is imported (its area's module and what that needs)
+
+
 class LazyVerbs(TyperGroup):
     """Lists verbs from VERBS; imports an area only to run, or show the help of, one of its verbs."""
 
@@ -138,6 +141,8 @@ class LazyVerbs(TyperGroup):
             return TyperCommand(cmd_name, help=help_text)
         if module not in self._areas:
             self._areas[module] = area_verbs(module)
+        global verb_loaded
+        verb_loaded = True  # from here on, Ctrl-C is the verb's to handle (cli/__init__.py)
         return self._areas[module].get_command(ctx, cmd_name)
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
