@@ -39,6 +39,17 @@ def test_ctrl_c_early_in_launch_exits_130_without_a_traceback(tmp_path: Path, af
         assert "submitted" not in out.replace("nothing was submitted", "")
     finally:
         launch.kill()
+        stop_runtime(env, tmp_path / ".skyless" / "local" / "runtime.log")
+
+
+def stop_runtime(env: dict[str, str], log: Path) -> None:
+    """`local down` until the runtime the interrupted launch spawned has stopped: a runtime still starting
+    has no runtime file yet, so one `local down` can miss it (and it then runs on after the test)."""
+    deadline = time.monotonic() + 90
+    while True:
         subprocess.run(
             [str(SKYLESS), "local", "down"], env=env, capture_output=True, timeout=120, check=False
         )
+        if not log.exists() or "local runtime stopped" in log.read_text() or time.monotonic() > deadline:
+            return
+        time.sleep(1)
