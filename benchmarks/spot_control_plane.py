@@ -38,6 +38,7 @@ from chaos.sim_cloud import Monitor, SimNode
 from trace_cloud import Prices, TraceCloud, TraceRegistry, ZoneTrace, load_zone_trace
 
 from shared.api.auth import AuthError, StaleAttemptError, authenticate_boot
+from shared.budgets.records import MemoryBudgets
 from shared.catalog.model import Catalog
 from shared.catalog.offering import Offering
 from shared.config import Settings
@@ -206,6 +207,7 @@ class ControlPlaneRun:
                 MemoryObjects(),
                 TraceRegistry(self.cloud),
                 store.cooldowns,
+                budget_records=MemoryBudgets(),
             )
             wiring.__dict__["catalog_loader"] = _FixedCatalog(self._catalog())
             install_wiring(wiring)

@@ -41,6 +41,7 @@ from shared.jobs.job_storage import mount_options
 from shared.storage.backends import StorageBackends
 from shared.storage.lifecycle import node_storage, prepare_job_storage, release_job_storage
 from shared.storage.rclone import rclone_commands
+from shared.store.tenancy import Grant, put_grant
 from shared.task.loader import load_pipeline
 
 pytest_plugins = ["fakes.store_fixtures"]
@@ -108,6 +109,7 @@ def test_rclone_copies_a_prefix_and_one_object_with_the_nodes_own_credentials(
 ):
     bucket = f"data-{uuid.uuid4().hex[:10]}"
     StorageBackends(stores).for_store(store).create(bucket)
+    put_grant(stores, Grant(bucket, "user:u-a", "", write=False))  # not skyless's: usable once granted
     _put(stores, store, bucket, "train/a.txt", b"a")
     _put(stores, store, bucket, "train/sub/b.txt", b"b")
     _put(stores, store, bucket, "weights.bin", b"w")
