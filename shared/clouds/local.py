@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -446,6 +447,8 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 def _store(path: Path, record: dict[str, Any]) -> None:
-    temporary = path.with_suffix(".tmp")
+    """Write the record whole; a temporary file per writer, since the CLI (`local preempt`) and the runtime
+    may end the same node at once, and one's rename would take the other's file away mid-write."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     temporary.write_text(json.dumps(record, indent=2))
     temporary.replace(path)
