@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.clouds.errors import InvalidLaunchError
+from shared.clouds.errors import InvalidLaunchError, TransientCloudError
 from shared.errors import ForbiddenError, NotFoundError
 from shared.jobs.task_records import load_pipeline_of
 from shared.storage.lifecycle import (
+    StorageBusy,
     StorageFailure,
     job_bucket_mounts,
     node_storage,
@@ -20,12 +21,15 @@ from shared.wiring import Wiring, wiring_for
 
 
 def prepare_storage(wiring: Wiring, job: JobModel, cloud: str) -> None:
-    """Before a launch: the job's buckets exist (created when missing). InvalidLaunchError fails the job."""
+    """Before a launch: the job's buckets exist (created when missing). InvalidLaunchError fails the job;
+    TransientCloudError (a bucket still being deleted by its last user) retries the launch later."""
     task = load_pipeline_of(wiring, job).tasks[int(job.task_index)]
     if not job_bucket_mounts(wiring.settings, task):
         return
     try:
         notes = prepare_job_storage(wiring.settings, job, task, cloud)
+    except StorageBusy as error:
+        raise TransientCloudError(error.message) from None
     except StorageFailure as error:
         raise InvalidLaunchError(error.message) from None
     for note in notes:

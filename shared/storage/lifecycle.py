@@ -4,8 +4,10 @@ this job and they are not `persistent`.
 
 Crash windows: `prepare_job_storage` claims a name before creating the bucket, and both steps are
 idempotent, so a provision step that dies between them finishes the work when its message comes back.
-`release_job_storage` marks a record deleted only after the bucket is gone; run again, it deletes nothing
-twice.
+A bucket created with `persistent: false` is deleted when the last job of its owner that mounts it ends
+(registry: `join_bucket`/`leave_bucket`), not under a job still using it; a job that finds it being deleted
+waits for it to be gone (its launch is retried) and creates it anew. `release_job_storage` marks a record
+deleted only after the bucket is gone; run again, it deletes nothing twice.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from typing import Any
 from shared.errors import UserError
 from shared.storage.access import BucketUse, Reach, RegistryFacts, StorageWalls, grant_command, reach
 from shared.storage.backends import BucketBackend, StorageBackends, StoreError
-from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
+from shared.storage.registry import (
+    DELETING,
+    claim_bucket,
+    find_bucket,
+    join_bucket,
+    leave_bucket,
+    mark_deleted,
+)
 from shared.storage.specs import SCHEME_OF_STORE, BucketMount, bucket_mounts, bucket_url
 
 NOT_ON_THE_LOCAL_CLOUD = ("gcs", "azure")  # its nodes copy with their own S3 client, no rclone
@@ -29,6 +38,10 @@ class StorageFailure(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class StorageBusy(StorageFailure):
+    """A bucket the job needs is being deleted by the last job that used it: try the launch again soon."""
 
 
 def check_job_storage(
@@ -146,6 +159,10 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
                         f"{mount.field}: bucket {bucket_url(store, mount.bucket)} does not exist"
                     )
                 continue
+            if record is None and _being_deleted(settings, mount.bucket):
+                raise StorageBusy(
+                    f"{mount.field}: bucket {mount.bucket} is being deleted by the job that last used it"
+                )
             if record is None and exists:  # in the account, but not made by skyless for anyone: not theirs
                 raise StorageFailure(
                     f"{mount.field}: bucket {mount.bucket} exists and skyless did not create it for you; "
@@ -164,6 +181,14 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
                     raise StorageFailure(
                         f"{mount.field}: bucket {mount.bucket} belongs to another skyless user"
                     )
+            if (
+                record.created_by
+                and not record.persistent
+                and not join_bucket(settings, mount.bucket, job.job_id)
+            ):
+                raise StorageBusy(
+                    f"{mount.field}: bucket {mount.bucket} is being deleted by the job that last used it"
+                )
             if not exists:
                 backend.create(mount.bucket)
                 kept = "kept after the job" if record.persistent else "deleted when the job ends"
@@ -206,13 +231,16 @@ def node_storage(settings: Any, job: Any, task: Any, cloud: str, *, session: str
 
 
 def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
-    """At job end: delete the buckets this job created that are not persistent. Idempotent."""
+    """At job end: leave the non-persistent buckets skyless created, and delete those no other job uses any
+    more. Idempotent."""
     backends = StorageBackends(settings)
     notes: list[str] = []
     for task in tasks:
         for mount in job_bucket_mounts(settings, task):
-            record = find_bucket(settings, mount.bucket) if mount.managed else None
-            if record is None or record.created_by != job.job_id or record.persistent:
+            record = find_bucket(settings, mount.bucket, any_state=True) if mount.managed else None
+            if record is None or record.created_by is None or record.persistent:
+                continue
+            if not leave_bucket(settings, mount.bucket, job.job_id):
                 continue
             backend = backends.for_store(record.store)
             if backend is None:
@@ -221,6 +249,11 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
             if mark_deleted(settings, mount.bucket, job.job_id):
                 notes.append(f"bucket {bucket_url(record.store, mount.bucket)} deleted (persistent: false)")
     return notes
+
+
+def _being_deleted(settings: Any, bucket: str) -> bool:
+    record = find_bucket(settings, bucket, any_state=True)
+    return record is not None and record.state == DELETING
 
 
 def _reach(mount: BucketMount, owner: str, facts: RegistryFacts, walls: StorageWalls) -> Reach:

@@ -15,7 +15,7 @@ from shared.config import Settings
 from shared.errors import ConflictError, NotFoundError, UserError
 from shared.states import is_terminal
 from shared.storage.backends import StorageBackends, StoreError
-from shared.storage.registry import ACTIVE, buckets_model, find_bucket, mark_deleted
+from shared.storage.registry import ACTIVE, buckets_model, find_bucket, forget_bucket, live_users
 
 URL_SCHEMES = {"gcs": "gs", "s3": "s3", "r2": "r2", "azure": "https"}
 
@@ -59,10 +59,12 @@ def delete_bucket(settings: Settings, owner: str, name: str) -> BucketListing:
         )
     from shared.wiring import wiring_for
 
-    job = wiring_for(settings).store.get(record.created_by)
-    if job is not None and not is_terminal(job.state):
-        raise ConflictError(f"job {job.job_id} made bucket {name} and is still {job.state}", field="name",
-                            hint=f"cancel it first: skyless cancel {job.job_id}")  # fmt: skip
+    store = wiring_for(settings).store
+    for job_id in sorted({record.created_by} | live_users(settings, name)):
+        job = store.get(job_id)
+        if job is not None and not is_terminal(job.state):
+            raise ConflictError(f"job {job.job_id} uses bucket {name} and is still {job.state}", field="name",
+                                hint=f"cancel it first: skyless cancel {job.job_id}")  # fmt: skip
     backend = StorageBackends(settings).for_store(record.store)
     if backend is None:
         raise UserError(f"no {record.store} store is configured here to delete {name} from", field="name")
@@ -70,7 +72,7 @@ def delete_bucket(settings: Settings, owner: str, name: str) -> BucketListing:
         backend.delete(name)
     except StoreError as error:
         raise ConflictError(str(error), field="name") from None
-    mark_deleted(settings, name, record.created_by)
+    forget_bucket(settings, name)
     return BucketListing(
         name, record.store, _url(record.store, name), record.created_by, record.persistent, 0.0
     )

@@ -69,7 +69,7 @@ class Runtime:
                 return job
             time.sleep(0.5)
             job = self.job(job_id)
-        last = json.dumps(job)[:3000]
+        last = json.dumps({k: v for k, v in job.items() if k != "plan"})[:6000]
         raise AssertionError(f"job {job_id} never met the condition; last: {last}\n{self.log()}")
 
     def logs(self, job_id: str, rank: int) -> str:

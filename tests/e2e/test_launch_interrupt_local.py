@@ -1,6 +1,10 @@
 """Ctrl-C in the first seconds of `skyless launch`, as a user presses it at the installed entry point on a
-fresh HOME: while Python imports the command, while the task is checked, while the local runtime starts.
-Each time: exit 130, one plain line, never a traceback; and no job was submitted."""
+fresh HOME: while Python imports the command, while the task is checked, while the local runtime starts, and
+once the job is submitted and followed. Each time: exit 130, one plain line, never a traceback. Before the
+job is submitted nothing is submitted; after, the job keeps running and the line says how to cancel it.
+
+The later phases are reached by what the launch has printed, not by a delay: on a fast machine three seconds
+is already past the submission."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,28 +22,72 @@ from local_runtime.moto_endpoint import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SKYLESS = Path(sys.executable).with_name("skyless")
+STARTING = "Starting the local runtime"
+SUBMITTED = " submitted ("  # "Job job-… submitted (PENDING)."
 
 
-@pytest.mark.parametrize("after_seconds", [0.2, 0.7, 1.5, 3.0])
-def test_ctrl_c_early_in_launch_exits_130_without_a_traceback(tmp_path: Path, after_seconds: float) -> None:
+class Launch:
+    """`skyless launch examples/hello.yaml` with its stderr read line by line as it comes."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [str(SKYLESS), "launch", "examples/hello.yaml"], env=env, cwd=ROOT, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        self.err_lines: list[str] = []
+        self.out_lines: list[str] = []
+        self._changed = threading.Condition()
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.process.stderr, self.err_lines), daemon=True),
+            threading.Thread(target=self._read, args=(self.process.stdout, self.out_lines), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream: object, into: list[str]) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            with self._changed:
+                into.append(line)
+                self._changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 120) -> None:
+        with self._changed:
+            found = self._changed.wait_for(lambda: text in self.printed(), timeout=timeout)
+        assert found, f"launch never printed {text!r}: {self.printed()}"
+
+    def printed(self) -> str:
+        return "".join(self.out_lines) + "".join(self.err_lines)
+
+    def interrupt(self) -> tuple[int, str, str]:
+        self.process.send_signal(signal.SIGINT)
+        code = self.process.wait(timeout=120)
+        for reader in self._readers:
+            reader.join(timeout=10)
+        return code, "".join(self.out_lines), "".join(self.err_lines)
+
+
+@pytest.mark.parametrize("when", ["0.2s", "0.7s", STARTING, SUBMITTED])
+def test_ctrl_c_early_in_launch_exits_130_without_a_traceback(tmp_path: Path, when: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SKYLESS_", "AWS_"))}
     env.update(
         HOME=str(tmp_path), SKYLESS_LOCAL_MOTO_PORT=str(free_port()), SKYLESS_LOCAL_API_PORT=str(free_port())
     )
-    launch = subprocess.Popen(
-        [str(SKYLESS), "launch", "examples/hello.yaml"], env=env, cwd=ROOT, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    launch = Launch(env)
     try:
-        time.sleep(after_seconds)
-        launch.send_signal(signal.SIGINT)
-        out, err = launch.communicate(timeout=120)
+        if when.endswith("s") and when[:-1].replace(".", "").isdigit():
+            time.sleep(float(when[:-1]))
+        else:
+            launch.wait_for(when)
+        code, out, err = launch.interrupt()
         assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-        assert launch.returncode == 130, (launch.returncode, out, err)
-        assert "interrupted" in err
-        assert "submitted" not in out.replace("nothing was submitted", "")
+        assert code == 130, (code, out, err)
+        if when == SUBMITTED:
+            assert "Stopped following; the job keeps running. Cancel it with: skyless cancel job-" in err, err
+        elif "Stopped following" not in err:
+            assert "interrupted" in err, err
+            assert SUBMITTED not in out, out
     finally:
-        launch.kill()
+        launch.process.kill()
         stop_runtime(env, tmp_path / ".skyless" / "local" / "runtime.log")
 
 

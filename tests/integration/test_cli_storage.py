@@ -76,7 +76,7 @@ def test_storage_ls_and_delete_across_two_users(stack: Settings, cli_api: list[s
 
     refused = run("storage", "delete", "-y", existed, live, bobs, *cli_api)
     assert refused.exit_code == 2
-    assert "skyless did not create bucket" in refused.output and f"{live_job} made bucket" in refused.output
+    assert "skyless did not create bucket" in refused.output and f"{live_job} uses bucket" in refused.output
     assert f"no bucket {bobs} of yours" in refused.output
     assert {existed, live, bobs} <= buckets(stack)
 

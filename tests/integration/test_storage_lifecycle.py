@@ -25,9 +25,9 @@ from shared.jobs.job_storage import fresh_node_storage
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.tokens import agent_token
 from shared.storage.backends import R2Backend, S3Backend, StorageBackends, session_policy
-from shared.storage.lifecycle import StorageFailure, prepare_job_storage, release_job_storage
+from shared.storage.lifecycle import StorageBusy, StorageFailure, prepare_job_storage, release_job_storage
 from shared.storage.rclone import rclone_commands, remote_of
-from shared.storage.registry import find_bucket
+from shared.storage.registry import DELETING, find_bucket, leave_bucket
 from shared.store.tenancy import Grant, put_grant
 from shared.task.loader import load_pipeline
 from shared.wiring import wiring_for
@@ -85,6 +85,42 @@ def test_only_a_bucket_this_job_created_and_did_not_keep_is_deleted_at_its_end(s
     assert notes == [f"bucket s3://{made} deleted (persistent: false)"]
     assert made not in _buckets(stack) and {kept, existing} <= _buckets(stack)
     assert find_bucket(stack, made) is None and find_bucket(stack, existing) is None  # granted, never claimed
+
+
+def test_a_bucket_that_goes_with_its_job_stays_while_another_job_of_the_owner_still_mounts_it(
+    stack: Settings,
+):
+    """Two runs of one task file (same `name:`, `persistent: false`): the first one's end must not delete
+    the bucket under the second; the last one out deletes it."""
+    name = f"shared-{uuid.uuid4().hex[:8]}"
+    task = _task(f"  /ckpt:\n    name: {name}\n    persistent: false\n")
+    first, second = _job(), _job()
+    prepare_job_storage(stack, first, task, "aws")
+    prepare_job_storage(stack, second, task, "aws")
+
+    assert release_job_storage(stack, first, [task]) == []
+    assert release_job_storage(stack, first, [task]) == []  # its end, delivered twice
+    assert name in _buckets(stack) and find_bucket(stack, name) is not None
+
+    assert release_job_storage(stack, second, [task]) == [f"bucket s3://{name} deleted (persistent: false)"]
+    assert name not in _buckets(stack) and find_bucket(stack, name) is None
+
+
+def test_a_job_that_finds_its_bucket_being_deleted_waits_and_then_creates_it_anew(stack: Settings):
+    name = f"going-{uuid.uuid4().hex[:8]}"
+    task = _task(f"  /ckpt:\n    name: {name}\n    persistent: false\n")
+    first, second = _job(), _job()
+    prepare_job_storage(stack, first, task, "aws")
+    assert leave_bucket(stack, name, first.job_id)  # the last user: the deletion has begun, then it died
+
+    with pytest.raises(StorageBusy, match="being deleted"):
+        prepare_job_storage(stack, second, task, "aws")
+    assert find_bucket(stack, name, any_state=True).state == DELETING
+
+    assert release_job_storage(stack, first, [task]) == [f"bucket s3://{name} deleted (persistent: false)"]
+    notes = prepare_job_storage(stack, second, task, "aws")  # its launch, retried
+    assert notes == [f"bucket s3://{name} created for /ckpt (deleted when the job ends)"]
+    assert find_bucket(stack, name).created_by == second.job_id and name in _buckets(stack)
 
 
 def test_a_bucket_named_as_a_source_must_exist(stack: Settings):
