@@ -13,8 +13,8 @@ from shared.budgets.limits import Spend, month_of
 from shared.budgets.records import Budget, team_scope, user_scope
 from shared.config import Settings
 from shared.jobs.budget_checks import month_spend, team_spend
-from shared.store import tenancy
 from shared.store.users import User
+from shared.tenants import admin
 from shared.wiring import wiring_for
 
 
@@ -25,8 +25,8 @@ def _whose(caller: User, user_id: str | None) -> str:
 
 
 def _readable_team(settings: Settings, caller: User, team: str) -> str:
-    members = tenancy.members_of(settings, team) if tenancy.TEAM_NAME.match(team) else set()
-    if caller.user_id not in members and not (caller.admin and tenancy.team_exists(settings, team)):
+    members = wiring_for(settings).budgets.members_of(team) if len(team) <= 63 else set()
+    if caller.user_id not in members and not (caller.admin and team in admin.teams(settings)):
         raise NotFoundError(f"no team {team}", field="team", hint="`skyless team list` shows your teams")
     return team
 
