@@ -96,7 +96,8 @@ def shape_failover(wiring: Wiring, plan: Plan) -> Plan:
     prior_days = ReliabilityPriorConfig.from_env().days
     places = _scorecard_places(wiring) if prior_days else []
     for task_plan in plan.tasks:
-        candidates, notes = task_plan.candidates, []
+        candidates = task_plan.candidates
+        notes: list[str] = []
         if places:
             candidates, notes = weigh_by_scorecard(
                 candidates, places, objective=plan.objective, days=prior_days
