@@ -1,6 +1,6 @@
 """Between `GET/PUT /budget` and shared/budgets: a user's or a team's monthly budget and this month's spend
-against it. A user sets their own; an admin key sets anyone's, and a team's. A team's budget is read by its
-members and admin keys; to anyone else the team does not exist."""
+against it. A user sets their own; an admin key sets anyone's, and a team's; a team's admin sets the team's.
+A team's budget is read by its members and admin keys; to anyone else the team does not exist."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from shared.budgets.records import Budget, team_scope, user_scope
 from shared.config import Settings
 from shared.jobs.budget_checks import month_spend, team_spend
 from shared.store.users import User
-from shared.tenants import admin
+from shared.tenants import admin, members
 from shared.wiring import wiring_for
 
 
@@ -39,8 +39,10 @@ def show(settings: Settings, caller: User, params: Mapping[str, str]) -> BudgetR
 
 def put(settings: Settings, caller: User, body: BudgetRequest) -> BudgetResponse:
     if body.team is not None:
-        if not caller.admin:
-            raise ForbiddenError("only an admin key may set a team's budget", field="team")
+        if not (caller.admin or members.is_team_admin(settings, body.team, caller.user_id)):
+            raise ForbiddenError(
+                "only an admin key or the team's admin may set a team's budget", field="team"
+            )
         team = _readable_team(settings, caller, body.team)
         wiring_for(settings).budgets.put(Budget(team_scope(team), body.monthly, body.action, caller.user_id))
         return team_budget_of(settings, team)

@@ -26,6 +26,7 @@ from shared.wiring import wiring_for
 @dataclass
 class Teams:
     url: str
+    ids: dict[str, str]
     admin: list[str]  # CLI flags: --api-url, --api-key
     alice: list[str]
     carol: list[str]
@@ -49,7 +50,7 @@ def teams(stack: Settings, cli_api: list[str]) -> Teams:
         for member in members:
             added = _run("admin", "teams", "add", team, ids[member], *flags["admin"])
             assert added.exit_code == 0, added.output
-    return Teams(url, flags["admin"], flags["alice"], flags["carol"], flags["bob"], keys)
+    return Teams(url, ids, flags["admin"], flags["alice"], flags["carol"], flags["bob"], keys)
 
 
 def _job_id(output: str) -> str:
@@ -81,6 +82,24 @@ def test_a_member_of_one_team_can_neither_read_nor_set_another_teams_budget(team
     mine = teams.api("alice", "GET", "/budget").json()  # a user's answer carries their teams' budgets only
     assert [(t["team"], t["monthly"]) for t in mine["teams"]] == [("ml", 50.0)]
     assert teams.api("admin", "PUT", "/budget", json={"team": "nope", "monthly": 1}).status_code == 404
+
+
+def test_a_teams_admin_sets_its_budget_and_no_other_teams(teams: Teams) -> None:
+    made = _run("admin", "teams", "add", "ml", teams.ids["carol"], "--team-admin", *teams.admin)
+    assert made.exit_code == 0 and "(its admin)" in made.output, made.output
+
+    own = _run("budget", "set", "--team", "ml", "--monthly", "300", *teams.carol)
+    assert own.exit_code == 0 and "monthly budget $300.00" in own.output, own.output
+    other = _run("budget", "set", "--team", "nlp", "--monthly", "1", *teams.carol)
+    assert other.exit_code != 0 and "admin" in other.output, other.output
+    assert teams.api("carol", "PUT", "/budget", json={"team": "nlp", "monthly": 1}).status_code == 403
+    assert teams.api("alice", "PUT", "/budget", json={"team": "ml", "monthly": 1}).status_code == 403
+
+    demoted = _run("admin", "teams", "add", "ml", teams.ids["carol"], "--no-team-admin", *teams.admin)
+    assert demoted.exit_code == 0, demoted.output
+    assert teams.api("carol", "PUT", "/budget", json={"team": "ml", "monthly": 1}).status_code == 403
+    shown = teams.api("alice", "GET", "/budget", params={"team": "ml"}).json()
+    assert shown["monthly"] == 300.0  # what carol set as its admin stands
 
 
 def test_a_spent_team_budget_refuses_a_teammates_launch_with_the_arithmetic(
