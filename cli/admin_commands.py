@@ -110,10 +110,23 @@ def teams_create(team: Team, api_url: ApiUrl = None, api_key: ApiKey = None) -> 
 
 
 @teams_app.command("add")
-def teams_add(team: Team, user_id: UserId, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
-    """Add a user to a team."""
-    _call(api_url, api_key, "POST", f"/admin/teams/{quote(team, safe='')}/members", json={"user_id": user_id})
-    stdout_console().print(f"{escape(user_id)} is a member of team {escape(team)}.")
+def teams_add(
+    team: Team,
+    user_id: UserId,
+    team_admin: Annotated[
+        bool | None,
+        typer.Option("--team-admin/--no-team-admin", help="The member sets the team's budget (or no more)."),
+    ] = None,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Add a user to a team (or, with --team-admin, make a member its admin)."""
+    body: dict[str, object] = {"user_id": user_id}
+    if team_admin is not None:
+        body["team_admin"] = team_admin
+    _call(api_url, api_key, "POST", f"/admin/teams/{quote(team, safe='')}/members", json=body)
+    role = {True: " (its admin)", False: " (not its admin)", None: ""}[team_admin]
+    stdout_console().print(f"{escape(user_id)} is a member of team {escape(team)}{role}.")
 
 
 @teams_app.command("remove")

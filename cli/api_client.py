@@ -169,15 +169,16 @@ class SkylessClient:
 
         return CostReportResponse.model_validate(self._call("GET", "/costs", params=params))
 
-    def budget(self, user_id: str | None = None) -> BudgetResponse:
-        """A monthly budget (the caller's, or with an admin key `user_id`'s) and this month's spend."""
-        params = {"user_id": user_id} if user_id else None
+    def budget(self, user_id: str | None = None, team: str | None = None) -> BudgetResponse:
+        """A monthly budget (the caller's, with an admin key `user_id`'s, or a team's) and this month's
+        spend."""
+        params = {"team": team} if team else {"user_id": user_id} if user_id else None
         from shared.api.budget_models import BudgetResponse
 
         return BudgetResponse.model_validate(self._call("GET", "/budget", params=params))
 
     def set_budget(self, body: dict[str, Any]) -> BudgetResponse:
-        """`{"monthly": USD, "action": "stop"|"warn", "user_id"?}` (PUT /budget)."""
+        """`{"monthly": USD, "action": "stop"|"warn", "user_id"? | "team"?}` (PUT /budget)."""
         from shared.api.budget_models import BudgetResponse
 
         return BudgetResponse.model_validate(self._call("PUT", "/budget", json=body))

@@ -48,12 +48,15 @@ def cost_report(
         console.out(json.dumps(report.model_dump(mode="json"), indent=2), highlight=False)
         return
     print_report(report, with_jobs=jobs)
-    if budget is not None and budget.monthly is not None:
-        console.print(
-            f"Monthly budget {budget.month}: {dollars(budget.monthly)}, spent {dollars(budget.spent)} "
-            f"({budget.percent:.1f} %), at 100 %: {budget.action}",
-            soft_wrap=True,
-        )
+    if budget is None:
+        return
+    for whose, answer in (("", budget), *((f" of team {t.team}", t) for t in budget.teams)):
+        if answer.monthly is not None:
+            console.print(
+                f"Monthly budget{whose} {answer.month}: {dollars(answer.monthly)}, "
+                f"spent {dollars(answer.spent)} ({answer.percent:.1f} %), at 100 %: {answer.action}",
+                soft_wrap=True,
+            )
 
 
 def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:

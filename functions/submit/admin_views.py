@@ -101,7 +101,8 @@ def register(route: Route, params: Callable[[], Any]) -> None:
            response=TeamView, errors=ADMIN_ERRORS)  # fmt: skip
     def add_member(team: str, caller: User, body: MemberRequest) -> TeamView:
         settings = Settings.from_env()
-        _admin_ops().add_member(settings, actor=_admin(caller), team=team, user_id=body.user_id)
+        _admin_ops().add_member(settings, actor=_admin(caller), team=team, user_id=body.user_id,
+                                team_admin=body.team_admin)  # fmt: skip
         return TeamView(team=team, members=sorted(_admin_ops().teams(settings).get(team, set())))
 
     @route("/admin/teams/{team}/members/{user_id}", "DELETE", "Remove a user from a team (admin)",

@@ -218,17 +218,20 @@ def provider_report(caller: User) -> ProviderScorecardResponse:
     return report_views.providers(Settings.from_env(), caller, query_params(app))
 
 
-BUDGET_QUERY = (QueryParam("user_id", "string", "Another user's (an admin key only)"),)
+BUDGET_QUERY = (
+    QueryParam("user_id", "string", "Another user's (an admin key only)"),
+    QueryParam("team", "string", "A team's (its members and admin keys)"),
+)
 
 
-@_route("/budget", "GET", "A user's monthly budget and this month's spend", response=BudgetResponse,
-        query=BUDGET_QUERY, errors=(403,))  # fmt: skip
+@_route("/budget", "GET", "A user's or a team's monthly budget and this month's spend",
+        response=BudgetResponse, query=BUDGET_QUERY, errors=(403, 404))  # fmt: skip
 def budget_show(caller: User) -> BudgetResponse:
     return budget_views.show(Settings.from_env(), caller, query_params(app))
 
 
-@_route("/budget", "PUT", "Set a user's monthly budget (an admin key for another user's)", body=BudgetRequest,
-        response=BudgetResponse, errors=(400, 403))  # fmt: skip
+@_route("/budget", "PUT", "Set a monthly budget (an admin key for another user's or a team's)",
+        body=BudgetRequest, response=BudgetResponse, errors=(400, 403, 404))  # fmt: skip
 def budget_put(caller: User, body: BudgetRequest) -> BudgetResponse:
     return budget_views.put(Settings.from_env(), caller, body)
 

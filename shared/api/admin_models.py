@@ -43,6 +43,10 @@ class CreateTeamRequest(BaseModel):
 
 class MemberRequest(BaseModel):
     user_id: str = Field(min_length=1, max_length=64)
+    team_admin: bool | None = Field(
+        None,
+        description="True: the member administers the team (sets its budget); False: no more; None: as is.",
+    )
 
 
 class TeamView(BaseModel):

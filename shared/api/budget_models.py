@@ -1,4 +1,4 @@
-"""The API bodies of budgets (`GET /budget`, `PUT /budget`)."""
+"""The API bodies of budgets (`GET /budget`, `PUT /budget`): a user's, or with `team` a team's."""
 
 from __future__ import annotations
 
@@ -17,10 +17,14 @@ class BudgetRequest(RequestBody):
     user_id: str | None = Field(
         None, max_length=128, description="Another user's budget (an admin key only); default: the caller's."
     )
+    team: str | None = Field(
+        None, max_length=63, description="A team's budget, instead of a user's (set: an admin key only)."
+    )
 
 
 class BudgetResponse(BaseModel):
-    user_id: str
+    user_id: str | None = Field(None, description="Whose budget; None for a team's.")
+    team: str | None = Field(None, description="The team whose budget this is (its members' spend).")
     month: str = Field(description="YYYY-MM, UTC.")
     monthly: float | None = Field(None, description="USD; None: no monthly budget.")
     action: str | None = None
@@ -28,3 +32,6 @@ class BudgetResponse(BaseModel):
     spent_ended: float
     spent_running: float
     percent: float | None = None
+    teams: list[BudgetResponse] = Field(
+        default_factory=list, description="A user's answer: the budgets of the teams the user is a member of."
+    )

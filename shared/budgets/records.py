@@ -1,7 +1,9 @@
-"""Monthly budgets, kept in the events table under the partition `budgets` (`at` = `user#<user id>`), and
-the claim of each notice (`notice#<scope>#<month>#<percent>`), so a sweep run twice notifies once.
+"""Monthly budgets, kept in the events table under the partition `budgets` (`at` = `user#<user id>` or
+`team#<team>`), and the claim of each notice (`notice#<scope>#<month>#<percent>`), so a sweep run twice
+notifies once.
 
-The `BudgetStore` port, its DynamoDB adapter, and `MemoryBudgets` (same conditions, for tests).
+The `BudgetStore` port, its DynamoDB adapter, and `MemoryBudgets` (same conditions, for tests). The port also
+answers who is in which team (the tenancy table's), which is all a team budget needs to know of teams.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pynamodb.exceptions import DoesNotExist, PutError
 from pynamodb.models import Model
 
 from shared.config import Settings
+from shared.store import tenancy
 from shared.store.models import with_shared_session
 
 BUDGETS_PARTITION = "budgets"
@@ -23,7 +26,7 @@ BUDGETS_PARTITION = "budgets"
 
 @dataclass(frozen=True)
 class Budget:
-    scope: str  # "user#<user id>"
+    scope: str  # "user#<user id>" or "team#<team>"
     monthly_limit: float
     action: str  # "stop" | "warn"
     set_by: str
@@ -31,6 +34,10 @@ class Budget:
 
 def user_scope(user_id: str) -> str:
     return f"user#{user_id}"
+
+
+def team_scope(team: str) -> str:
+    return f"team#{team}"
 
 
 class BudgetStore(Protocol):
@@ -43,6 +50,14 @@ class BudgetStore(Protocol):
     def claim_notice(self, key: str) -> bool:
         """True for the one caller that claims `key` first; False for every later one."""
         ...
+
+    def team_budgets(self) -> dict[str, Budget]:
+        """Every team's budget by team name (one Query of the partition's `team#` items)."""
+        ...
+
+    def teams_of(self, user_id: str) -> set[str]: ...
+
+    def members_of(self, team: str) -> set[str]: ...
 
 
 class BudgetItem(Model):
@@ -72,8 +87,13 @@ def budget_model(settings: Settings) -> type[BudgetItem]:
     return with_shared_session(type(f"BudgetItem_{settings.prefix}", (BudgetItem,), {"Meta": meta}))
 
 
+def _budget(item: BudgetItem) -> Budget:
+    return Budget(item.at, float(item.monthly_limit or 0), item.action or "stop", item.set_by or "")
+
+
 class DynamoBudgets:
     def __init__(self, settings: Settings) -> None:
+        self.settings = settings
         self.model = budget_model(settings)
 
     def get(self, scope: str) -> Budget | None:
@@ -81,7 +101,18 @@ class DynamoBudgets:
             item = self.model.get(BUDGETS_PARTITION, scope, consistent_read=True)
         except DoesNotExist:
             return None
-        return Budget(scope, float(item.monthly_limit or 0), item.action or "stop", item.set_by or "")
+        return _budget(item)
+
+    def team_budgets(self) -> dict[str, Budget]:
+        items = self.model.query(BUDGETS_PARTITION, self.model.at.startswith("team#"), consistent_read=True)
+        budgets = (_budget(item) for item in items)
+        return {b.scope.removeprefix("team#"): b for b in budgets if b.monthly_limit > 0}
+
+    def teams_of(self, user_id: str) -> set[str]:
+        return tenancy.teams_of(self.settings, user_id)
+
+    def members_of(self, team: str) -> set[str]:
+        return tenancy.members_of(self.settings, team)
 
     def put(self, budget: Budget) -> None:
         self.model(
@@ -106,10 +137,24 @@ class DynamoBudgets:
 
 
 class MemoryBudgets:
-    def __init__(self) -> None:
+    def __init__(self, teams: dict[str, set[str]] | None = None) -> None:
         self._budgets: dict[str, Budget] = {}
         self._claims: set[str] = set()
         self._lock = threading.Lock()
+        self.teams = teams or {}  # team -> its members
+
+    def team_budgets(self) -> dict[str, Budget]:
+        return {
+            scope.removeprefix("team#"): budget
+            for scope, budget in self._budgets.items()
+            if scope.startswith("team#") and budget.monthly_limit > 0
+        }
+
+    def teams_of(self, user_id: str) -> set[str]:
+        return {team for team, members in self.teams.items() if user_id in members}
+
+    def members_of(self, team: str) -> set[str]:
+        return set(self.teams.get(team, set()))
 
     def get(self, scope: str) -> Budget | None:
         return self._budgets.get(scope)

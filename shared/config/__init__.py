@@ -3,7 +3,8 @@ and nowhere else (tests/unit/test_config_is_read_in_one_place.py checks that not
 functions/ reads `os.environ` outside this package). Variable names are constants in `env_names`.
 
 - `Settings` (settings): the control plane: prefix, region, endpoint, home, providers, lifecycle timings.
-- control_plane: `NodeCredentialsConfig`, `ReaperConfig`, `DashboardConfig`, `pydantic_plugins_off`.
+- control_plane: `NodeCredentialsConfig`, `ReaperConfig`, `ReliabilityPriorConfig`, `DashboardConfig`,
+  `pydantic_plugins_off`.
 - clouds: `AwsConfig`, `GcpConfig`, `AzureConfig`, `LambdaConfig`, `RunPodConfig`, `LocalCloudConfig`.
 - channels: `NotifyConfig`, `UploadConfig`, `StorageConfig`.  catalog: `CatalogConfig`, `PriceSourcesConfig`.
 A bad value is a `ConfigError` (a ValueError) naming the variable.

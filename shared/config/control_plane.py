@@ -14,10 +14,11 @@ from shared.config.env_names import (
     ENV_LAMBDA_FUNCTION_NAME,
     ENV_PYDANTIC_DISABLE_PLUGINS,
     ENV_REAPER_GRACE_SECONDS,
+    ENV_RELIABILITY_PRIOR_DAYS,
     ENV_SESSION_SECONDS,
     ENV_SESSION_SECRET,
 )
-from shared.config.environment import env_int, env_text, process_environ
+from shared.config.environment import ConfigError, env_int, env_text, process_environ
 
 PYDANTIC_PLUGINS_OFF = ("__all__", "1", "true")
 
@@ -49,6 +50,20 @@ class ReaperConfig:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReaperConfig:
         return cls(env_int(process_environ(environ), ENV_REAPER_GRACE_SECONDS, cls.grace_seconds))
+
+
+@dataclass(frozen=True)
+class ReliabilityPriorConfig:
+    """Opt-in: plans weigh places by the provider scorecard of the last `days` days (0: off)."""
+
+    days: int = 0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReliabilityPriorConfig:
+        days = env_int(process_environ(environ), ENV_RELIABILITY_PRIOR_DAYS, cls.days)
+        if not 0 <= days <= 366:
+            raise ConfigError(ENV_RELIABILITY_PRIOR_DAYS, str(days), "a whole number of days, 0 (off) to 366")
+        return cls(days)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 import zlib
 from typing import Any
 
+from shared.config.control_plane import ReliabilityPriorConfig
 from shared.errors import NoOfferingError, UserError
 from shared.jobs.blocks import blocks_of, sticky
 from shared.jobs.job_groups import tell_group
@@ -14,6 +16,7 @@ from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
 from shared.optimizer.cooling import order_for_cooling
 from shared.optimizer.plan import Block, Candidate, Plan
+from shared.optimizer.reliability import SNAPSHOT_KEY, PlaceRecord, snapshot_records, weigh_by_scorecard
 from shared.optimizer.spread import DEFAULT_KEPT, MAX_RANKED, spread_candidates
 from shared.states import JobState
 from shared.store.models import JobModel
@@ -21,6 +24,8 @@ from shared.wiring import Wiring, current_wiring
 
 PLANNABLE = (JobState.PENDING, JobState.RECOVERING)
 KEPT_PER_TASK = DEFAULT_KEPT  # candidates a job keeps per task; a re-plan reaches past them
+PRIOR_READ_TTL_SECONDS = 300  # a warm process re-reads the scorecard snapshot this often
+_prior_reads: dict[str, tuple[float, list[PlaceRecord]]] = {}
 
 
 def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
@@ -82,16 +87,36 @@ def make_plan(
 
 
 def shape_failover(wiring: Wiring, plan: Plan) -> Plan:
-    """Each task's failover list as a job keeps it: spot candidates in zones or regions cooling after
-    preemptions moved last (shared/optimizer/cooling.py, with a note why), then cut to a short list that
-    spans clouds, regions and zones (shared/optimizer/spread.py)."""
+    """Each task's failover list as a job keeps it: with the reliability prior on, ranked by the price
+    expected from the provider scorecard (shared/optimizer/reliability.py, with notes why); spot candidates
+    in zones or regions cooling after preemptions moved last (shared/optimizer/cooling.py, with a note why),
+    then cut to a short list that spans clouds, regions and zones (shared/optimizer/spread.py)."""
     spot = any(c.use_spot for t in plan.tasks for c in t.candidates)
     cooling = wiring.cooldowns.cooling() if spot else []
+    prior_days = ReliabilityPriorConfig.from_env().days
+    places = _scorecard_places(wiring) if prior_days else []
     for task_plan in plan.tasks:
-        ordered, notes = order_for_cooling(task_plan.candidates, cooling)
+        candidates = task_plan.candidates
+        notes: list[str] = []
+        if places:
+            candidates, notes = weigh_by_scorecard(
+                candidates, places, objective=plan.objective, days=prior_days
+            )
+        ordered, cooling_notes = order_for_cooling(candidates, cooling)
         task_plan.candidates = spread_candidates(ordered, KEPT_PER_TASK)
-        plan.notes.extend(n for n in notes if n not in plan.notes)
+        plan.notes.extend(n for n in [*notes, *cooling_notes] if n not in plan.notes)
     return plan
+
+
+def _scorecard_places(wiring: Wiring) -> list[PlaceRecord]:
+    """The scorecard snapshot the reconcile sweep keeps (none yet: no prior)."""
+    prefix = wiring.settings.prefix
+    read_at, places = _prior_reads.get(prefix, (0.0, []))
+    if time.monotonic() - read_at > PRIOR_READ_TTL_SECONDS or read_at == 0.0:
+        text = wiring.objects.get_text(SNAPSHOT_KEY)
+        places = snapshot_records(text) if text else []
+        _prior_reads[prefix] = (time.monotonic(), places)
+    return places
 
 
 def candidate_text(candidate: Candidate) -> str:

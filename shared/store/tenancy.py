@@ -1,7 +1,7 @@
 """Teams, their members, and the bucket grants an admin gives to a user or a team. One table, keyed `pk`/`sk`:
 
     team#<team>       team                  the team (who made it, when)
-    team#<team>       member#<user id>      a member
+    team#<team>       member#<user id>      a member (`team_admin`: may set the team's budget)
     user#<user id>    team#<team>           the same membership, read from the user's side (teams_of)
     bucket#<bucket>   grant#<grantee>#<p>   a grant of `bucket` (prefix p, "" for all of it) to
                                             `user:<id>` or `team:<name>`, read-only unless `write`
@@ -20,7 +20,7 @@ from functools import cache
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
-from pynamodb.exceptions import DeleteError, PutError, TransactWriteError
+from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
@@ -40,6 +40,7 @@ class TenancyModel(Model):
     created_by = UnicodeAttribute(null=True)
     prefix = UnicodeAttribute(null=True)  # a grant's part of the bucket ("" all of it)
     write = BooleanAttribute(null=True)  # a grant that lets tasks write
+    team_admin = BooleanAttribute(null=True)  # a member who administers the team (its budget)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,27 @@ def remove_member(settings: Settings, team: str, user_id: str) -> bool:
     except TransactWriteError:
         return False
     return True
+
+
+def set_team_admin(settings: Settings, team: str, user_id: str, admin: bool) -> bool:
+    """Make a member the team's admin (or not); False when `user_id` is no member or already was so."""
+    model = tenancy_model(settings)
+    member = model(pk=f"team#{team}", sk=f"member#{user_id}")
+    is_admin = model.team_admin == True  # noqa: E712 (a DynamoDB condition, not a comparison)
+    condition = model.pk.exists() & (~is_admin if admin else is_admin)
+    try:
+        member.update(actions=[model.team_admin.set(admin)], condition=condition)
+    except UpdateError:
+        return False
+    return True
+
+
+def is_team_admin(settings: Settings, team: str, user_id: str) -> bool:
+    model = tenancy_model(settings)
+    try:
+        return bool(model.get(f"team#{team}", f"member#{user_id}", consistent_read=True).team_admin)
+    except model.DoesNotExist:
+        return False
 
 
 def teams_of(settings: Settings, user_id: str) -> set[str]:

@@ -92,14 +92,19 @@ def add_team(settings: Settings, *, actor: str, team: str) -> None:
     _audit(settings, actor, "teams.create", team)
 
 
-def add_member(settings: Settings, *, actor: str, team: str, user_id: str) -> bool:
-    """False when `user_id` was a member already."""
+def add_member(
+    settings: Settings, *, actor: str, team: str, user_id: str, team_admin: bool | None = None
+) -> bool:
+    """False when `user_id` was a member already. `team_admin` True or False makes the member the team's
+    admin (who may set its budget) or not; None leaves that as it is."""
     if not tenancy.team_exists(settings, _team_name(team)):
         raise NotFoundError(f"no team {team}", field="team", hint="`skyless admin teams create` makes one")
     _known_user(settings, user_id, "user_id")
     added = tenancy.add_member(settings, team, user_id, by=actor)
     if added:
         _audit(settings, actor, "teams.add", team, user_id=user_id)
+    if team_admin is not None and tenancy.set_team_admin(settings, team, user_id, team_admin):
+        _audit(settings, actor, "teams.admin", team, user_id=user_id, team_admin=team_admin)
     return added
 
 

@@ -18,6 +18,11 @@ def _members(settings: Settings, team: str, caller: str) -> list[str]:
     return sorted(members)
 
 
+def is_team_admin(settings: Settings, team: str, user_id: str) -> bool:
+    """`user_id` is a member of `team` made its admin (`skyless admin teams add --team-admin`)."""
+    return bool(tenancy.TEAM_NAME.match(team)) and tenancy.is_team_admin(settings, team, user_id)
+
+
 def my_teams(settings: Settings, caller: str) -> dict[str, list[str]]:
     """The caller's teams and their members."""
     return {
