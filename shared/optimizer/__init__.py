@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from shared.lazy_faces import lazy_face
 
 if TYPE_CHECKING:
-    from shared.optimizer.contract_pricing import TeamPrices
+    from shared.optimizer.contract_pricing import TeamPrices, team_catalog
     from shared.optimizer.contract_terms import Contracts, Reservation, contracts_from_config
     from shared.optimizer.errors import locate_plan_error
     from shared.optimizer.pipeline import plan_pipeline
@@ -43,6 +43,7 @@ __all__ = [
     "missing_clouds",
     "plan_pipeline",
     "plan_task",
+    "team_catalog",
     "why_chosen",
 ]
 
@@ -50,6 +51,7 @@ __getattr__ = lazy_face(
     __name__,
     {
         "TeamPrices": "shared.optimizer.contract_pricing",
+        "team_catalog": "shared.optimizer.contract_pricing",
         "Contracts": "shared.optimizer.contract_terms",
         "Reservation": "shared.optimizer.contract_terms",
         "contracts_from_config": "shared.optimizer.contract_terms",

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from shared.catalog.model import Catalog
 from shared.catalog.offering import Offering
 from shared.errors import NoOfferingError
 from shared.optimizer.contract_terms import Contracts, Discount, Reservation
@@ -42,32 +43,47 @@ class TeamPrices:
         return max(reservation.count - int(self.in_use.get(reservation.id, 0)), 0)
 
 
-@dataclass(frozen=True)
-class _PricedCatalog:
-    offerings: tuple[Offering, ...]
-    list_catalog: HasOfferings  # kept alive: the cache is keyed by its id
-
-
-_priced: OrderedDict[tuple[int, tuple[Discount, ...]], _PricedCatalog] = OrderedDict()
+_priced: OrderedDict[tuple[int, tuple[Discount, ...]], tuple[HasOfferings, Catalog]] = OrderedDict()
 _lock = threading.Lock()
 
 
 def team_catalog(catalog: HasOfferings, contracts: Contracts) -> HasOfferings:
-    """`catalog` with every discounted offering at the team's price; the same object for the same terms."""
+    """`catalog` with every discounted offering at the team's price, a cloud's rows re-priced when a plan
+    first reads that cloud; the same object for the same catalog and terms."""
     if not contracts.discounts:
         return catalog
     key = (id(catalog), contracts.discounts)
     with _lock:
         found = _priced.get(key)
-        if found is not None and found.list_catalog is catalog:
+        if found is not None and found[0] is catalog:  # the list catalog is kept, so its id is not reused
             _priced.move_to_end(key)
-            return found
-    priced = _PricedCatalog(tuple(_discounted(o, contracts) for o in catalog.offerings), catalog)
+            return found[1]
+    priced = Catalog(per_cloud={cloud: _reprice(catalog, cloud, contracts) for cloud in _clouds(catalog)})
     with _lock:
-        _priced[key] = priced
+        _priced[key] = (catalog, priced)
         while len(_priced) > KEPT_CATALOGS:
             _priced.popitem(last=False)
     return priced
+
+
+def _clouds(catalog: HasOfferings) -> tuple[str, ...]:
+    known = getattr(catalog, "known_clouds", None)
+    return tuple(known()) if known is not None else tuple(sorted({o.cloud for o in catalog.offerings}))
+
+
+def _reprice(catalog: HasOfferings, cloud: str, contracts: Contracts) -> Callable[[], list[Offering]]:
+    def load() -> list[Offering]:
+        offerings_of = getattr(catalog, "offerings_of", None)
+        rows = (
+            offerings_of(cloud)
+            if offerings_of is not None
+            else [o for o in catalog.offerings if o.cloud == cloud]
+        )
+        if not any(d.cloud == cloud for d in contracts.discounts):
+            return list(rows)
+        return [_discounted(o, contracts) for o in rows]
+
+    return load
 
 
 def _discounted(o: Offering, contracts: Contracts) -> Offering:
