@@ -125,7 +125,7 @@ def reserved_candidates(
         fit = _fitting_offering(choice, num_nodes, catalog, reservation, enabled_clouds, blocklist, hours)
         if fit is not None:
             update = {"hourly_price": 0.0, "estimated_cost": 0.0, "list_price": fit.hourly_price,
-                      "reservation": reservation.id}  # fmt: skip
+                      "reservation": reservation.id, "reservation_kind": reservation.kind}  # fmt: skip
             found.append((free, fit.model_copy(update=update)))
     found.sort(key=lambda item: -item[0])
     return [c for _, c in found]
