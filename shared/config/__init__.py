@@ -5,7 +5,8 @@ functions/ reads `os.environ` outside this package). Variable names are constant
 - `Settings` (settings): the control plane: prefix, region, endpoint, home, providers, lifecycle timings.
 - control_plane: `NodeCredentialsConfig`, `ReaperConfig`, `DashboardConfig`, `pydantic_plugins_off`.
 - clouds: `AwsConfig`, `GcpConfig`, `AzureConfig`, `LambdaConfig`, `RunPodConfig`, `LocalCloudConfig`.
-- channels: `NotifyConfig`, `UploadConfig`, `StorageConfig`.  catalog: `CatalogConfig`, `PriceSourcesConfig`.
+- channels: `NotifyConfig`, `UploadConfig`, `StorageConfig`.  catalog: `CatalogConfig`, `PriceSourcesConfig`,
+  `ContractsConfig`.
 A bad value is a `ConfigError` (a ValueError) naming the variable.
 """
 

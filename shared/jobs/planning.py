@@ -59,6 +59,7 @@ def make_plan(
 ) -> Plan:
     """The plan under `blocks` (default: the job's); if they leave nothing and `fallback`, the plan under
     the sticky ones only (a preempted region is better than no place at all). NoOfferingError otherwise."""
+    from shared.jobs.contract_use import deployment_prices
     from shared.optimizer import plan_pipeline
 
     pipeline = load_pipeline_of(wiring, job)
@@ -71,6 +72,7 @@ def make_plan(
         "enabled_clouds": clouds,
         "minimize": job.minimize,
         "max_candidates": MAX_RANKED,
+        "prices": deployment_prices(wiring.store, job.job_id),
     }
     try:
         plan = plan_pipeline(pipeline, wiring.catalog, blocklist=blocks, **options)

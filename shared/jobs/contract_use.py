@@ -1,0 +1,100 @@
+"""The deployment's contracts at plan time, and what live jobs hold of each reservation now.
+
+The contracts file (`SKYLESS_CONTRACTS_FILE`, shared/config/catalog.py `ContractsConfig`) is read once per
+warm process and again when it changes. A reservation's free count is its size minus the nodes of the live
+jobs whose current candidate is in it: read from the live-jobs index (live jobs only, never a scan of every
+job), counting jobs that hold or are about to hold nodes there. Two jobs planned at the same moment may both
+see the last free nodes; the second launch is then refused by the cloud (a capacity error) and fails over
+to the list-price place right behind the reserved one in its plan.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+from shared.config.catalog import ContractsConfig
+from shared.errors import UserError
+from shared.optimizer import Contracts, Plan, TeamPrices, contracts_from_config
+from shared.states import JobState
+from shared.store.job_store import JobStore
+from shared.store.models import JobModel
+
+# States in which a job's current candidate holds (or is being given) its nodes.
+HOLDING = frozenset(
+    {JobState.PLANNED, JobState.PROVISIONING, JobState.WAITING, JobState.SETTING_UP, JobState.RUNNING}
+)
+
+_read: dict[Path, tuple[float, Contracts]] = {}
+_lock = threading.Lock()
+
+
+def deployment_prices(
+    store: JobStore, job_id: str, config: ContractsConfig | None = None
+) -> TeamPrices | None:
+    """The prices a plan of `job_id` honours, or None when the deployment declares no contracts."""
+    config = config or ContractsConfig.from_env()
+    if config.path is None:
+        return None
+    contracts = read_contracts(config.path)
+    if not contracts:
+        return None
+    in_use = reserved_in_use(store, exclude=job_id) if contracts.reservations else {}
+    return TeamPrices(contracts, in_use, at=datetime.now(UTC))
+
+
+def read_contracts(path: Path) -> Contracts:
+    """The contracts of a file (cached by modification time). A bad file is a UserError naming it."""
+    try:
+        stamp = path.stat().st_mtime
+    except OSError as error:
+        raise UserError(f"cannot read the deployment's contracts: {error.strerror}", file=str(path)) from None
+    with _lock:
+        cached = _read.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise UserError("not valid YAML", file=str(path), line=mark.line + 1 if mark else None) from None
+    if not isinstance(values, dict):
+        raise UserError("must be a mapping with a contracts key", file=str(path))
+    contracts = contracts_from_config(values, str(path))
+    with _lock:
+        _read[path] = (stamp, contracts)
+    return contracts
+
+
+def reserved_in_use(store: JobStore, exclude: str | None = None) -> dict[str, int]:
+    """Reservation id -> nodes the live jobs (but `exclude`) hold or are launching there now."""
+    used: Counter[str] = Counter()
+    for job in store.live_jobs():
+        if job.job_id == exclude or JobState(job.state) not in HOLDING:
+            continue
+        reservation, nodes = _current_reservation(job)
+        if reservation is not None:
+            used[reservation] += nodes
+    return dict(used)
+
+
+def _current_reservation(job: JobModel) -> tuple[str | None, int]:
+    if (
+        job.plan_z
+    ):  # as shared/jobs/planning.py stores it (imported from there, planning would import us back)
+        plan: Plan | None = Plan.model_validate_json(zlib.decompress(job.plan_z))
+    else:
+        plan = Plan.model_validate_json(job.plan) if job.plan else None
+    if plan is None or int(job.task_index) >= len(plan.tasks):
+        return None, 0
+    candidates = plan.tasks[int(job.task_index)].candidates
+    index = int(job.candidate_index)
+    if index >= len(candidates):
+        return None, 0
+    current = candidates[index]
+    return current.reservation, current.num_nodes
