@@ -91,7 +91,7 @@ def plan(
         from shared.optimizer import plan_pipeline
 
         asked = None if enabled is None else sorted(enabled)
-        configured = sky_config.apply_sky_config(applied.text, str(file), asked)  # ~/.sky/config.yaml
+        configured = sky_config.apply_sky_config(applied.text, str(file), asked, plans_here=True)
         enabled = None if configured.clouds is None else set(configured.clouds)
         prices = team_prices(configured)
         result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize, prices=prices)

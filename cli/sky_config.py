@@ -131,9 +131,16 @@ def _named_file(variable: str) -> Path:
 
 
 def apply_sky_config(
-    text: str, filename: str, clouds: list[str] | None, config: SkyConfig | None = None
+    text: str,
+    filename: str,
+    clouds: list[str] | None,
+    config: SkyConfig | None = None,
+    *,
+    plans_here: bool = False,
 ) -> Applied:
-    """The task text and clouds with the config applied, and a note for every key read."""
+    """The task text and clouds with the config applied, and a note for every key read. `plans_here`: the
+    caller plans on this machine (`plan`), so the config's contracts apply; a launch is planned by the
+    deployment, at the contracts its operator declared."""
     config = load_sky_config() if config is None else config
     if not config.values:
         return Applied(text, clouds, [])
@@ -148,11 +155,26 @@ def apply_sky_config(
                          f"such cloud (it launches on {', '.join(launchable_clouds())})")  # fmt: skip
     text, label_notes = _apply_labels(text, filename, effective, config.values, where)
     notes += label_notes
-    contracts = contracts_from_config(config.values, where)
-    notes += _contract_notes(config.values, contracts, where)
+    contracts = contracts_from_config(config.values, where)  # checked either way: a bad key is said now
+    if plans_here:
+        notes += _contract_notes(config.values, contracts, where)
+    else:
+        notes += _contracts_not_applied(config.values, where)
+        contracts = Contracts()
     for key, why in _not_applied(config.values):
         notes.append(f"{where}: {key}: read, not applied: {why}")
     return Applied(text, effective, notes, contracts)
+
+
+def _contracts_not_applied(values: Mapping[str, Any], where: str) -> list[str]:
+    keys = ["contracts"] if "contracts" in values else []
+    keys += [f"{cloud}.{key}" for cloud in RESERVATION_CLOUDS for key in RESERVATION_KEYS
+             if isinstance(values.get(cloud), dict) and key in values[cloud]]  # fmt: skip
+    return [
+        f"{where}: {key}: read, not applied here: the deployment plans launches at the contracts its "
+        f"operator declared (SKYLESS_CONTRACTS_FILE); `skyless plan` uses this file's"
+        for key in keys
+    ]
 
 
 def _contract_notes(values: Mapping[str, Any], contracts: Contracts, where: str) -> list[str]:

@@ -118,3 +118,18 @@ def test_a_bad_contract_names_the_key_and_the_file(home: Path, task_file: Path):
     assert code == 2
     error = json.loads(out)
     assert (error["file"], error["field"]) == (str(path), "contracts.reservations[0].count")
+
+
+def test_a_launch_says_the_files_contracts_are_not_what_the_deployment_plans_with(home: Path):
+    from cli.sky_config import apply_sky_config
+
+    path = configure(
+        home, {"contracts": {"reservations": [RESERVED]}, "aws": {"specific_reservations": ["cr-0a1b2c"]}}
+    )
+    applied = apply_sky_config(TASK, "train.yaml", None)  # as `launch`, `schedule` and the SDK call it
+    assert not applied.contracts
+    for key in ("contracts", "aws.specific_reservations"):
+        assert any(
+            n.startswith(f"{path}: {key}: read, not applied here: the deployment plans")
+            for n in applied.notes
+        )
