@@ -1,4 +1,5 @@
-"""The deployment's contracts at plan time, and what live jobs hold of each reservation now.
+"""The deployment's contracts at plan time, what live jobs hold of each reservation now, and how much of
+each reservation a cost report's jobs used.
 
 The contracts file (`SKYLESS_CONTRACTS_FILE`, shared/config/catalog.py `ContractsConfig`) is read once per
 warm process and again when it changes. A reservation's free count is its size minus the nodes of the live
@@ -13,6 +14,7 @@ from __future__ import annotations
 import threading
 import zlib
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +22,8 @@ import yaml
 
 from shared.config.catalog import ContractsConfig
 from shared.errors import UserError
-from shared.optimizer import Contracts, Plan, TeamPrices, contracts_from_config
+from shared.jobs.cost_report import AttemptCost
+from shared.optimizer import Contracts, Plan, Reservation, TeamPrices, contracts_from_config
 from shared.states import JobState
 from shared.store.job_store import JobStore
 from shared.store.models import JobModel
@@ -98,3 +101,46 @@ def _current_reservation(job: JobModel) -> tuple[str | None, int]:
         return None, 0
     current = candidates[index]
     return current.reservation, current.num_nodes
+
+
+def reservation_use(
+    contracts: Contracts, attempts: Iterable[AttemptCost], since: float, until: float
+) -> list[dict[str, object]]:
+    """Per reservation, over [since, until): node-hours paid for (its count through the part of its term in
+    the window), used (on-demand attempts at $0/h in its place: only a reserved candidate is priced so), and
+    idle, with the idle hours' cost where the reservation declares its hourly price."""
+    uses = []
+    for r in contracts.reservations:
+        start = max(since, r.start.timestamp() if r.start else since)
+        end = min(until, r.end.timestamp() if r.end else until)
+        paid = r.count * max(end - start, 0.0) / 3600
+        used = 0.0
+        for a in attempts:
+            if a.use_spot or a.hourly_price != 0 or not _in_reservation(a, r):
+                continue
+            ran = min(a.ended_at if a.ended_at is not None else until, end) - max(a.started_at, start)
+            used += a.num_nodes * max(ran, 0.0) / 3600
+        idle = max(paid - used, 0.0)
+        uses.append({
+            "reservation": r.id, "cloud": r.cloud, "place": r.place, "instance_type": r.instance_type,
+            "count": r.count, "paid_hours": round(paid, 4), "used_hours": round(used, 4),
+            "idle_hours": round(idle, 4),
+            "idle_cost": None if r.hourly_price is None else round(idle * r.hourly_price, 2),
+        })  # fmt: skip
+    return uses
+
+
+def deployment_reservation_use(
+    attempts: Iterable[AttemptCost], since: float, until: float
+) -> list[dict[str, object]]:
+    """`reservation_use` of the deployment's contracts file; [] when it declares none."""
+    path = ContractsConfig.from_env().path
+    if path is None:
+        return []
+    return reservation_use(read_contracts(path), attempts, since, until)
+
+
+def _in_reservation(a: AttemptCost, r: Reservation) -> bool:
+    return (a.cloud, a.region, a.instance_type) == (r.cloud, r.region, r.instance_type) and (
+        r.zone is None or a.zone == r.zone
+    )
