@@ -16,17 +16,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import islice
 
 from shared.catalog.model import Catalog
 from shared.catalog.offering import Offering
-from shared.errors import NoOfferingError
 from shared.optimizer.contract_terms import Contracts, Discount, Reservation
-from shared.optimizer.index import HasOfferings
+from shared.optimizer.index import HasOfferings, clouds_asked, index_for
 from shared.optimizer.plan import Block, Candidate
-from shared.optimizer.single_task import plan_task, requests_of
+from shared.optimizer.single_task import candidate_from, ranked_offerings, requests_of
 from shared.task.requests import ResourceChoice
 
 KEPT_CATALOGS = 8
+MAX_SCANNED = 2000  # offerings of a reservation's zone a task is checked against: its machine is among them
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,8 @@ def _fitting_offering(
     blocklist: Sequence[Block],
     hours: float,
 ) -> Candidate | None:
-    """The reservation's machine as the task would get it on demand, if an alternative of the task fits it."""
+    """The reservation's machine as the task would get it on demand, if the task accepts that machine
+    where the reservation is: a CPU task is not put on a reserved GPU machine because it costs nothing."""
     pinned = []
     for request in requests_of(choice):
         if request.use_spot:
@@ -155,23 +157,17 @@ def _fitting_offering(
             )
         ):
             continue
-        pinned.append(replace(request, cloud=reservation.cloud, region=reservation.region,
-                              zone=reservation.zone, instance_type=reservation.instance_type))  # fmt: skip
+        pinned.append(
+            replace(request, cloud=reservation.cloud, region=reservation.region, zone=reservation.zone)
+        )
     if not pinned:
         return None
-    try:
-        fits = plan_task(
-            ResourceChoice(tuple(pinned)),
-            num_nodes,
-            catalog,
-            enabled_clouds=enabled_clouds,
-            blocklist=blocklist,
-            hours=hours,
-            max_candidates=1,
-        )
-    except NoOfferingError:
-        return None
-    return fits[0] if fits else None
+    index = index_for(catalog, clouds_asked(pinned, enabled_clouds))
+    ranked = ranked_offerings(pinned, False, index, enabled_clouds, blocklist, "cost", num_nodes)
+    for entry, spot, factor in islice(ranked, MAX_SCANNED):
+        if entry[6].instance_type == reservation.instance_type:
+            return candidate_from(entry, spot, num_nodes, hours * factor)
+    return None
 
 
 def contract_notes(label: str | None, candidates: Sequence[Candidate], prices: TeamPrices) -> list[str]:

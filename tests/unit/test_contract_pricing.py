@@ -147,3 +147,11 @@ def test_skypilots_specific_reservations_choose_which_declared_reservations_are_
         "config.yaml",
     )
     assert [r.id for r in contracts.reservations] == ["cr-other"]
+
+
+def test_a_task_is_put_only_on_a_reserved_machine_it_would_accept_anyway() -> None:
+    config = {"contracts": {"reservations": [RESERVATION]}}  # 8 reserved A100:8 machines
+    cpu_task = plan("resources:\n  cpus: 8+\nrun: python etl.py\n", config)
+    assert all(c.reservation is None for c in cpu_task.tasks[0].candidates)  # free, but not its machine
+    two_gpus = plan("resources:\n  accelerators: A100:2\nrun: python ft.py\n", config)
+    assert all(c.reservation is None for c in two_gpus.tasks[0].candidates)  # SkyPilot: A100:2 != A100:8
