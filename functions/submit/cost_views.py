@@ -28,6 +28,6 @@ def report(settings: Settings, caller: User, params: Mapping[str, str]) -> CostR
     built = cost_report(settings, owner=owner, days=days, by=by)
     attempts = [attempt for job in built.jobs for attempt in job.attempts]
     response = CostReportResponse.of(built).with_reservations(
-        deployment_reservation_use(attempts, built.since, built.until)
+        deployment_reservation_use(settings, owner, attempts, built.since, built.until)
     )
     return response.with_clusters(named_cluster_costs(settings, owner=owner))

@@ -72,7 +72,7 @@ def make_plan(
         "enabled_clouds": clouds,
         "minimize": job.minimize,
         "max_candidates": MAX_RANKED,
-        "prices": deployment_prices(wiring.store, job.job_id),
+        "prices": deployment_prices(wiring, job),
     }
     try:
         plan = plan_pipeline(pipeline, wiring.catalog, blocklist=blocks, **options)

@@ -16,7 +16,12 @@ from shared.lazy_faces import lazy_face
 
 if TYPE_CHECKING:
     from shared.optimizer.contract_pricing import TeamPrices, team_catalog
-    from shared.optimizer.contract_terms import Contracts, Reservation, contracts_from_config
+    from shared.optimizer.contract_terms import (
+        Contracts,
+        Reservation,
+        contracts_from_config,
+        merged_contracts,
+    )
     from shared.optimizer.errors import locate_plan_error
     from shared.optimizer.pipeline import plan_pipeline
     from shared.optimizer.placement import EGRESS_PER_GB, Edge, Source
@@ -40,6 +45,7 @@ __all__ = [
     "contracts_from_config",
     "instance_family_of",
     "locate_plan_error",
+    "merged_contracts",
     "missing_clouds",
     "plan_pipeline",
     "plan_task",
@@ -55,6 +61,7 @@ __getattr__ = lazy_face(
         "Contracts": "shared.optimizer.contract_terms",
         "Reservation": "shared.optimizer.contract_terms",
         "contracts_from_config": "shared.optimizer.contract_terms",
+        "merged_contracts": "shared.optimizer.contract_terms",
         "locate_plan_error": "shared.optimizer.errors",
         "plan_pipeline": "shared.optimizer.pipeline",
         "EGRESS_PER_GB": "shared.optimizer.placement",

@@ -113,9 +113,24 @@ class Contracts:
         return bool(self.discounts or self.reservations)
 
     def discount_for(self, cloud: str, region: str, instance_type: str) -> Discount | None:
-        """The most specific discount covering an offering; None at list price."""
+        """The most specific discount covering an offering, the last declared of equals (a team's over the
+        deployment's); None at list price."""
         found = [d for d in self.discounts if d.covers(cloud, region, instance_type)]
-        return max(found, key=lambda d: d.specificity) if found else None
+        return max(reversed(found), key=lambda d: d.specificity) if found else None
+
+
+def merged_contracts(*parts: Contracts) -> Contracts:
+    """Several declarations in order (the deployment's, then a team's): every discount, later ones winning
+    ties, and every reservation once (its first declaration)."""
+    reservations: dict[str, Reservation] = {}
+    for part in parts:
+        for r in part.reservations:
+            reservations.setdefault(r.id, r)
+    return Contracts(
+        tuple(d for part in parts for d in part.discounts),
+        tuple(reservations.values()),
+        " + ".join(dict.fromkeys(p.source for p in parts if p.source)),
+    )
 
 
 def contracts_from_config(values: Mapping[str, Any], where: str) -> Contracts:
