@@ -65,15 +65,22 @@ def deployment_prices(
 ) -> TeamPrices | None:
     """The prices a plan of `job` honours: the deployment's contracts and those of its owner's teams; None
     when there are none. Another team's reservations and discounts are never offered."""
+    return prices_for(wiring, job.owner, job.job_id, config)
+
+
+def prices_for(
+    wiring: Wiring, owner: str, job_id: str | None = None, config: ContractsConfig | None = None
+) -> TeamPrices | None:
+    """`deployment_prices` for whatever `owner` plans (a dry run: `job_id` None, nothing excluded)."""
     config = config or ContractsConfig.from_env()
     if config.path is None:
         return None
     declared = read_contracts(config.path)
-    teams = tenancy.teams_of(wiring.settings, job.owner) if declared.teams else set()
+    teams = tenancy.teams_of(wiring.settings, owner) if declared.teams else set()
     contracts = declared.for_teams(teams)
     if not contracts:
         return None
-    in_use = reserved_in_use(wiring.store, exclude=job.job_id) if contracts.reservations else {}
+    in_use = reserved_in_use(wiring.store, exclude=job_id) if contracts.reservations else {}
     return TeamPrices(contracts, in_use, at=datetime.now(UTC))
 
 

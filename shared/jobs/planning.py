@@ -98,7 +98,8 @@ def shape_failover(wiring: Wiring, plan: Plan) -> Plan:
 
 def candidate_text(candidate: Candidate) -> str:
     market = " (spot)" if candidate.use_spot else ""
-    return f"{candidate.place} {candidate.instance_type}{market} at ${candidate.hourly_price:.2f}/h"
+    reserved = f" in reservation {candidate.reservation}" if candidate.reservation else ""
+    return f"{candidate.place} {candidate.instance_type}{market} at ${candidate.hourly_price:.2f}/h{reserved}"
 
 
 def plan_fields(plan: Plan) -> dict[str, Any]:

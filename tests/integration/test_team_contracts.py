@@ -93,3 +93,19 @@ def test_a_bad_team_section_names_the_team_and_the_key(stack: Settings, contract
         chosen_for(stack, "u-alice")
     assert caught.value.file == str(contracts_file)
     assert caught.value.field == "teams.ml.contracts.reservations[0].count"
+
+
+def test_launch_dryrun_shows_the_plan_at_the_callers_contracts(
+    stack: Settings, contracts_file: Path, cli_api: list[str], tmp_path: Path
+) -> None:
+    user = find_user(cli_api[3], stack)
+    assert user is not None
+    assert tenancy.add_member(stack, "ml", user.user_id, by="test")
+    task = tmp_path / "serve.yaml"
+    task.write_text(TASK)
+    result = CliRunner().invoke(
+        cli, ["launch", str(task), "--dryrun", "-y", *cli_api], env={"COLUMNS": "220"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "note: task 'serve': reserved: 4 of 4 free in cr-ml (aws m6i.large in us-east-1b)" in result.output
+    assert "Estimated cost: $0.00. Dry run" in result.output
