@@ -91,6 +91,7 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
         )
     console.print(table)
     print_clusters(report)
+    print_reservations(report)
     if not with_jobs or not report.jobs:
         return
     attempts = Table(title="Each job's attempts", title_justify="left")
@@ -129,6 +130,26 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
                 dollars(attempt.savings),
             )
     console.print(attempts)
+
+
+def print_reservations(report: CostReportResponse) -> None:
+    """The deployment's reservations over the window: node-hours paid for, used, and idle (paid, unused)."""
+    if not report.reservations:
+        return
+    whose = "every user's jobs" if report.all_users else "your jobs only (an admin key sees every user's)"
+    table = Table(title=f"Reserved capacity in the window, used by {whose}", title_justify="left")
+    for column in ("RESERVATION", "WHERE", "INSTANCE", "NODES", "PAID NODE-H", "USED", "IDLE", "IDLE COST"):
+        table.add_column(
+            column, justify="left" if column in ("RESERVATION", "WHERE", "INSTANCE") else "right"
+        )
+    for r in report.reservations:
+        used = 100 * r.used_hours / r.paid_hours if r.paid_hours else 0.0
+        table.add_row(
+            escape(r.reservation), f"{r.cloud}/{r.place}", r.instance_type, str(r.count),
+            f"{r.paid_hours:.1f}", f"{r.used_hours:.1f} ({used:.0f}%)", f"{r.idle_hours:.1f}",
+            "-" if r.idle_cost is None else dollars(r.idle_cost),
+        )  # fmt: skip
+    console.print(table)
 
 
 def print_clusters(report: CostReportResponse) -> None:

@@ -303,4 +303,6 @@ def print_dry_run(plan: dict[str, Any]) -> None:
                 str(c["num_nodes"]),
             )
         console.print(table)
+    for note in plan.get("notes") or []:  # the deployment's contracts: reserved places, negotiated prices
+        console.print(f"note: {escape(str(note))}", soft_wrap=True)
     console.print(f"Estimated cost: ${plan.get('total_cost', 0.0):.2f}. Dry run: nothing was launched.")

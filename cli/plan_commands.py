@@ -9,6 +9,7 @@ with `--json` the error is the object `{"error": ..., "message": ..., "file", "l
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -90,9 +91,14 @@ def plan(
         from shared.optimizer import plan_pipeline
 
         asked = None if enabled is None else sorted(enabled)
-        configured = sky_config.apply_sky_config(applied.text, str(file), asked)  # ~/.sky/config.yaml
+        configured = sky_config.apply_sky_config(applied.text, str(file), asked, plans_here=True)
         enabled = None if configured.clouds is None else set(configured.clouds)
-        result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize)
+        prices = team_prices(configured)
+        result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize, prices=prices)
+        if prices is not None:
+            from shared.optimizer import team_catalog
+
+            catalog = team_catalog(catalog, prices.contracts)  # the rows below at the team's prices
         estimate = deadline_estimate(result, catalog, deadline, hours)
     except UserError as error:
         if isinstance(error, NoOfferingError):
@@ -113,6 +119,7 @@ def plan(
     if as_json:
         body = plan_to_json(result, notes)
         body["why"] = reasons
+        body["contracts"] = result.notes
         body["missing_clouds"] = [missing for _, missing in per_cloud]
         body["secrets_needed"] = needed_secrets(pipeline)
         if estimate is not None:
@@ -124,6 +131,16 @@ def plan(
         _print_estimate(estimate)
     for note in notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def team_prices(configured: sky_config.Applied) -> Any:
+    """The contracts the config files declare, every reserved node counted free: `plan` runs here, without
+    the live jobs a launch counts against each reservation (the notes say so)."""
+    if not configured.contracts:
+        return None
+    from shared.optimizer import TeamPrices
+
+    return TeamPrices(configured.contracts, at=datetime.now(UTC))
 
 
 def deadline_estimate(
@@ -261,6 +278,8 @@ def candidate_to_json(c: Candidate) -> dict[str, Any]:
         "num_nodes": c.num_nodes,
         "estimated_hours": c.estimated_hours,
         "estimated_cost": c.estimated_cost,
+        **({"list_price": c.list_price} if c.list_price is not None else {}),
+        **({"reservation": c.reservation} if c.reservation is not None else {}),
     }
 
 
@@ -372,6 +391,8 @@ def _print_plan(
     console.print(chosen)
     for reason in reasons:
         console.print(f"[bold]Why[/bold] {escape(reason)}", soft_wrap=True)
+    for note in result.notes:
+        console.print(f"[bold]Contract[/bold] {escape(note)}", soft_wrap=True)
     for task_plan, (best, missing) in zip(result.tasks, per_cloud, strict=True):
         name = task_plan.task_name or "task"
         table = _table(f"Best per cloud for {name} ({task_plan.num_nodes} node(s))", with_mark=True)

@@ -7,6 +7,9 @@ Every key read is either applied or named in a note that says why it is not (nev
 - `allowed_clouds`: plans and launches consider only these clouds (with `--clouds`, both must allow one);
 - `aws.labels`, `gcp.labels`, `azure.labels`: put on the task's VMs (under the task's own
   `resources.labels`) when the task can only run on that cloud (a job has one set of labels wherever it runs);
+- `contracts` (skyless's own key: discounts and reservations, shared/optimizer/contract_terms.py), with
+  SkyPilot's `aws|gcp.specific_reservations` (only the listed reservations of that cloud are used) and
+  `aws|gcp.prioritize_reservations` (skyless always puts free reserved capacity first): plans price at them;
 - the rest (controllers, networks, identities, Kubernetes, the API server, ...) has no skyless meaning: noted.
 """
 
@@ -21,12 +24,15 @@ from typing import Any
 import yaml
 
 from shared.errors import UserError
+from shared.optimizer import Contracts, contracts_from_config
 
 ENV_CONFIG = "SKYPILOT_CONFIG"
 ENV_GLOBAL = "SKYPILOT_GLOBAL_CONFIG"
 ENV_PROJECT = "SKYPILOT_PROJECT_CONFIG"
 PROJECT_FILE = ".sky.yaml"
 LABELLED_CLOUDS = ("aws", "gcp", "azure")
+RESERVATION_CLOUDS = ("aws", "gcp")  # SkyPilot's `<cloud>.specific_reservations`/`prioritize_reservations`
+RESERVATION_KEYS = ("specific_reservations", "prioritize_reservations")
 SKYLESS_OWN_KEYS = ("api_url", "api_key")  # skyless's keys in its own file, not SkyPilot's
 TASK_KEYS = frozenset({"run", "setup", "resources", "workdir", "file_mounts", "num_nodes", "envs"})
 
@@ -61,8 +67,8 @@ CLOUD_KEY_REASONS: dict[str, str] = {
     "security_group_name": NETWORK, "subnet": NETWORK, "network": NETWORK,
     "force_enable_external_ips": NETWORK,
     "remote_identity": IDENTITY, "use_ssm": IDENTITY,
-    "specific_reservations": "skyless plans with catalog prices, not reservations",
-    "prioritize_reservations": "skyless plans with catalog prices, not reservations",
+    "specific_reservations": "SkyPilot has no reservations on this cloud: declare them under contracts",
+    "prioritize_reservations": "SkyPilot has no reservations on this cloud: declare them under contracts",
 }  # fmt: skip
 
 
@@ -84,6 +90,7 @@ class Applied:
     text: str  # the task file, with the config's labels applied
     clouds: list[str] | None  # the clouds to plan on (None: every cloud)
     notes: list[str]  # one per key read that is not applied, and per key applied
+    contracts: Contracts = field(default_factory=Contracts)  # discounts and reservations plans price at
 
 
 def load_sky_config(home: Path | None = None, skyless_config: Path | None = None) -> SkyConfig:
@@ -124,9 +131,16 @@ def _named_file(variable: str) -> Path:
 
 
 def apply_sky_config(
-    text: str, filename: str, clouds: list[str] | None, config: SkyConfig | None = None
+    text: str,
+    filename: str,
+    clouds: list[str] | None,
+    config: SkyConfig | None = None,
+    *,
+    plans_here: bool = False,
 ) -> Applied:
-    """The task text and clouds with the config applied, and a note for every key read."""
+    """The task text and clouds with the config applied, and a note for every key read. `plans_here`: the
+    caller plans on this machine (`plan`), so the config's contracts apply; a launch is planned by the
+    deployment, at the contracts its operator declared."""
     config = load_sky_config() if config is None else config
     if not config.values:
         return Applied(text, clouds, [])
@@ -141,9 +155,46 @@ def apply_sky_config(
                          f"such cloud (it launches on {', '.join(launchable_clouds())})")  # fmt: skip
     text, label_notes = _apply_labels(text, filename, effective, config.values, where)
     notes += label_notes
+    contracts = contracts_from_config(config.values, where)  # checked either way: a bad key is said now
+    if plans_here:
+        notes += _contract_notes(config.values, contracts, where)
+    else:
+        notes += _contracts_not_applied(config.values, where)
+        contracts = Contracts()
     for key, why in _not_applied(config.values):
         notes.append(f"{where}: {key}: read, not applied: {why}")
-    return Applied(text, effective, notes)
+    return Applied(text, effective, notes, contracts)
+
+
+def _contracts_not_applied(values: Mapping[str, Any], where: str) -> list[str]:
+    keys = ["contracts"] if "contracts" in values else []
+    keys += [f"{cloud}.{key}" for cloud in RESERVATION_CLOUDS for key in RESERVATION_KEYS
+             if isinstance(values.get(cloud), dict) and key in values[cloud]]  # fmt: skip
+    return [
+        f"{where}: {key}: read, not applied here: the deployment plans launches at the contracts its "
+        f"operator declared (SKYLESS_CONTRACTS_FILE); `skyless plan` uses this file's"
+        for key in keys
+    ]
+
+
+def _contract_notes(values: Mapping[str, Any], contracts: Contracts, where: str) -> list[str]:
+    notes = []
+    if "contracts" in values:
+        notes.append(
+            f"{where}: contracts: applied: {len(contracts.discounts)} discount(s), "
+            f"{len(contracts.reservations)} reservation(s) in use; `plan` counts every reserved node free "
+            f"(a launch counts what live jobs hold)"
+        )
+    for cloud in RESERVATION_CLOUDS:
+        block = values.get(cloud)
+        if isinstance(block, dict) and "specific_reservations" in block:
+            notes.append(f"{where}: {cloud}.specific_reservations: applied: only these {cloud} reservations")
+        if isinstance(block, dict) and "prioritize_reservations" in block:
+            notes.append(
+                f"{where}: {cloud}.prioritize_reservations: applied: skyless always plans free reserved "
+                f"capacity first, at $0/h (set to {block['prioritize_reservations']})"
+            )
+    return notes
 
 
 def _effective_clouds(clouds: list[str] | None, config: SkyConfig, where: str) -> list[str] | None:
@@ -226,13 +277,16 @@ def _only_cloud(task: Mapping[str, Any], clouds: list[str] | None) -> str | None
 def _not_applied(values: Mapping[str, Any]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for key, value in values.items():
-        if key == "allowed_clouds":
+        if key in ("allowed_clouds", "contracts"):
             continue
         if key in NOT_APPLIED:
             found.append((key, NOT_APPLIED[key]))
         elif isinstance(value, dict) and _is_cloud(key):
             for sub in value:
-                if not (sub == "labels" and key in LABELLED_CLOUDS):
+                applied = (sub == "labels" and key in LABELLED_CLOUDS) or (
+                    sub in RESERVATION_KEYS and key in RESERVATION_CLOUDS
+                )
+                if not applied:
                     found.append(
                         (f"{key}.{sub}", CLOUD_KEY_REASONS.get(sub, f"skyless has no such {key} setting"))
                     )

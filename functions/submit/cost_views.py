@@ -8,6 +8,7 @@ from functions.submit.route_table import ForbiddenError
 from shared.api.cost_models import CostReportResponse
 from shared.clusters.views import named_cluster_costs
 from shared.config import Settings
+from shared.jobs.contract_use import deployment_reservation_use
 from shared.jobs.cost_report import cost_report
 from shared.jobs.job_filters import parse_days, parse_flag, parse_group
 from shared.store.users import User
@@ -24,5 +25,9 @@ def report(settings: Settings, caller: User, params: Mapping[str, str]) -> CostR
             hint="an operator makes one with `python -m shared.store.users create NAME --admin`",
         )
     owner = None if all_users else caller.user_id
-    response = CostReportResponse.of(cost_report(settings, owner=owner, days=days, by=by))
+    built = cost_report(settings, owner=owner, days=days, by=by)
+    attempts = [attempt for job in built.jobs for attempt in job.attempts]
+    response = CostReportResponse.of(built).with_reservations(
+        deployment_reservation_use(settings, owner, attempts, built.since, built.until)
+    )
     return response.with_clusters(named_cluster_costs(settings, owner=owner))

@@ -68,14 +68,24 @@ def read_task(body: PlanRequest) -> Pipeline:
         raise TaskFileError(f"not readable as YAML: {exc}", file=body.filename, line=line) from None
 
 
-def plan_task_file(settings: Settings, body: PlanRequest, pipeline: Pipeline | None = None) -> Plan:
+def plan_task_file(
+    settings: Settings, body: PlanRequest, pipeline: Pipeline | None = None, *, owner: str | None = None
+) -> Plan:
     """The plan for the task the body carries (`pipeline`, when the caller has read it already), on the
-    catalog the optimize function uses (refreshed prices included); errors name the body's filename."""
+    catalog the optimize function uses (refreshed prices included), at `owner`'s contracts when given (as
+    their launch would be planned); errors name the body's filename."""
     pipeline = pipeline if pipeline is not None else read_task(body)
     clouds = {c.lower() for c in body.clouds} if body.clouds else None
-    catalog = wiring_for(settings).catalog
+    wiring = wiring_for(settings)
+    prices = None
+    if owner is not None:
+        from shared.jobs.contract_use import prices_for  # reads the contracts file only where one is set
+
+        prices = prices_for(wiring, owner)
     try:
-        return plan_pipeline(pipeline, catalog, enabled_clouds=clouds, minimize=body.minimize)
+        return plan_pipeline(
+            pipeline, wiring.catalog, enabled_clouds=clouds, minimize=body.minimize, prices=prices
+        )
     except UserError as exc:
         if isinstance(exc, NoOfferingError):
             locate_plan_error(exc, body.task_text(), body.filename)
@@ -83,8 +93,8 @@ def plan_task_file(settings: Settings, body: PlanRequest, pipeline: Pipeline | N
         raise
 
 
-def dry_run(settings: Settings, body: PlanRequest) -> dict[str, Any]:
-    return plan_task_file(settings, body).model_dump(mode="json")
+def dry_run(settings: Settings, body: PlanRequest, owner: str | None = None) -> dict[str, Any]:
+    return plan_task_file(settings, body, owner=owner).model_dump(mode="json")
 
 
 def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJobResponse:

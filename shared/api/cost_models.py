@@ -131,6 +131,20 @@ class ClusterCostView(BaseModel):
     cost: float = Field(description="USD so far: every period its nodes were up, this one to now.")
 
 
+class ReservationUseView(BaseModel):
+    """One reservation over the report's window: node-hours paid for, used by the report's jobs, and idle."""
+
+    reservation: str
+    cloud: str
+    place: str
+    instance_type: str
+    count: int
+    paid_hours: float = Field(description="Node-hours of the reservation's term inside the window.")
+    used_hours: float = Field(description="Node-hours the report's jobs ran in it.")
+    idle_hours: float = Field(description="paid_hours - used_hours: paid for, not used.")
+    idle_cost: float | None = Field(None, description="USD of idle_hours at its hourly_price, if declared.")
+
+
 class CostReportResponse(BaseModel):
     since: str
     until: str
@@ -147,6 +161,9 @@ class CostReportResponse(BaseModel):
         description="Named clusters not torn down (`launch -c`), each with its cost so far; not in `total`.",
     )
     clusters_cost: float = Field(0.0, description="USD of `clusters`.")
+    reservations: list[ReservationUseView] = Field(
+        default_factory=list, description="The deployment's reservations: hours used and paid for but idle."
+    )
 
     @classmethod
     def of(cls, report: CostReport) -> CostReportResponse:
@@ -161,6 +178,9 @@ class CostReportResponse(BaseModel):
             jobs=[JobCostView.of(job) for job in report.jobs if job.attempts],
             daily=[DailySpend(day=day, cloud=cloud, cost=cost) for day, cloud, cost in report.daily],
         )
+
+    def with_reservations(self, uses: list[dict[str, object]]) -> CostReportResponse:
+        return self.model_copy(update={"reservations": [ReservationUseView.model_validate(u) for u in uses]})
 
     def with_clusters(self, clusters: list[dict[str, object]]) -> CostReportResponse:
         views = [ClusterCostView.model_validate(c) for c in clusters]

@@ -234,6 +234,11 @@ class AwsCloud:
                 "MarketType": "spot",
                 "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
             }
+        if spec.reservation:
+            target = {"CapacityReservationId": spec.reservation}
+            request["CapacityReservationSpecification"] = {"CapacityReservationTarget": target}
+            if spec.reservation_kind == "capacity-block":
+                request["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         profile = self.config.instance_profile
         if profile:
             key = "Arn" if profile.startswith("arn:") else "Name"

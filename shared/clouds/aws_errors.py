@@ -31,6 +31,7 @@ ERROR_CODES: dict[str, type[CloudError]] = {
     "InsufficientCapacity": NoCapacityError,
     "InsufficientHostCapacity": NoCapacityError,
     "InsufficientReservedInstanceCapacity": NoCapacityError,
+    "ReservationCapacityExceeded": NoCapacityError,  # a targeted capacity reservation is full
     "InsufficientFreeAddressesInSubnet": NoCapacityError,
     "SpotMaxPriceTooLow": NoCapacityError,
     # "Your requested instance type is not supported in your requested Availability Zone": this zone

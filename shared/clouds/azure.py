@@ -357,6 +357,8 @@ class AzureCompute:
         }
         if spec.use_spot:
             properties.update(priority="Spot", evictionPolicy="Delete", billingProfile={"maxPrice": -1})
+        if spec.reservation:
+            properties["capacityReservation"] = {"capacityReservationGroup": {"id": spec.reservation}}
         return {"location": spec.region, "tags": tags, "properties": properties}
 
     def _delete_node(self, group: str, name: str) -> None:

@@ -34,6 +34,10 @@ class LaunchSpec:
     disk_size_gb: int | None = None
     ports: tuple[str, ...] = ()  # "8080" or "10000-10010", as the task lists them
     labels: dict[str, str] = field(default_factory=dict)  # extra tags/labels on every resource
+    # Launch into this reservation (AWS capacity reservation/block id, GCP reservation name or path, Azure
+    # capacity reservation group id) of this kind (shared.optimizer.contract_terms.RESERVATION_KINDS).
+    reservation: str | None = None
+    reservation_kind: str | None = None
 
     def tags(self) -> dict[str, str]:
         return {

@@ -284,6 +284,12 @@ class GcpCompute:
         }
         if spec.ports:
             body["tags"] = {"items": [network_tag(spec.cluster_id)]}
+        if spec.reservation:
+            body["reservationAffinity"] = {
+                "consumeReservationType": "SPECIFIC_RESERVATION",
+                "key": "compute.googleapis.com/reservation-name",
+                "values": [spec.reservation],
+            }
         if guest and count:
             body["guestAccelerators"] = [
                 {"acceleratorType": f"zones/{zone}/acceleratorTypes/{guest}", "acceleratorCount": count}

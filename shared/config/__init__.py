@@ -6,7 +6,8 @@ functions/ reads `os.environ` outside this package). Variable names are constant
 - control_plane: `NodeCredentialsConfig`, `ReaperConfig`, `ReliabilityPriorConfig`, `DashboardConfig`,
   `pydantic_plugins_off`.
 - clouds: `AwsConfig`, `GcpConfig`, `AzureConfig`, `LambdaConfig`, `RunPodConfig`, `LocalCloudConfig`.
-- channels: `NotifyConfig`, `UploadConfig`, `StorageConfig`.  catalog: `CatalogConfig`, `PriceSourcesConfig`.
+- channels: `NotifyConfig`, `UploadConfig`, `StorageConfig`.  catalog: `CatalogConfig`, `PriceSourcesConfig`,
+  `ContractsConfig`.
 A bad value is a `ConfigError` (a ValueError) naming the variable.
 """
 

@@ -1,5 +1,6 @@
 """Config of the catalog: where imported catalogs live, how long a warm process trusts the stored
-version, and which pricing sources a refresh asks (with their keys and endpoints)."""
+version, which pricing sources a refresh asks (with their keys and endpoints), and the deployment's
+contracts file (the prices the team really pays)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from shared.config.env_names import (
     ENV_AWS_PRICING_URL,
     ENV_AZURE_PRICES_URL,
     ENV_CATALOG_TTL_SECONDS,
+    ENV_CONTRACTS_FILE,
     ENV_GCP_BILLING_URL,
     ENV_GCP_PRICING_KEY,
     ENV_LAMBDA_API_KEY,
@@ -32,6 +34,19 @@ class CatalogConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CatalogConfig:
         env = process_environ(environ)
         return cls(home=home_from_env(env), ttl_seconds=env_float(env, ENV_CATALOG_TTL_SECONDS, 60.0))
+
+
+@dataclass(frozen=True)
+class ContractsConfig:
+    """The deployment's contracts file (`contracts:` and SkyPilot's reservation keys, as in
+    shared/optimizer/contract_terms.py); None: every plan at list price."""
+
+    path: Path | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ContractsConfig:
+        named = env_text(process_environ(environ), ENV_CONTRACTS_FILE)
+        return cls(path=Path(named).expanduser() if named else None)
 
 
 @dataclass(frozen=True)

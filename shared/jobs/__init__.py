@@ -10,7 +10,8 @@ once, with its boot token), `deadlines` (a deadline job's record, and what `plan
 `containers` (a task's `docker:` image: refused at submit where no provider can run it, and the node's
 config).
 Reads for the API: `views`, `job_listing` (a user's jobs a page at a time, with a cursor), `job_filters`,
-`blocks` (places a job may not use again), `cost_report`;
+`blocks` (places a job may not use again), `cost_report`, `contract_use` (the deployment's contracts: what
+plans honour, what live jobs hold of each reservation, its use in a cost report);
 `budget_checks` (cost caps and monthly budgets: refused launches, the sweep's notices and stops);
 `run_status` writes runs/<job>/status.json. The other modules are the steps' parts.
 """
@@ -21,6 +22,7 @@ __all__ = [
     "budget_checks",
     "cancellation",
     "containers",
+    "contract_use",
     "cost_report",
     "deadlines",
     "file_mounts",

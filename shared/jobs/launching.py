@@ -53,6 +53,8 @@ def candidate_shape(candidate: Candidate) -> dict[str, Any]:
         "num_nodes": candidate.num_nodes,
         "accelerator": candidate.accelerator,
         "accelerator_count": math.ceil(candidate.accelerator_count) if candidate.accelerator else 0,
+        "reservation": candidate.reservation,
+        "reservation_kind": candidate.reservation_kind,
     }
 
 

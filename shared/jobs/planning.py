@@ -64,6 +64,7 @@ def make_plan(
 ) -> Plan:
     """The plan under `blocks` (default: the job's); if they leave nothing and `fallback`, the plan under
     the sticky ones only (a preempted region is better than no place at all). NoOfferingError otherwise."""
+    from shared.jobs.contract_use import deployment_prices
     from shared.optimizer import plan_pipeline
 
     pipeline = load_pipeline_of(wiring, job)
@@ -76,6 +77,7 @@ def make_plan(
         "enabled_clouds": clouds,
         "minimize": job.minimize,
         "max_candidates": MAX_RANKED,
+        "prices": deployment_prices(wiring, job),
     }
     try:
         plan = plan_pipeline(pipeline, wiring.catalog, blocklist=blocks, **options)
@@ -121,7 +123,8 @@ def _scorecard_places(wiring: Wiring) -> list[PlaceRecord]:
 
 def candidate_text(candidate: Candidate) -> str:
     market = " (spot)" if candidate.use_spot else ""
-    return f"{candidate.place} {candidate.instance_type}{market} at ${candidate.hourly_price:.2f}/h"
+    reserved = f" in reservation {candidate.reservation}" if candidate.reservation else ""
+    return f"{candidate.place} {candidate.instance_type}{market} at ${candidate.hourly_price:.2f}/h{reserved}"
 
 
 def plan_fields(plan: Plan) -> dict[str, Any]:

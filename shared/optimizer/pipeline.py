@@ -20,6 +20,13 @@ from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from shared.errors import NoOfferingError
+from shared.optimizer.contract_pricing import (
+    TeamPrices,
+    contract_notes,
+    reserved_candidates,
+    team_catalog,
+    with_list_prices,
+)
 from shared.optimizer.index import HasOfferings, OfferingIndex, index_for
 from shared.optimizer.placement import Edge, Source, egress_cost, solve, total_egress_cost
 from shared.optimizer.plan import Block, Candidate, Plan, TaskPlan
@@ -89,24 +96,43 @@ def plan_pipeline(
     minimize: str = "cost",
     edges: Sequence[Edge] | None = None,
     max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
+    prices: TeamPrices | None = None,
 ) -> Plan:
-    """The joint plan of a pipeline; `edges` overrides the DAG implied by `pipeline.execution`."""
+    """The joint plan of a pipeline; `edges` overrides the DAG implied by `pipeline.execution`; `prices`:
+    the team's contracts (shared.optimizer.contract_pricing), else every place at list price."""
     check_objective(minimize)
     tasks = list(pipeline.tasks)
     dag = list(pipeline_edges(pipeline) if edges is None else edges)
+    list_catalog = catalog
+    if prices is not None:
+        catalog = team_catalog(catalog, prices.contracts)
     failovers = [
         _failover(
             i, _label(i, t, len(tasks)), t, catalog, enabled_clouds, blocklist, minimize, max_candidates
         )
         for i, t in enumerate(tasks)
     ]
+    reserved: list[list[Candidate]] = [[] for _ in tasks]
+    if prices is not None:
+        reserved = [
+            reserved_candidates(t.resource_choice(), t.num_nodes, list_catalog, prices,
+                                enabled_clouds=enabled_clouds, blocklist=blocklist)
+            for t in tasks
+        ]  # fmt: skip
+        failovers = [
+            _reserved_first(with_list_prices(f, prices.contracts), r, t.resource_choice().ordered, minimize)
+            for t, f, r in zip(tasks, failovers, reserved, strict=True)
+        ]
     has_parent = {e.target for e in dag}
     sources = [
         s for i, t in enumerate(tasks) if i not in has_parent and (s := input_source(t, i)) is not None
     ]
     if sources or any(e.gigabytes > 0 for e in dag) or (minimize == "time" and len(tasks) > 1):
         index = index_for(catalog)
-        options = [dominant_options(t, index, enabled_clouds, blocklist, minimize) for t in tasks]
+        options = [
+            r + dominant_options(t, index, enabled_clouds, blocklist, minimize)
+            for t, r in zip(tasks, reserved, strict=True)
+        ]
         chosen = [options[i][k] for i, k in enumerate(solve(options, dag, sources, minimize))]
         failovers = [
             f if t.resource_choice().ordered else _in_context(i, f, chosen, dag, sources, minimize)
@@ -120,11 +146,36 @@ def plan_pipeline(
     ]
     egress = total_egress_cost(chosen, dag, sources)
     total = sum(c.estimated_cost for c in chosen) + egress
-    return Plan(objective=minimize, tasks=plans, egress_cost=egress, total_cost=total)
+    notes: list[str] = []
+    if prices is not None:
+        for i, (t, p) in enumerate(zip(tasks, plans, strict=True)):
+            p.candidates = with_list_prices(p.candidates, prices.contracts)
+            notes += contract_notes(_label(i, t, len(tasks)), p.candidates, prices)
+    return Plan(objective=minimize, tasks=plans, egress_cost=egress, total_cost=total, notes=notes)
 
 
-def _at(c: Candidate) -> tuple[str, str, str | None, str, bool]:
-    return (c.cloud, c.region, c.zone, c.instance_type, c.use_spot)
+def _at(c: Candidate) -> tuple[str, str, str | None, str, bool, str | None]:
+    return (c.cloud, c.region, c.zone, c.instance_type, c.use_spot, c.reservation)
+
+
+def _reserved_first(
+    failover: list[Candidate], reserved: list[Candidate], ordered: bool, minimize: str
+) -> list[Candidate]:
+    """Free reserved places ahead of what they cost nothing against; the list-price twins stay behind them
+    as the failover when a reservation turns out full. An `ordered` task keeps the user's order: a reserved
+    place goes just before its twin. Under the time objective, hours decide first."""
+    if not reserved:
+        return failover
+    if ordered:
+        merged = list(failover)
+        for r in reversed(reserved):
+            twins = (i for i, c in enumerate(merged) if _at(c)[:5] == _at(r)[:5] and c.reservation is None)
+            twin = next(twins, len(merged))
+            merged.insert(twin, r)
+        return merged
+    if minimize == "time":
+        return sorted([*reserved, *failover], key=lambda c: c.estimated_hours)
+    return [*reserved, *failover]
 
 
 def _in_context(

@@ -25,6 +25,10 @@ class Candidate(BaseModel):
     num_nodes: int
     estimated_hours: float
     estimated_cost: float  # num_nodes * hourly_price * estimated_hours
+    # What the team pays differs from list price (shared/optimizer/contract_pricing.py):
+    list_price: float | None = None  # one node at list price, when hourly_price is not it
+    reservation: str | None = None  # the reservation the nodes are launched into (hourly_price 0: paid)
+    reservation_kind: str | None = None  # shared.optimizer.contract_terms.RESERVATION_KINDS
 
     @property
     def place(self) -> str:

@@ -23,9 +23,10 @@ from shared.task.requests import ResourceChoice
 
 
 def describe_candidate(c: Candidate) -> str:
-    """`aws m6i.2xlarge in us-east-1a, spot, $0.15/h`."""
+    """`aws m6i.2xlarge in us-east-1a, spot, $0.15/h`; at a team's price, `... $8.78/h (list $21.96/h)`."""
     market = ", spot" if c.use_spot else ""
-    return f"{c.cloud} {c.instance_type} in {c.zone or c.region}{market}, ${c.hourly_price:.2f}/h"
+    listed = f" (list ${c.list_price:.2f}/h)" if c.list_price is not None else ""
+    return f"{c.cloud} {c.instance_type} in {c.zone or c.region}{market}, ${c.hourly_price:.2f}/h{listed}"
 
 
 def _own_plan(
@@ -77,7 +78,10 @@ def why_chosen(
         own = _own_plan(task, catalog, enabled_clouds, blocklist, plan.objective)
         pick = task_plan.chosen
         choice = task.resource_choice()
-        if choice.ordered and len(choice.requests) > 1:
+        if pick.reservation is not None:
+            cheapest = f"; cheapest at list: {describe_candidate(own[0])}" if own else ""
+            reason = f"free reserved capacity in {pick.reservation}, already paid{cheapest}"
+        elif choice.ordered and len(choice.requests) > 1:
             reason = _ordered_reason(task, choice, catalog, enabled_clouds, blocklist, plan.objective)
         elif own and not _same_place(own[0], pick):
             reason = _egress_reason(position, pick, own[0], chosen, edges, sources)

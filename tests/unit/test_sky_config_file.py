@@ -137,7 +137,7 @@ def test_every_key_read_is_applied_or_said_to_be_ignored(home: Path, task_file: 
     config = {
         "allowed_clouds": ["aws"],
         "aws": {"labels": {"team": "ml"}, "vpc_name": "corp", "remote_identity": "LOCAL_CREDENTIALS"},
-        "gcp": {"labels": {"team": "ml"}, "specific_reservations": ["r1"]},
+        "gcp": {"labels": {"team": "ml"}, "prioritize_reservations": True},
         "docker": {"run_options": ["--shm-size=1g"]},
         "jobs": {"controller": {"resources": {"cpus": "4+"}}, "bucket": "s3://mine"},
         "nvidia_gpus": {"disable_ecc": True},
@@ -151,7 +151,7 @@ def test_every_key_read_is_applied_or_said_to_be_ignored(home: Path, task_file: 
     assert code == 0
     said = [note for note in body["notes"] if "config.yaml" in note]
     keys = ("allowed_clouds", "aws.labels", "aws.vpc_name", "aws.remote_identity", "gcp.labels",
-            "gcp.specific_reservations", "docker.run_options", "jobs.controller", "jobs.bucket",
+            "gcp.prioritize_reservations", "docker.run_options", "jobs.controller", "jobs.bucket",
             "nvidia_gpus.disable_ecc", "kubernetes", "api_server", "admin_policy",
             "something_new")  # fmt: skip
     for key in keys:
