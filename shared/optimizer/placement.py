@@ -110,6 +110,12 @@ def solve(
     return _solve_dag(options, edges, sources, minimize)
 
 
+def _rank(value: Value) -> Value:
+    """A value as compared: hours (or dollars) equal to a nanounit are a tie, so the next part decides (two
+    routes of the same hours summed in another order must not cost a dollar more)."""
+    return tuple(round(x, 9) for x in value)
+
+
 def _arrival_cost(task: int, c: Placed, sources: Sequence[Source]) -> float:
     return sum(egress_cost(s.cloud, c.cloud, s.gigabytes) for s in sources if s.target == task)
 
@@ -158,7 +164,7 @@ def _solve_chain(
                     else (egress_hours(p.cloud, c.cloud, gigabytes[i - 1]), moved)
                 )
                 through = tuple(x + y for x, y in zip(best[k], step, strict=True))
-                if value is None or through < value:
+                if value is None or _rank(through) < _rank(value):
                     arg, value = k, through
             assert value is not None
             own = _own_value(i, c, (), minimize)
@@ -166,7 +172,7 @@ def _solve_chain(
             pointers.append(arg)
         best = here
         back.append(pointers)
-    chosen = [min(range(len(best)), key=best.__getitem__)]
+    chosen = [min(range(len(best)), key=lambda k: _rank(best[k]))]
     for pointers in reversed(back):
         chosen.append(pointers[chosen[-1]])
     return chosen[::-1]
@@ -195,7 +201,7 @@ def _solve_dag(
     def visit(depth: int, cost: float, makespan: float) -> None:
         rest = cost + cheapest_rest[depth]
         bound: Value = (rest,) if minimize == "cost" else (makespan, rest)
-        if best_value and bound >= best_value[0]:
+        if best_value and _rank(bound) >= _rank(best_value[0]):
             return
         if depth == n:
             best_value[:] = [bound]

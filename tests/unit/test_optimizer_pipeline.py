@@ -112,7 +112,8 @@ def brute_force(
 ) -> tuple[float, ...]:
     options = [every_place(t, catalog, minimize) for t in pipeline.tasks]
     stored = stored_inputs(pipeline, edges)
-    return min(objective(list(c), edges, minimize, stored) for c in itertools.product(*options))
+    values = (objective(list(c), edges, minimize, stored) for c in itertools.product(*options))
+    return min(values, key=lambda v: tuple(round(x, 9) for x in v))  # hours equal to 1e-9: cost decides
 
 
 def chain_edges(pipeline: FakePipeline) -> list[Edge]:
