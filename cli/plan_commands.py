@@ -18,6 +18,7 @@ from rich.table import Table
 
 from cli import sky_config, task_options
 from cli.console import stderr_console, stdout_console
+from cli.data_options import DataSize, data_sizes
 from cli.launch_prep import local_workdirs
 from cli.runtime_notes import conda_note
 from shared.errors import NoOfferingError, UserError
@@ -65,6 +66,7 @@ def plan(
     hours: Annotated[
         float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
     ] = None,
+    data_size: DataSize = None,
 ) -> None:
     """Plan a task file like `sky launch --dryrun`: where each task runs, why, and at what price.
 
@@ -92,7 +94,8 @@ def plan(
         asked = None if enabled is None else sorted(enabled)
         configured = sky_config.apply_sky_config(applied.text, str(file), asked)  # ~/.sky/config.yaml
         enabled = None if configured.clouds is None else set(configured.clouds)
-        result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize)
+        data_notes, sources = located_data(pipeline, data_sizes(data_size))
+        result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize, data=sources)
         estimate = deadline_estimate(result, catalog, deadline, hours)
     except UserError as error:
         if isinstance(error, NoOfferingError):
@@ -104,7 +107,8 @@ def plan(
         else:
             errors.print(f"[red]error:[/red] {escape(str(error))}")
         raise typer.Exit(2) from None
-    notes = plan_notes(pipeline, ignored_overrides=applied.ignored) + configured.notes
+    notes = result.notes + data_notes + plan_notes(pipeline, ignored_overrides=applied.ignored)
+    notes += configured.notes
     notes += [n for n in [conda_note(text, str(file))] if n]
     from shared.optimizer import why_chosen
 
@@ -124,6 +128,22 @@ def plan(
         _print_estimate(estimate)
     for note in notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def located_data(pipeline: Any, declared: dict[str, float] | None) -> tuple[list[str], list[Any]]:
+    """(notes, sources): with --data-size, the S3 buckets the task reads, placed with the user's own AWS
+    credentials (shared.storage.gravity); without it, nothing is asked of any store, and a note says so."""
+    from shared.storage.gravity import locate_with_own_credentials, mounts_buckets
+
+    if not declared:
+        if not mounts_buckets(pipeline):
+            return [], []
+        return [
+            "file_mounts: the egress of reading these buckets is not priced here without --data-size "
+            "(launch --dryrun asks the control plane, which places and sizes them)"
+        ], []
+    data = locate_with_own_credentials(pipeline, declared)
+    return data.notes, data.sources
 
 
 def deadline_estimate(

@@ -134,6 +134,34 @@ class S3Backend:
             if error.response.get("Error", {}).get("Code") not in ("NoSuchBucket", "404"):
                 raise
 
+    def region_of(self, bucket: str) -> str | None:
+        """GetBucketLocation: None and "" are us-east-1, "EU" is eu-west-1 (S3's legacy answers)."""
+        if self.region == "auto":
+            return None
+        try:
+            answer = self.s3.get_bucket_location(Bucket=bucket).get("LocationConstraint")
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            raise StoreError(f"where bucket {bucket} lives is not readable ({code})") from None
+        return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(answer, answer)
+
+    def listed_gb(self, bucket: str, prefix: str = "", max_objects: int = 10_000) -> tuple[float, bool]:
+        total, seen, truncated = 0, 0, False
+        try:
+            pages = self.s3.get_paginator("list_objects_v2").paginate(
+                Bucket=bucket,
+                Prefix=f"{prefix}/" if prefix else "",
+                PaginationConfig={"MaxItems": max_objects, "PageSize": 1000},
+            )
+            for page in pages:
+                for item in page.get("Contents", []):
+                    total, seen = total + int(item["Size"]), seen + 1
+                truncated = bool(page.get("IsTruncated"))
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            raise StoreError(f"bucket {bucket} is not listable ({code})") from None
+        return total / 1e9, not (seen >= max_objects and truncated)
+
     def node_access(self, bucket: str, prefix: str, *, read_only: bool, session: str) -> dict[str, Any]:
         sts = boto3_session().client("sts", region_name=self.region, endpoint_url=self.endpoint_url)
         answer = sts.assume_role(

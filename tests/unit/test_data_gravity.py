@@ -17,7 +17,9 @@ A100 = load_pipeline("resources:\n  accelerators: A100:8\nrun: train\n")
 T4 = load_pipeline("resources:\n  accelerators: T4:1\nrun: train\n")
 
 
-def _data(gigabytes: float, cloud: str = "aws", region: str | None = "us-east-1", **more: float) -> list[Source]:
+def _data(
+    gigabytes: float, cloud: str = "aws", region: str | None = "us-east-1", **more: float
+) -> list[Source]:
     where = f"{cloud} {region}" if region else cloud
     return [Source(0, cloud, gigabytes, region, more.get("write", 0.0), f"s3://data ({where})")]
 
