@@ -25,4 +25,9 @@ def report(settings: Settings, caller: User, params: Mapping[str, str]) -> CostR
         )
     owner = None if all_users else caller.user_id
     response = CostReportResponse.of(cost_report(settings, owner=owner, days=days, by=by))
-    return response.with_clusters(named_cluster_costs(settings, owner=owner))
+    response = response.with_clusters(named_cluster_costs(settings, owner=owner))
+    if owner is None:
+        return response  # storage cost is per user: every user's buckets are the admin listing's business
+    from shared.storage.storage_costs import storage_costs
+
+    return response.with_storage(list(storage_costs(settings, owner, days=days)))

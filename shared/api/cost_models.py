@@ -131,6 +131,16 @@ class ClusterCostView(BaseModel):
     cost: float = Field(description="USD so far: every period its nodes were up, this one to now.")
 
 
+class StorageCostView(BaseModel):
+    bucket: str
+    store: str
+    gigabytes: float | None = Field(description="Listed size now (None: the store did not answer).")
+    complete: bool = Field(description="False: a lower bound (the listing stopped at 10,000 objects).")
+    per_gb_month: float
+    days: float = Field(description="Days of the report's window the bucket was held.")
+    cost: float = Field(description="USD: GB x $/GB-month x days held / 30.44.")
+
+
 class CostReportResponse(BaseModel):
     since: str
     until: str
@@ -147,6 +157,10 @@ class CostReportResponse(BaseModel):
         description="Named clusters not torn down (`launch -c`), each with its cost so far; not in `total`.",
     )
     clusters_cost: float = Field(0.0, description="USD of `clusters`.")
+    storage: list[StorageCostView] = Field(
+        default_factory=list, description="Buckets skyless created for the caller's tasks; not in `total`."
+    )
+    storage_cost: float = Field(0.0, description="USD of `storage`.")
 
     @classmethod
     def of(cls, report: CostReport) -> CostReportResponse:
@@ -160,6 +174,12 @@ class CostReportResponse(BaseModel):
             total=CostLineView.of(report.total),
             jobs=[JobCostView.of(job) for job in report.jobs if job.attempts],
             daily=[DailySpend(day=day, cloud=cloud, cost=cost) for day, cloud, cost in report.daily],
+        )
+
+    def with_storage(self, costs: list[object]) -> CostReportResponse:
+        views = [StorageCostView.model_validate(c, from_attributes=True) for c in costs]
+        return self.model_copy(
+            update={"storage": views, "storage_cost": round(sum(v.cost for v in views), 6)}
         )
 
     def with_clusters(self, clusters: list[dict[str, object]]) -> CostReportResponse:

@@ -91,6 +91,17 @@ class GCSBackend:
         except exceptions.GoogleAPIError as error:
             raise StoreError(f"could not create bucket {bucket}: {_code(error)}") from None
 
+    def set_expiry(self, bucket: str, days: int) -> None:
+        """The bucket's lifecycle: one Delete rule on objects older than `days` (replaces its rules)."""
+        from google.api_core import exceptions
+
+        try:
+            found = self.client().get_bucket(bucket)
+            found.lifecycle_rules = [{"action": {"type": "Delete"}, "condition": {"age": days}}]
+            found.patch()
+        except exceptions.GoogleAPIError as error:
+            raise StoreError(f"could not set the lifecycle of bucket {bucket}: {_code(error)}") from None
+
     def region_of(self, bucket: str) -> str | None:
         """The bucket's location, lowercased: `us-central1`, or a multi-region (`us`, `eu`)."""
         from google.api_core import exceptions

@@ -16,7 +16,7 @@ from typing import Any
 
 from shared.errors import UserError
 from shared.storage.access import BucketUse, Reach, RegistryFacts, StorageWalls, grant_command, reach
-from shared.storage.backends import BucketBackend, StorageBackends, StoreError
+from shared.storage.backends import BucketBackend, Expirable, StorageBackends, StoreError
 from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
 from shared.storage.specs import SCHEME_OF_STORE, BucketMount, bucket_mounts, bucket_url
 
@@ -168,6 +168,8 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
                 backend.create(mount.bucket)
                 kept = "kept after the job" if record.persistent else "deleted when the job ends"
                 notes.append(f"bucket {bucket_url(store, mount.bucket)} created for {mount.path} ({kept})")
+            if record.created_by is not None:
+                notes += _expire(backends, backend, store, mount.bucket, fresh=not exists)
         except StoreError as error:
             raise StorageFailure(f"{mount.field}: {error}") from None
     return notes
@@ -221,6 +223,28 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
             if mark_deleted(settings, mount.bucket, job.job_id):
                 notes.append(f"bucket {bucket_url(record.store, mount.bucket)} deleted (persistent: false)")
     return notes
+
+
+def _expire(
+    backends: StorageBackends, backend: BucketBackend, store: str, bucket: str, *, fresh: bool
+) -> list[str]:
+    """The deployment's lifecycle rule on a bucket skyless created, set at each launch (idempotent, so a
+    launch that died between creating the bucket and this finishes it); a note the first time."""
+    days = backends.config.expire_days
+    if not days:
+        return []
+    if not isinstance(backend, Expirable):
+        return (
+            [f"bucket {bucket_url(store, bucket)}: no lifecycle rule on this store; objects are kept"]
+            if fresh
+            else []
+        )
+    backend.set_expiry(bucket, days)
+    return (
+        [f"bucket {bucket_url(store, bucket)}: objects expire {days} days after they are written"]
+        if fresh
+        else []
+    )
 
 
 def _reach(mount: BucketMount, owner: str, facts: RegistryFacts, walls: StorageWalls) -> Reach:
