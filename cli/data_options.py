@@ -21,6 +21,10 @@ DataSize = Annotated[
         "the plan prices reading it from each place. Default: the bucket's listed size.",
     ),
 ]
+SKYLESS_ONLY = (
+    "--data-size: a skyless option (SkyPilot prices egress between chained tasks only, never the reading "
+    "of mounted buckets)"
+)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gb|tb|g|t)?\s*$", re.IGNORECASE)
 
 

@@ -20,7 +20,7 @@ from cli.api_client import SkylessClient
 from cli.client_config import ApiKey, ApiUrl
 from cli.client_session import client_session
 from cli.console import stderr_console, stdout_console
-from cli.data_options import DataSize, data_sizes
+from cli.data_options import SKYLESS_ONLY, DataSize, data_sizes
 from cli.job_commands import follow_job
 from cli.launch_prep import PreparedLaunch, prepare_launch
 from cli.task_edits import TaskEdits, apply_edits, read_entrypoint
@@ -196,8 +196,9 @@ def _launch(**o: Any) -> None:
     for flag, note in flag_notes:
         if flag:
             sky_flags.note(note)
-    for note in [*(prepared.notes if cluster is None else ()), *configured.notes]:  # a cluster's launch
-        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)  # answer says its own
+    said = [*(prepared.notes if cluster is None else ()), *configured.notes]  # a cluster answer says its own
+    for note in [*said, *([SKYLESS_ONLY] if data_gb else [])]:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
     detach = o["detach"] or o["async_call"]
     with client_session(o["api_url"], o["api_key"]) as client:
         if o["dryrun"]:

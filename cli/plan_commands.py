@@ -18,7 +18,7 @@ from rich.table import Table
 
 from cli import sky_config, task_options
 from cli.console import stderr_console, stdout_console
-from cli.data_options import DataSize, data_sizes
+from cli.data_options import SKYLESS_ONLY, DataSize, data_sizes
 from cli.launch_prep import local_workdirs
 from cli.runtime_notes import conda_note
 from shared.errors import NoOfferingError, UserError
@@ -143,7 +143,7 @@ def located_data(pipeline: Any, declared: dict[str, float] | None) -> tuple[list
             "(launch --dryrun asks the control plane, which places and sizes them)"
         ], []
     data = locate_with_own_credentials(pipeline, declared)
-    return data.notes, data.sources
+    return [*data.notes, SKYLESS_ONLY], data.sources
 
 
 def deadline_estimate(
