@@ -118,6 +118,8 @@ def place_of(
         return found
     if isinstance(backend, Locatable):
         region, (listed, complete) = backend.region_of(bucket), backend.listed_gb(bucket, prefix)
+        if getattr(backend, "store_label", "") == "local" and cloud != "aws":
+            region = None  # the local runtime simulates gs://, r2://, az:// in S3: no region of theirs
         place = BucketPlace(store, name, cloud, region, listed, complete)
     else:
         place = BucketPlace(store, name, cloud, None, None, True)
