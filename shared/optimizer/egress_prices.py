@@ -5,7 +5,8 @@ List prices, first tier, USD, read 2026-11 from:
   (internet egress $0.09/GB for the first 10 TB; between regions $0.02/GB; S3 Standard $0.023/GB-month);
 - GCP: https://cloud.google.com/storage/pricing#network-buckets and https://cloud.google.com/vpc/network-pricing
   (premium-tier internet egress $0.12/GB for the first TB; between regions on one continent $0.02/GB, across
-  continents $0.05/GB; Standard storage $0.020/GB-month);
+  continents $0.05/GB; a multi-region bucket (`us`, `eu`, `asia`) read from a region inside it: free;
+  Standard storage $0.020/GB-month);
 - Azure: https://azure.microsoft.com/pricing/details/bandwidth/ and
   https://azure.microsoft.com/pricing/details/storage/blobs/ (internet egress $0.087/GB for the first 10 TB;
   between regions in one continent $0.02/GB, across continents $0.05/GB; Hot LRS $0.018/GB-month);
@@ -35,6 +36,7 @@ INTER_REGION_PER_GB: dict[str, tuple[float, float]] = {  # (same continent, acro
     "azure": (0.02, 0.05),
 }
 STORAGE_PER_GB_MONTH: dict[str, float] = {"s3": 0.023, "gcs": 0.020, "azure": 0.018, "r2": 0.015}
+MULTI_REGIONS = {"us", "eu", "asia"}  # GCS multi-region locations
 CLOUD_OF_STORE = {"s3": "aws", "gcs": "gcp", "azure": "azure", "r2": "cloudflare"}
 _CONTINENTS = (
     ("us", "na"), ("ca", "na"), ("northamerica", "na"), ("mx", "na"), ("eastus", "na"), ("westus", "na"),
@@ -67,4 +69,6 @@ def transfer_per_gb(from_cloud: str, from_region: str | None, to_cloud: str, to_
     if from_region is None or to_region is None or from_region == to_region:
         return 0.0
     same, across = INTER_REGION_PER_GB.get(from_cloud, (0.0, 0.0))
-    return same if continent_of(from_region) == continent_of(to_region) else across
+    if continent_of(from_region) != continent_of(to_region):
+        return across
+    return 0.0 if MULTI_REGIONS & {from_region, to_region} else same

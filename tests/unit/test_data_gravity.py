@@ -38,6 +38,8 @@ def test_transfer_prices_by_cloud_region_and_continent():
     assert transfer_per_gb("gcp", None, "aws", None) == 0.12
     assert transfer_per_gb("cloudflare", None, "gcp", "us-central1") == 0.0  # R2: no egress fee
     assert transfer_per_gb("aws", None, "aws", "eu-west-1") == 0.0  # region unknown: only leaving the cloud
+    assert transfer_per_gb("gcp", "us", "gcp", "us-east4") == 0.0  # a multi-region read from inside it
+    assert transfer_per_gb("gcp", "us", "gcp", "europe-west4") == 0.05
     assert [continent_of(r) for r in ("us-east-1", "northamerica-northeast1", "eastus2", "eu-west-1",
                                       "westeurope", "asia-east1", "ap-south-1")] == [
         "na", "na", "na", "eu", "eu", "asia", "asia"]  # fmt: skip
