@@ -16,7 +16,7 @@ from typing import Any
 
 from shared.errors import UserError
 from shared.storage.access import BucketUse, Reach, RegistryFacts, StorageWalls, grant_command, reach
-from shared.storage.backends import BucketBackend, Expirable, StorageBackends, StoreError
+from shared.storage.backends import BucketBackend, Expirable, S3Backend, StorageBackends, StoreError
 from shared.storage.registry import claim_bucket, find_bucket, mark_deleted
 from shared.storage.specs import SCHEME_OF_STORE, BucketMount, bucket_mounts, bucket_url
 
@@ -170,6 +170,8 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
                 notes.append(f"bucket {bucket_url(store, mount.bucket)} created for {mount.path} ({kept})")
             if record.created_by is not None:
                 notes += _expire(backends, backend, store, mount.bucket, fresh=not exists)
+                if exists:
+                    notes += _trim(backends, backend, store, mount.bucket)
         except StoreError as error:
             raise StorageFailure(f"{mount.field}: {error}") from None
     return notes
@@ -214,10 +216,14 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
     for task in tasks:
         for mount in job_bucket_mounts(settings, task):
             record = find_bucket(settings, mount.bucket) if mount.managed else None
-            if record is None or record.created_by != job.job_id or record.persistent:
+            if record is None or record.created_by is None:
                 continue
             backend = backends.for_store(record.store)
             if backend is None:
+                continue
+            if record.created_by != job.job_id or record.persistent:  # kept: trimmed to its last N, if set
+                if record.owner == job.owner:  # never by a job another user's grant lets read it
+                    notes += _trim(backends, backend, record.store, mount.bucket)
                 continue
             backend.delete(mount.bucket)
             if mark_deleted(settings, mount.bucket, job.job_id):
@@ -243,6 +249,26 @@ def _expire(
     return (
         [f"bucket {bucket_url(store, bucket)}: objects expire {days} days after they are written"]
         if fresh
+        else []
+    )
+
+
+def _trim(backends: StorageBackends, backend: BucketBackend, store: str, bucket: str) -> list[str]:
+    """The deployment's "keep the last N objects per prefix" on a bucket skyless created (shared.storage.
+    retention); S3-compatible stores only."""
+    keep = backends.config.keep_last
+    if not keep or not isinstance(backend, S3Backend):
+        return []
+    from shared.storage.retention import trim_to_last
+
+    url = bucket_url(store, bucket)
+    try:
+        deleted = trim_to_last(backend.s3, bucket, keep)
+    except StoreError as error:  # a launch or a job's end goes on: the next one trims again
+        return [f"bucket {url}: not trimmed ({error})"]
+    return (
+        [f"bucket {url}: {deleted} older object(s) deleted, the last {keep} per prefix kept"]
+        if deleted
         else []
     )
 

@@ -118,3 +118,59 @@ def test_cost_report_shows_what_the_buckets_skyless_made_cost_to_keep_and_only_t
                                env={"COLUMNS": "200"})  # fmt: skip
     assert typed.exit_code == 0, typed.output
     assert "Buckets skyless created" in typed.output and made in typed.output and granted not in typed.output
+
+
+def test_the_last_n_objects_per_prefix_are_kept_in_skylesss_buckets_only_and_only_by_their_owner(
+    stack: Settings, monkeypatch: pytest.MonkeyPatch
+):
+    import time
+
+    from shared.storage.lifecycle import release_job_storage
+
+    monkeypatch.setenv("SKYLESS_CHECKPOINT_KEEP_LAST", "2")
+    made, theirs = (f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("ckpt", "theirs"))
+    s3 = boto3.client("s3", endpoint_url=stack.endpoint_url)
+    s3.create_bucket(Bucket=theirs)
+    put_grant(stack, Grant(theirs, "user:u-a", "", write=True))
+    task = _task(f"  /ckpt:\n    name: {made}\n  /theirs:\n    name: {theirs}\n")
+    job = _job("u-a")
+    prepare_job_storage(stack, job, task, "aws")
+    put_grant(stack, Grant(made, "user:u-b", "", write=True))  # alice's bucket, shared with bob
+    for step in (9, 8, 7):  # written oldest first, named against time: the newest is the smallest name
+        for prefix in ("run/a", "run/b"):
+            s3.put_object(Bucket=made, Key=f"{prefix}/step-{step}", Body=b"w")
+        s3.put_object(Bucket=theirs, Key=f"run/step-{step}", Body=b"w")
+        time.sleep(1.1)
+    s3.put_object(Bucket=made, Key="log.txt", Body=b"l")
+
+    def keys(bucket: str) -> set[str]:
+        return {o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
+
+    assert release_job_storage(stack, _job("u-b"), [task]) == []  # bob's job (a grant) trims nothing
+    assert len(keys(made)) == 7
+    notes = release_job_storage(stack, job, [task])
+    again = release_job_storage(stack, job, [task])  # the end delivered twice
+
+    assert (
+        notes == [f"bucket s3://{made}: 2 older object(s) deleted, the last 2 per prefix kept"]
+        and again == []
+    )
+    assert keys(made) == {"run/a/step-8", "run/a/step-7", "run/b/step-8", "run/b/step-7", "log.txt"}
+    assert keys(theirs) == {"run/step-9", "run/step-8", "run/step-7"}  # not skyless's: never trimmed
+
+
+def test_a_trim_reads_a_bounded_listing_and_never_deletes_one_of_the_newest(stack: Settings):
+    import time
+
+    from shared.storage.retention import trim_to_last
+
+    bucket = f"ckpt-{uuid.uuid4().hex[:8]}"
+    s3 = boto3.client("s3", endpoint_url=stack.endpoint_url)
+    s3.create_bucket(Bucket=bucket)
+    for step in range(4):  # step-0 oldest ... step-3 newest; listed in name order
+        s3.put_object(Bucket=bucket, Key=f"run/step-{step}", Body=b"w")
+        time.sleep(1.1)
+
+    assert trim_to_last(s3, bucket, 1, max_listed=2) == 1  # saw step-0 and step-1 only
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == [
+        "run/step-1", "run/step-2", "run/step-3"]  # fmt: skip
