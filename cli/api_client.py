@@ -99,6 +99,7 @@ class SkylessClient:
         secrets: dict[str, str] | None = None,
         max_cost: float | None = None,
         max_cost_action: str = "stop",
+        data_gb: dict[str, float] | None = None,
     ) -> SubmitJobResponse:
         """`file_mount_keys`: for each file mount with a local source, remote path -> `upload_path` key.
         `notify`: `{"slack_webhook"?, "email"?}` for this job instead of the user's notification settings.
@@ -120,6 +121,8 @@ class SkylessClient:
         if max_cost is not None:
             body["max_cost"] = max_cost
             body["max_cost_action"] = max_cost_action
+        if data_gb:
+            body["data_gb"] = data_gb
         return SubmitJobResponse.model_validate(self._call("POST", "/jobs", json=body))
 
     def plan(
@@ -130,8 +133,12 @@ class SkylessClient:
         env: dict[str, str] | None = None,
         minimize: str = "cost",
         clouds: list[str] | None = None,
+        data_gb: dict[str, float] | None = None,
     ) -> dict[str, Any]:
-        return self._call("POST", "/plan", json=_task_body(task, filename, env, minimize, clouds))
+        body = _task_body(task, filename, env, minimize, clouds)
+        if data_gb:
+            body["data_gb"] = data_gb
+        return self._call("POST", "/plan", json=body)
 
     def list_jobs(
         self,

@@ -92,6 +92,7 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
     console.print(table)
     print_clusters(report)
     print_reservations(report)
+    print_storage(report)
     if not with_jobs or not report.jobs:
         return
     attempts = Table(title="Each job's attempts", title_justify="left")
@@ -150,6 +151,22 @@ def print_reservations(report: CostReportResponse) -> None:
             "-" if r.idle_cost is None else dollars(r.idle_cost),
         )  # fmt: skip
     console.print(table)
+
+
+def print_storage(report: CostReportResponse) -> None:
+    """Buckets skyless created for the user's tasks bill by the GB-month whatever runs: apart, too."""
+    if not report.storage:
+        return
+    table = Table(title="Buckets skyless created, storage cost in the window", title_justify="left")
+    for column in ("BUCKET", "STORE", "GB", "$/GB-MONTH", "DAYS", "COST"):
+        table.add_column(column, justify="left" if column in ("BUCKET", "STORE") else "right")
+    for b in report.storage:
+        size = "unknown" if b.gigabytes is None else f"{b.gigabytes:.3g}" + ("" if b.complete else "+")
+        table.add_row(
+            escape(b.bucket), b.store, size, f"{b.per_gb_month:.3f}", f"{b.days:.1f}", dollars(b.cost)
+        )
+    console.print(table)
+    console.print(f"Storage {dollars(report.storage_cost)} (not in the jobs' total; + means at least)")
 
 
 def print_clusters(report: CostReportResponse) -> None:

@@ -20,6 +20,7 @@ from cli.api_client import SkylessClient
 from cli.client_config import ApiKey, ApiUrl
 from cli.client_session import client_session
 from cli.console import stderr_console, stdout_console
+from cli.data_options import SKYLESS_ONLY, DataSize, data_sizes
 from cli.job_commands import follow_job
 from cli.launch_prep import PreparedLaunch, prepare_launch
 from cli.task_edits import TaskEdits, apply_edits, read_entrypoint
@@ -98,6 +99,7 @@ def launch(
         str | None, typer.Option("--cluster", "-c", help="Run it on this named cluster (made if new).")
     ] = None,
     fast: Annotated[bool, typer.Option("--fast", help="With -c: skip setup on an existing cluster.")] = False,
+    data_size: DataSize = None,
     idle_minutes: Annotated[
         int | None, typer.Option("--idle-minutes-to-autostop", "-i", min=0, help="With -c: autostop.")
     ] = None,
@@ -142,6 +144,7 @@ def _launch(**o: Any) -> None:
             "--notify-slack": o["notify_slack"],
             "--notify-email": o["notify_email"],
             "--job-recovery": o["job_recovery"],
+            "--data-size": o["data_size"],
         }
     )
     if cluster is not None and managed:
@@ -151,6 +154,7 @@ def _launch(**o: Any) -> None:
         entry = read_entrypoint(o["entrypoint"], allow_empty=cluster is not None)
         envs = task_options.env_values(o["env"], o["env_file"])
         secrets = task_options.pairs(o["secret"], "--secret")
+        data_gb = data_sizes(o["data_size"])
         overrides = task_options.resource_overrides(
             gpus=o["gpus"],
             cpus=o["cpus"],
@@ -192,8 +196,9 @@ def _launch(**o: Any) -> None:
     for flag, note in flag_notes:
         if flag:
             sky_flags.note(note)
-    for note in [*(prepared.notes if cluster is None else ()), *configured.notes]:  # a cluster's launch
-        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)  # answer says its own
+    said = [*(prepared.notes if cluster is None else ()), *configured.notes]  # a cluster answer says its own
+    for note in [*said, *([SKYLESS_ONLY] if data_gb else [])]:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
     detach = o["detach"] or o["async_call"]
     with client_session(o["api_url"], o["api_key"]) as client:
         if o["dryrun"]:
@@ -204,6 +209,7 @@ def _launch(**o: Any) -> None:
                     env=envs,
                     minimize=o["minimize"],
                     clouds=cloud_list,
+                    data_gb=data_gb,
                 )
             )
             return
@@ -241,6 +247,7 @@ def _launch(**o: Any) -> None:
             hours=o["hours"],
             max_cost=o["max_cost"],
             max_cost_action=o["max_cost_action"],
+            data_gb=data_gb,
         )
         console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
         if o["max_cost"] is not None:
@@ -303,6 +310,6 @@ def print_dry_run(plan: dict[str, Any]) -> None:
                 str(c["num_nodes"]),
             )
         console.print(table)
-    for note in plan.get("notes") or []:  # the deployment's contracts: reserved places, negotiated prices
-        console.print(f"note: {escape(str(note))}", soft_wrap=True)
+    for note in plan.get("notes") or []:  # contracts (reserved places, negotiated prices), data gravity
+        console.print(f"[yellow]note:[/yellow] {escape(str(note))}", soft_wrap=True)
     console.print(f"Estimated cost: ${plan.get('total_cost', 0.0):.2f}. Dry run: nothing was launched.")

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from cli import sky_config, task_options
 from cli.console import stderr_console, stdout_console
+from cli.data_options import SKYLESS_ONLY, DataSize, data_sizes
 from cli.launch_prep import local_workdirs
 from cli.runtime_notes import conda_note
 from shared.errors import NoOfferingError, UserError
@@ -66,6 +67,7 @@ def plan(
     hours: Annotated[
         float | None, typer.Option("--hours", help="With --deadline: the compute the job needs, in hours.")
     ] = None,
+    data_size: DataSize = None,
 ) -> None:
     """Plan a task file like `sky launch --dryrun`: where each task runs, why, and at what price.
 
@@ -94,7 +96,10 @@ def plan(
         configured = sky_config.apply_sky_config(applied.text, str(file), asked, plans_here=True)
         enabled = None if configured.clouds is None else set(configured.clouds)
         prices = team_prices(configured)
-        result = plan_pipeline(pipeline, catalog, enabled_clouds=enabled, minimize=minimize, prices=prices)
+        data_notes, sources = located_data(pipeline, data_sizes(data_size))
+        result = plan_pipeline(
+            pipeline, catalog, enabled_clouds=enabled, minimize=minimize, prices=prices, data=sources
+        )
         if prices is not None:
             from shared.optimizer import team_catalog
 
@@ -110,7 +115,8 @@ def plan(
         else:
             errors.print(f"[red]error:[/red] {escape(str(error))}")
         raise typer.Exit(2) from None
-    notes = plan_notes(pipeline, ignored_overrides=applied.ignored) + configured.notes
+    notes = result.notes + data_notes + plan_notes(pipeline, ignored_overrides=applied.ignored)
+    notes += configured.notes
     notes += [n for n in [conda_note(text, str(file))] if n]
     from shared.optimizer import why_chosen
 
@@ -141,6 +147,22 @@ def team_prices(configured: sky_config.Applied) -> Any:
     from shared.optimizer import TeamPrices
 
     return TeamPrices(configured.contracts, at=datetime.now(UTC))
+
+
+def located_data(pipeline: Any, declared: dict[str, float] | None) -> tuple[list[str], list[Any]]:
+    """(notes, sources): with --data-size, the S3 buckets the task reads, placed with the user's own AWS
+    credentials (shared.storage.gravity); without it, nothing is asked of any store, and a note says so."""
+    from shared.storage.gravity import locate_with_own_credentials, mounts_buckets
+
+    if not declared:
+        if not mounts_buckets(pipeline):
+            return [], []
+        return [
+            "file_mounts: the egress of reading these buckets is not priced here without --data-size "
+            "(launch --dryrun asks the control plane, which places and sizes them)"
+        ], []
+    data = locate_with_own_credentials(pipeline, declared)
+    return [*data.notes, SKYLESS_ONLY], data.sources
 
 
 def deadline_estimate(

@@ -94,6 +94,7 @@ def iam_requests(
             "HeadObject": "GetObject",
             "GetBucketNotificationConfiguration": "GetBucketNotification",
             "PutBucketNotificationConfiguration": "PutBucketNotification",
+            "PutBucketLifecycleConfiguration": "PutLifecycleConfiguration",
         }
         if "Key" in params:
             return [one(f"s3:{renamed.get(operation, operation)}", f"{bucket}/{params['Key']}")]

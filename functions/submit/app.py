@@ -167,7 +167,7 @@ def read_logs(job_id: str, caller: User) -> LogsResponse:
 
 @_route("/plan", "POST", "Dry run: the failover plan for a task, nothing recorded", body=PlanRequest)
 def plan(caller: User, body: PlanRequest) -> dict[str, Any]:
-    return job_views.dry_run(Settings.from_env(), body, owner=caller.user_id)
+    return job_views.dry_run(Settings.from_env(), body, caller)
 
 
 @_route("/uploads", "POST", "A presigned PUT for a workdir tarball", status=201, body=UploadRequest,

@@ -30,4 +30,9 @@ def report(settings: Settings, caller: User, params: Mapping[str, str]) -> CostR
     response = CostReportResponse.of(built).with_reservations(
         deployment_reservation_use(settings, owner, attempts, built.since, built.until)
     )
-    return response.with_clusters(named_cluster_costs(settings, owner=owner))
+    response = response.with_clusters(named_cluster_costs(settings, owner=owner))
+    if owner is None:
+        return response  # storage cost is per user: every user's buckets are the admin listing's business
+    from shared.storage.storage_costs import storage_costs
+
+    return response.with_storage(list(storage_costs(settings, owner, days=days)))

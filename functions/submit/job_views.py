@@ -69,23 +69,37 @@ def read_task(body: PlanRequest) -> Pipeline:
 
 
 def plan_task_file(
-    settings: Settings, body: PlanRequest, pipeline: Pipeline | None = None, *, owner: str | None = None
+    settings: Settings, body: PlanRequest, pipeline: Pipeline | None = None, caller: User | None = None
 ) -> Plan:
     """The plan for the task the body carries (`pipeline`, when the caller has read it already), on the
-    catalog the optimize function uses (refreshed prices included), at `owner`'s contracts when given (as
-    their launch would be planned); errors name the body's filename."""
+    catalog the optimize function uses (refreshed prices included); errors name the body's filename.
+    With the `caller`, as their launch would be planned: at their contracts, and with the buckets they may
+    read placed and their egress counted (shared.storage.gravity)."""
     pipeline = pipeline if pipeline is not None else read_task(body)
     clouds = {c.lower() for c in body.clouds} if body.clouds else None
     wiring = wiring_for(settings)
     prices = None
-    if owner is not None:
+    if caller is not None:
         from shared.jobs.contract_use import prices_for  # reads the contracts file only where one is set
 
-        prices = prices_for(wiring, owner)
+        prices = prices_for(wiring, caller.user_id)
     try:
-        return plan_pipeline(
-            pipeline, wiring.catalog, enabled_clouds=clouds, minimize=body.minimize, prices=prices
+        data = None
+        if caller is not None:
+            from shared.jobs.submission import locate_data
+
+            data = locate_data(settings, pipeline, owner=caller.user_id, declared=body.data_gb)
+        sources = data.sources if data else []
+        plan = plan_pipeline(
+            pipeline,
+            wiring.catalog,
+            enabled_clouds=clouds,
+            minimize=body.minimize,
+            prices=prices,
+            data=sources,
         )
+        plan.notes.extend(data.notes if data else [])
+        return plan
     except UserError as exc:
         if isinstance(exc, NoOfferingError):
             locate_plan_error(exc, body.task_text(), body.filename)
@@ -93,8 +107,8 @@ def plan_task_file(
         raise
 
 
-def dry_run(settings: Settings, body: PlanRequest, owner: str | None = None) -> dict[str, Any]:
-    return plan_task_file(settings, body, owner=owner).model_dump(mode="json")
+def dry_run(settings: Settings, body: PlanRequest, caller: User | None = None) -> dict[str, Any]:
+    return plan_task_file(settings, body, caller=caller).model_dump(mode="json")
 
 
 def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
@@ -128,6 +142,7 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         hours=body.hours,
         max_cost=body.max_cost,
         max_cost_action=body.max_cost_action,
+        data_gb=body.data_gb,
     )
     job = submit_job(wiring_for(settings), command)
     return SubmitJobResponse(job_id=job.job_id, state=job.state)

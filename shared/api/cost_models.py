@@ -145,6 +145,16 @@ class ReservationUseView(BaseModel):
     idle_cost: float | None = Field(None, description="USD of idle_hours at its hourly_price, if declared.")
 
 
+class StorageCostView(BaseModel):
+    bucket: str
+    store: str
+    gigabytes: float | None = Field(description="Listed size now (None: the store did not answer).")
+    complete: bool = Field(description="False: a lower bound (the listing stopped at 10,000 objects).")
+    per_gb_month: float
+    days: float = Field(description="Days of the report's window the bucket was held.")
+    cost: float = Field(description="USD: GB x $/GB-month x days held / 30.44.")
+
+
 class CostReportResponse(BaseModel):
     since: str
     until: str
@@ -164,6 +174,10 @@ class CostReportResponse(BaseModel):
     reservations: list[ReservationUseView] = Field(
         default_factory=list, description="The deployment's reservations: hours used and paid for but idle."
     )
+    storage: list[StorageCostView] = Field(
+        default_factory=list, description="Buckets skyless created for the caller's tasks; not in `total`."
+    )
+    storage_cost: float = Field(0.0, description="USD of `storage`.")
 
     @classmethod
     def of(cls, report: CostReport) -> CostReportResponse:
@@ -181,6 +195,12 @@ class CostReportResponse(BaseModel):
 
     def with_reservations(self, uses: list[dict[str, object]]) -> CostReportResponse:
         return self.model_copy(update={"reservations": [ReservationUseView.model_validate(u) for u in uses]})
+
+    def with_storage(self, costs: list[object]) -> CostReportResponse:
+        views = [StorageCostView.model_validate(c, from_attributes=True) for c in costs]
+        return self.model_copy(
+            update={"storage": views, "storage_cost": round(sum(v.cost for v in views), 6)}
+        )
 
     def with_clusters(self, clusters: list[dict[str, object]]) -> CostReportResponse:
         views = [ClusterCostView.model_validate(c) for c in clusters]

@@ -33,6 +33,13 @@ class PlanRequest(RequestBody):
     env: dict[str, str] = Field(default_factory=dict, description="Overrides of the task's `envs`.")
     minimize: Objective = "cost"
     clouds: list[CloudName] | None = Field(None, max_length=16, description="Only plan on these clouds.")
+    data_gb: dict[Annotated[str, Field(max_length=1100)], float] | None = Field(
+        None,
+        max_length=64,
+        description='What the job reads, GB: {"*": GB} for its one bucket, or '
+        '{"s3://b[/prefix]": GB} per bucket '
+        "(default: the bucket's listed size). The optimizer prices reading it from each place.",
+    )
 
     def task_text(self) -> str:
         """The task as YAML text, whichever form it was sent in (the parser reads YAML)."""

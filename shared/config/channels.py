@@ -9,6 +9,8 @@ from shared.config.env_names import (
     ENV_AZURE_BLOB_ENDPOINT,
     ENV_AZURE_STORAGE_ACCOUNT,
     ENV_AZURE_STORAGE_KEY,
+    ENV_CHECKPOINT_EXPIRE_DAYS,
+    ENV_CHECKPOINT_KEEP_LAST,
     ENV_CLOUDFLARE_API_URL,
     ENV_GCS_ENDPOINT,
     ENV_GCS_STS_URL,
@@ -26,7 +28,7 @@ from shared.config.env_names import (
     ENV_STORES,
     ENV_UPLOAD_OWNER,
 )
-from shared.config.environment import env_float, env_int, env_text, process_environ
+from shared.config.environment import ConfigError, env_float, env_int, env_text, process_environ
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class StorageConfig:
     azure_account: str | None = None
     azure_key: str | None = None
     azure_endpoint: str | None = None
+    expire_days: int = 0  # objects in buckets skyless creates expire after this many days (0: never)
+    keep_last: int = 0  # ... and only the newest this many are kept under each prefix (0: all)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> StorageConfig:
@@ -95,4 +99,13 @@ class StorageConfig:
             azure_account=env_text(env, ENV_AZURE_STORAGE_ACCOUNT),
             azure_key=env.get(ENV_AZURE_STORAGE_KEY),
             azure_endpoint=env_text(env, ENV_AZURE_BLOB_ENDPOINT),
+            expire_days=_non_negative(env, ENV_CHECKPOINT_EXPIRE_DAYS),
+            keep_last=_non_negative(env, ENV_CHECKPOINT_KEEP_LAST),
         )
+
+
+def _non_negative(env: Mapping[str, str], name: str) -> int:
+    value = env_int(env, name, 0)
+    if value < 0:
+        raise ConfigError(name, str(value), "0 (off) or a positive whole number")
+    return value

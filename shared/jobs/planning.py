@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import zlib
@@ -15,6 +16,7 @@ from shared.jobs.messages import OptimizeMessage, parse_message, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
 from shared.optimizer.cooling import order_for_cooling
+from shared.optimizer.placement import Source
 from shared.optimizer.plan import Block, Candidate, Plan
 from shared.optimizer.reliability import SNAPSHOT_KEY, PlaceRecord, snapshot_records, weigh_by_scorecard
 from shared.optimizer.spread import DEFAULT_KEPT, MAX_RANKED, spread_candidates
@@ -78,6 +80,7 @@ def make_plan(
         "minimize": job.minimize,
         "max_candidates": MAX_RANKED,
         "prices": deployment_prices(wiring, job),
+        "data": sources_of(job),
     }
     try:
         plan = plan_pipeline(pipeline, wiring.catalog, blocklist=blocks, **options)
@@ -86,6 +89,15 @@ def make_plan(
             raise
         plan = plan_pipeline(pipeline, wiring.catalog, blocklist=sticky(blocks), **options)
     return shape_failover(wiring, plan)
+
+
+def sources_of(job: JobModel) -> list[Source]:
+    """The buckets the job reads, as submit placed them (shared.storage.gravity)."""
+    return [Source(**fields) for fields in json.loads(getattr(job, "data_sources", None) or "[]")]
+
+
+def sources_field(sources: list[Source]) -> str | None:
+    return json.dumps([dataclasses.asdict(s) for s in sources]) if sources else None
 
 
 def shape_failover(wiring: Wiring, plan: Plan) -> Plan:

@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.errors import NoOfferingError, UserError
 from shared.jobs.budget_checks import check_launch_allowed
@@ -17,7 +17,7 @@ from shared.jobs.deadlines import deadline_fields
 from shared.jobs.file_mounts import check_file_mounts, encode_keys
 from shared.jobs.job_groups import submit_group
 from shared.jobs.messages import send_launch, send_optimize
-from shared.jobs.planning import candidate_text, make_plan, plan_fields
+from shared.jobs.planning import candidate_text, make_plan, plan_fields, plan_of, sources_field
 from shared.jobs.task_records import store_pipeline
 from shared.jobs.tokens import agent_token, token_hash
 from shared.states import JobState
@@ -27,6 +27,9 @@ from shared.store.models import JobModel
 from shared.task.spec import Pipeline
 from shared.task.unsupported_fields import pipeline_notes
 from shared.wiring import Wiring
+
+if TYPE_CHECKING:
+    from shared.storage.gravity import JobData
 
 OBJECTIVES = ("cost", "time")
 
@@ -51,6 +54,21 @@ def plan_at_submit(wiring: Wiring, job: JobModel, filename: str) -> str:
     for name, value in {**plan_fields(plan), "candidate_index": 0}.items():
         setattr(job, name, value)
     return f"submitted {filename}; planned {candidate_text(plan.tasks[0].chosen)}"
+
+
+def locate_data(settings: Any, pipeline: Any, *, owner: str, declared: Mapping[str, float] | None) -> JobData:
+    """Where the buckets the job reads live and how much it reads (only asked when it mounts buckets)."""
+    from shared.storage.gravity import JobData, locate_job_data, mounts_buckets
+
+    if not declared and not mounts_buckets(pipeline):
+        return JobData()
+    return locate_job_data(settings, pipeline, owner=owner, declared=declared)
+
+
+def plan_notes_of(job: JobModel) -> list[str]:
+    """The plan's data-gravity words, for the timeline (only for a job reading buckets)."""
+    plan = plan_of(job) if job.state == JobState.PLANNED and job.data_sources else None
+    return list(plan.notes) if plan is not None else []
 
 
 def new_job_id() -> str:
@@ -85,6 +103,7 @@ class SubmitJob:
     hours: float | None = None
     max_cost: float | None = None  # USD (shared/jobs/budget_checks.py)
     max_cost_action: str = "stop"
+    data_gb: Mapping[str, float] | None = None  # declared sizes of what it reads (shared.storage.gravity)
 
     def __post_init__(self) -> None:
         check_objective(self.minimize)
@@ -142,6 +161,7 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
     check_containers(settings, pipeline, filename=filename, text=command.task_text, clouds=clouds)
     keep_registry_password_secret(pipeline)
     check_launch_allowed(wiring, owner)
+    data = locate_data(settings, pipeline, owner=owner, declared=command.data_gb)
     job_id = command.job_id or new_job_id()
     job = wiring.store.new_job(
         job_id=job_id,
@@ -159,6 +179,7 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
         source_ref=command.source_ref,
         max_cost=command.max_cost,
         max_cost_action=None if command.max_cost_action == "stop" else command.max_cost_action,
+        data_sources=sources_field(data.sources),
         **deadline_record,
     )
     if pipeline.execution == "parallel":  # a job group: its tasks launched together, each a job of its own
@@ -168,7 +189,7 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
         return SubmittedJob(job.job_id, state, job.name)
     store_pipeline(wiring, job, pipeline)
     message = plan_at_submit(wiring, job, filename)
-    notes = pipeline_notes(pipeline)  # fields read but not acted on: in the timeline, so `status` says them
+    notes = pipeline_notes(pipeline) + data.notes + plan_notes_of(job)  # `status` says them
     if wiring.store.create(job, message, {"notes": notes} if notes else None):
         if job.state == JobState.PLANNED:
             send_launch(wiring, job.job_id, 0)

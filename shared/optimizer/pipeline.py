@@ -27,8 +27,9 @@ from shared.optimizer.contract_pricing import (
     team_catalog,
     with_list_prices,
 )
+from shared.optimizer.gravity_notes import gravity_notes
 from shared.optimizer.index import HasOfferings, OfferingIndex, index_for
-from shared.optimizer.placement import Edge, Source, egress_cost, solve, total_egress_cost
+from shared.optimizer.placement import Edge, Source, arrival_cost, egress_cost, solve, total_egress_cost
 from shared.optimizer.plan import Block, Candidate, Plan, TaskPlan
 from shared.optimizer.single_task import (
     DEFAULT_MAX_CANDIDATES,
@@ -97,9 +98,11 @@ def plan_pipeline(
     edges: Sequence[Edge] | None = None,
     max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     prices: TeamPrices | None = None,
+    data: Sequence[Source] = (),
 ) -> Plan:
     """The joint plan of a pipeline; `edges` overrides the DAG implied by `pipeline.execution`; `prices`:
-    the team's contracts (shared.optimizer.contract_pricing), else every place at list price."""
+    the team's contracts (shared.optimizer.contract_pricing), else every place at list price. `data`: the
+    buckets tasks read (and write back to), where they live and how much (shared.storage.gravity)."""
     check_objective(minimize)
     tasks = list(pipeline.tasks)
     dag = list(pipeline_edges(pipeline) if edges is None else edges)
@@ -127,26 +130,29 @@ def plan_pipeline(
     sources = [
         s for i, t in enumerate(tasks) if i not in has_parent and (s := input_source(t, i)) is not None
     ]
+    sources += [s for s in data if s.gigabytes > 0 or s.write_gigabytes > 0]
     if sources or any(e.gigabytes > 0 for e in dag) or (minimize == "time" and len(tasks) > 1):
         index = index_for(catalog)
+        regional = {s.target for s in sources if s.region is not None}
         options = [
-            r + dominant_options(t, index, enabled_clouds, blocklist, minimize)
-            for t, r in zip(tasks, reserved, strict=True)
+            r + dominant_options(t, index, enabled_clouds, blocklist, minimize, per_region=i in regional)
+            for i, (t, r) in enumerate(zip(tasks, reserved, strict=True))
         ]
         chosen = [options[i][k] for i, k in enumerate(solve(options, dag, sources, minimize))]
+        alone = [f[0] for f in failovers]
         failovers = [
             f if t.resource_choice().ordered else _in_context(i, f, chosen, dag, sources, minimize)
             for i, (t, f) in enumerate(zip(tasks, failovers, strict=True))
         ]
     else:
-        chosen = [f[0] for f in failovers]
+        chosen = alone = [f[0] for f in failovers]
     plans = [
         TaskPlan(task_name=t.name, num_nodes=t.num_nodes, candidates=[c, *(x for x in f if _at(x) != _at(c))])
         for t, c, f in zip(tasks, chosen, failovers, strict=True)
     ]
     egress = total_egress_cost(chosen, dag, sources)
     total = sum(c.estimated_cost for c in chosen) + egress
-    notes: list[str] = []
+    notes = gravity_notes(chosen, alone, failovers, sources) if data else []
     if prices is not None:
         for i, (t, p) in enumerate(zip(tasks, plans, strict=True)):
             p.candidates = with_list_prices(p.candidates, prices.contracts)
@@ -189,7 +195,7 @@ def _in_context(
     """A task's failover list re-ranked with the data it must move given where its neighbours run."""
 
     def moved(c: Candidate) -> float:
-        cost = sum(egress_cost(s.cloud, c.cloud, s.gigabytes) for s in sources if s.target == task)
+        cost = arrival_cost(task, c, sources)
         for e in dag:
             if e.target == task:
                 cost += egress_cost(chosen[e.source].cloud, c.cloud, e.gigabytes)
@@ -245,21 +251,32 @@ def dominant_options(
     enabled_clouds: Collection[str] | None,
     blocklist: Sequence[Block],
     minimize: str,
+    *,
+    per_region: bool = False,
 ) -> list[Candidate]:
-    """Per cloud, the candidates no other candidate of that cloud beats on both hours and cost.
+    """Per cloud (per cloud and region, `per_region`, when the task reads a bucket whose region prices its
+    egress), the candidates no other candidate of that place beats on both hours and cost.
 
-    Under the cost objective that is the cheapest per cloud. Order: the objective's order.
+    Under the cost objective that is the cheapest per place. Order: the objective's order.
     """
     heads = cheapest_per_shape_and_cloud(
-        task.resource_choice(), index, enabled_clouds, blocklist, minimize, task.num_nodes
+        task.resource_choice(),
+        index,
+        enabled_clouds,
+        blocklist,
+        minimize,
+        task.num_nodes,
+        per_region=per_region,
     )
-    cheapest: dict[str, float] = {}
+    cheapest: dict[tuple[str, str], float] = {}
     kept: list[Candidate] = []
     for entry, spot, factor in heads:
-        cloud, cost = entry[1], entry[0] * factor
-        best = cheapest.get(cloud)
+        candidate = candidate_from(entry, spot, task.num_nodes, factor)
+        place = (candidate.cloud, candidate.region if per_region else "")
+        cost = entry[0] * factor
+        best = cheapest.get(place)
         if best is not None and (minimize == "cost" or cost >= best):
             continue
-        cheapest[cloud] = cost
-        kept.append(candidate_from(entry, spot, task.num_nodes, factor))
+        cheapest[place] = cost
+        kept.append(candidate)
     return kept

@@ -5,11 +5,14 @@ The value of an assignment:
 - time objective: `(finish time of the last task, total cost)`, where a task starts once every
   parent has finished and its data has arrived (`GB * 8 / EGRESS_GBPS` seconds between clouds).
 
-Egress on an edge u -> v, or from a `Source` (data stored in a cloud, e.g. an `s3://` input) to the
-task reading it, costs `GB * EGRESS_PER_GB[source cloud]`, nothing within one cloud whatever the
-regions (SkyPilot's model). Solvers: no edges, each task alone (exact for both objectives); a chain
-whose sources feed only its first task, dynamic programming; anything else, depth-first branch and
-bound (exact, exponential in the worst case: meant for the small DAGs task files describe).
+Egress on an edge u -> v costs `GB * EGRESS_PER_GB[source cloud]`, nothing within one cloud whatever the
+regions (SkyPilot's model). A `Source` (data stored in a bucket: an `s3://` input, a mounted bucket) costs
+what reading it from the candidate's place costs, and writing back to it, at the prices of
+shared.optimizer.egress_prices: by cloud, and by region too when the bucket's region is known.
+
+Solvers: no edges, each task alone (exact for both objectives); a chain whose sources feed only its
+first task, dynamic programming; anything else, depth-first branch and bound (exact, exponential in
+the worst case: meant for the small DAGs task files describe).
 """
 
 from __future__ import annotations
@@ -18,18 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-# $/GB to move data out of a cloud to another cloud (list prices, first tier).
-EGRESS_PER_GB: dict[str, float] = {
-    "aws": 0.09,
-    "gcp": 0.12,
-    "azure": 0.0875,
-    "lambda": 0.0,
-    "runpod": 0.0,
-    "vast": 0.0,
-    "cloudflare": 0.0,
-    "local": 0.0,
-}
-DEFAULT_EGRESS_PER_GB = 0.09  # a cloud missing from the table
+from shared.optimizer.egress_prices import DEFAULT_EGRESS_PER_GB, EGRESS_PER_GB, transfer_per_gb
+
 EGRESS_GBPS = 10.0  # SkyPilot's assumption for egress time
 
 Value = tuple[float, ...]
@@ -38,6 +31,8 @@ Value = tuple[float, ...]
 class Placed(Protocol):
     @property
     def cloud(self) -> str: ...
+    @property
+    def region(self) -> str: ...
     @property
     def estimated_cost(self) -> float: ...
     @property
@@ -55,11 +50,27 @@ class Edge:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Task `target` reads `gigabytes` stored in `cloud` (its `inputs`)."""
+    """Task `target` reads `gigabytes` stored in `cloud` (its `inputs`, or a bucket it mounts) and writes
+    `write_gigabytes` back to it. `region` None: somewhere in `cloud` (only leaving the cloud costs)."""
 
     target: int
     cloud: str
     gigabytes: float
+    region: str | None = None
+    write_gigabytes: float = 0.0
+    label: str = ""  # how the plan names it: "s3://data (aws us-east-1)"
+
+    def cost_from(self, c: Placed) -> float:
+        """Egress of reading it from `c`'s place, and of writing back to it."""
+        read = self.gigabytes * transfer_per_gb(self.cloud, self.region, c.cloud, self._near(c))
+        write = self.write_gigabytes * transfer_per_gb(c.cloud, self._near(c), self.cloud, self.region)
+        return read + write
+
+    def _near(self, c: Placed) -> str | None:
+        return c.region if self.region is not None else None
+
+    def moves_to(self, c: Placed) -> bool:
+        return c.cloud != self.cloud or (self.region is not None and c.region != self.region)
 
 
 def egress_cost(source_cloud: str, target_cloud: str, gigabytes: float) -> float:
@@ -76,7 +87,7 @@ def egress_hours(source_cloud: str, target_cloud: str, gigabytes: float) -> floa
 
 def total_egress_cost(chosen: Sequence[Placed], edges: Sequence[Edge], sources: Sequence[Source]) -> float:
     moved = sum(egress_cost(chosen[e.source].cloud, chosen[e.target].cloud, e.gigabytes) for e in edges)
-    return moved + sum(egress_cost(s.cloud, chosen[s.target].cloud, s.gigabytes) for s in sources)
+    return moved + sum(s.cost_from(chosen[s.target]) for s in sources)
 
 
 def assignment_value(
@@ -116,18 +127,20 @@ def _rank(value: Value) -> Value:
     return tuple(round(x, 9) for x in value)
 
 
-def _arrival_cost(task: int, c: Placed, sources: Sequence[Source]) -> float:
-    return sum(egress_cost(s.cloud, c.cloud, s.gigabytes) for s in sources if s.target == task)
+def arrival_cost(task: int, c: Placed, sources: Sequence[Source]) -> float:
+    """What the data `task` reads from (and writes back to) its sources costs to move to and from `c`."""
+    return sum(s.cost_from(c) for s in sources if s.target == task)
 
 
 def _arrival_hours(task: int, c: Placed, sources: Sequence[Source]) -> float:
     return max(
-        (egress_hours(s.cloud, c.cloud, s.gigabytes) for s in sources if s.target == task), default=0.0
+        (s.gigabytes * 8 / EGRESS_GBPS / 3600 for s in sources if s.target == task and s.moves_to(c)),
+        default=0.0,
     )
 
 
 def _own_value(task: int, c: Placed, sources: Sequence[Source], minimize: str) -> Value:
-    cost = c.estimated_cost + _arrival_cost(task, c, sources)
+    cost = c.estimated_cost + arrival_cost(task, c, sources)
     return (cost,) if minimize == "cost" else (_arrival_hours(task, c, sources) + c.estimated_hours, cost)
 
 
@@ -191,7 +204,7 @@ def _solve_dag(
     for depth in range(n - 1, -1, -1):
         v = order[depth]
         cheapest_rest[depth] = cheapest_rest[depth + 1] + min(
-            c.estimated_cost + _arrival_cost(v, c, sources) for c in options[v]
+            c.estimated_cost + arrival_cost(v, c, sources) for c in options[v]
         )
     picked = [0] * n
     finish = [0.0] * n
@@ -209,7 +222,7 @@ def _solve_dag(
             return
         v = order[depth]
         for k, c in enumerate(options[v]):
-            start, moved = _arrival_hours(v, c, sources), _arrival_cost(v, c, sources)
+            start, moved = _arrival_hours(v, c, sources), arrival_cost(v, c, sources)
             for e in incoming[v]:
                 parent = options[e.source][picked[e.source]]
                 moved += egress_cost(parent.cloud, c.cloud, e.gigabytes)

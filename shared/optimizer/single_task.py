@@ -278,11 +278,14 @@ def cheapest_per_shape_and_cloud(
     blocklist: Sequence[Block],
     minimize: str,
     num_nodes: int = 1,
+    *,
+    per_region: bool = False,
 ) -> list[tuple[Entry, bool, float]]:
-    """For every alternative, hardware shape and cloud, its cheapest feasible entry, best first.
+    """For every alternative, hardware shape and cloud (and region, `per_region`), its cheapest feasible
+    entry, best first.
 
-    These are the only candidates that can win when what else matters depends on the cloud alone
-    (egress). For an `ordered` choice, only the first alternative that has any candidate counts.
+    These are the only candidates that can win when what else matters depends on the cloud (or region)
+    alone (egress). For an `ordered` choice, only the first alternative that has any candidate counts.
     """
     requests = requests_of(choice)
     blocks = _blocks_by_cloud(blocklist)
@@ -296,15 +299,26 @@ def cheapest_per_shape_and_cloud(
         for request in sized:
             check = _row_check(request, blocks)
             for key, run in _runs(request, index):
-                entry = next((e for e in run if check is None or check(e[6])), None)
-                if entry is not None:
-                    factor = _factor(reference, key) if minimize == "time" else 1.0
+                factor = _factor(reference, key) if minimize == "time" else 1.0
+                for entry in _heads(run, check, per_region):
                     rank = (factor, entry) if minimize == "time" else (entry,)
                     found.append((rank, entry, request.use_spot, factor))
         if found:
             found.sort(key=lambda item: (item[0], item[2]))
             return [(entry, spot, factor) for _, entry, spot, factor in found]
     return []
+
+
+def _heads(run: tuple[Entry, ...], check: Callable[[Offering], bool] | None, per_region: bool) -> list[Entry]:
+    """The cheapest feasible entry of a sorted run, or of each region in it."""
+    heads: dict[str, Entry] = {}
+    for entry in run:
+        if entry[2] in heads or (check is not None and not check(entry[6])):
+            continue
+        heads[entry[2]] = entry
+        if not per_region:
+            break
+    return list(heads.values())
 
 
 def _with_hours(est: float, run: tuple[Entry, ...]) -> Iterator[tuple[float, Entry]]:

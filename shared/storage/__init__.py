@@ -5,8 +5,9 @@ owns or was granted); `specs` reads which buckets a task names and how each reac
 `lifecycle` checks them at submit, creates them before the first launch, hands each node credentials for
 exactly its buckets and deletes them at the end when skyless made them and they are not `persistent`;
 `backends` (S3, R2, and the choice of backend per store), `gcs`, `azure_blob` and `registry` (who owns
-which name) sit under it; `listing` is `skyless storage ls | delete`; `rclone` writes the mount and copy
-commands for real VMs.
+which name) sit under it; `listing` is `skyless storage ls | delete`; `gravity` places and sizes the
+buckets a job reads for the optimizer (through `bucket_places`, cached), and `storage_costs` what the
+buckets skyless made cost to keep; `rclone` writes the mount and copy commands for real VMs.
 """
 
-__all__ = ["access", "lifecycle", "listing", "specs"]
+__all__ = ["access", "gravity", "lifecycle", "listing", "specs", "storage_costs"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from botocore.exceptions import ClientError
 
@@ -50,6 +50,16 @@ class BucketBackend(Protocol):
         """What a node needs to reach `bucket/prefix` and nothing else: api, endpoint, region,
         addressing (path | virtual) and short-lived credentials {access_key_id, secret_access_key,
         session_token, expiration (ISO 8601)}."""
+        ...
+
+
+@runtime_checkable
+class Expirable(Protocol):
+    """A backend whose buckets take a lifecycle rule (S3 and the local store, R2's S3 API, GCS; not Azure
+    Blob, whose lifecycle policies belong to the storage account's management API)."""
+
+    def set_expiry(self, bucket: str, days: int) -> None:
+        """Objects expire `days` after they are written; replaces the bucket's rules; StoreError."""
         ...
 
 
@@ -133,6 +143,52 @@ class S3Backend:
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") not in ("NoSuchBucket", "404"):
                 raise
+
+    def set_expiry(self, bucket: str, days: int) -> None:
+        """PutBucketLifecycleConfiguration: every object expires `days` after it was written, and uploads
+        left unfinished are aborted after a day. Replaces the bucket's rules; idempotent."""
+        rules = [
+            {
+                "ID": "skyless-expire",
+                "Status": "Enabled",
+                "Filter": {"Prefix": ""},
+                "Expiration": {"Days": days},
+                "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+            }
+        ]
+        try:
+            self.s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            raise StoreError(f"could not set the lifecycle of bucket {bucket}: {code}") from None
+
+    def region_of(self, bucket: str) -> str | None:
+        """GetBucketLocation: None and "" are us-east-1, "EU" is eu-west-1 (S3's legacy answers)."""
+        if self.region == "auto":
+            return None
+        try:
+            answer = self.s3.get_bucket_location(Bucket=bucket).get("LocationConstraint")
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            raise StoreError(f"where bucket {bucket} lives is not readable ({code})") from None
+        return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(answer, answer)
+
+    def listed_gb(self, bucket: str, prefix: str = "", max_objects: int = 10_000) -> tuple[float, bool]:
+        total, seen, truncated = 0, 0, False
+        try:
+            pages = self.s3.get_paginator("list_objects_v2").paginate(
+                Bucket=bucket,
+                Prefix=f"{prefix}/" if prefix else "",
+                PaginationConfig={"MaxItems": max_objects, "PageSize": 1000},
+            )
+            for page in pages:
+                for item in page.get("Contents", []):
+                    total, seen = total + int(item["Size"]), seen + 1
+                truncated = bool(page.get("IsTruncated"))
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            raise StoreError(f"bucket {bucket} is not listable ({code})") from None
+        return total / 1e9, not (seen >= max_objects and truncated)
 
     def node_access(self, bucket: str, prefix: str, *, read_only: bool, session: str) -> dict[str, Any]:
         sts = boto3_session().client("sts", region_name=self.region, endpoint_url=self.endpoint_url)

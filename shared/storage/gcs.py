@@ -91,6 +91,43 @@ class GCSBackend:
         except exceptions.GoogleAPIError as error:
             raise StoreError(f"could not create bucket {bucket}: {_code(error)}") from None
 
+    def set_expiry(self, bucket: str, days: int) -> None:
+        """The bucket's lifecycle: one Delete rule on objects older than `days` (replaces its rules)."""
+        from google.api_core import exceptions
+
+        try:
+            found = self.client().get_bucket(bucket)
+            found.lifecycle_rules = [{"action": {"type": "Delete"}, "condition": {"age": days}}]
+            found.patch()
+        except exceptions.GoogleAPIError as error:
+            raise StoreError(f"could not set the lifecycle of bucket {bucket}: {_code(error)}") from None
+
+    def region_of(self, bucket: str) -> str | None:
+        """The bucket's location, lowercased: `us-central1`, or a multi-region (`us`, `eu`)."""
+        from google.api_core import exceptions
+
+        try:
+            location = self.client().get_bucket(bucket).location
+        except exceptions.GoogleAPIError as error:
+            raise StoreError(f"where bucket {bucket} lives is not readable ({_code(error)})") from None
+        return str(location).lower() if location else None
+
+    def listed_gb(self, bucket: str, prefix: str = "", max_objects: int = 10_000) -> tuple[float, bool]:
+        from google.api_core import exceptions
+
+        total, seen = 0, 0
+        try:
+            blobs = self.client().list_blobs(
+                bucket, prefix=f"{prefix}/" if prefix else None, max_results=max_objects + 1
+            )
+            for blob in blobs:
+                if seen == max_objects:
+                    return total / 1e9, False
+                total, seen = total + int(blob.size or 0), seen + 1
+        except exceptions.GoogleAPIError as error:
+            raise StoreError(f"bucket {bucket} is not listable ({_code(error)})") from None
+        return total / 1e9, True
+
     def delete(self, bucket: str) -> None:
         from google.api_core import exceptions
 

@@ -18,8 +18,9 @@ from typing import Any
 
 from shared.errors import UserError
 from shared.storage.access import BucketUse, Reach, RegistryFacts, StorageWalls, grant_command, reach
-from shared.storage.backends import BucketBackend, StorageBackends, StoreError
+from shared.storage.backends import BucketBackend, Expirable, S3Backend, StorageBackends, StoreError
 from shared.storage.registry import (
+    ACTIVE,
     DELETING,
     claim_bucket,
     find_bucket,
@@ -193,6 +194,10 @@ def prepare_job_storage(settings: Any, job: Any, task: Any, cloud: str) -> list[
                 backend.create(mount.bucket)
                 kept = "kept after the job" if record.persistent else "deleted when the job ends"
                 notes.append(f"bucket {bucket_url(store, mount.bucket)} created for {mount.path} ({kept})")
+            if record.created_by is not None:
+                notes += _expire(backends, backend, store, mount.bucket, fresh=not exists)
+                if exists:
+                    notes += _trim(backends, backend, store, mount.bucket)
         except StoreError as error:
             raise StorageFailure(f"{mount.field}: {error}") from None
     return notes
@@ -238,12 +243,16 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
     for task in tasks:
         for mount in job_bucket_mounts(settings, task):
             record = find_bucket(settings, mount.bucket, any_state=True) if mount.managed else None
-            if record is None or record.created_by is None or record.persistent:
-                continue
-            if not leave_bucket(settings, mount.bucket, job.job_id):
+            if record is None or record.created_by is None:
                 continue
             backend = backends.for_store(record.store)
             if backend is None:
+                continue
+            if record.persistent or not leave_bucket(settings, mount.bucket, job.job_id):
+                # kept (for itself, or for the other jobs still using it): trimmed to its last N, if set,
+                # never by a job another user's grant lets read it
+                if record.owner == job.owner and record.state == ACTIVE:
+                    notes += _trim(backends, backend, record.store, mount.bucket)
                 continue
             backend.delete(mount.bucket)
             if mark_deleted(settings, mount.bucket, job.job_id):
@@ -254,6 +263,48 @@ def release_job_storage(settings: Any, job: Any, tasks: list[Any]) -> list[str]:
 def _being_deleted(settings: Any, bucket: str) -> bool:
     record = find_bucket(settings, bucket, any_state=True)
     return record is not None and record.state == DELETING
+
+
+def _expire(
+    backends: StorageBackends, backend: BucketBackend, store: str, bucket: str, *, fresh: bool
+) -> list[str]:
+    """The deployment's lifecycle rule on a bucket skyless created, set at each launch (idempotent, so a
+    launch that died between creating the bucket and this finishes it); a note the first time."""
+    days = backends.config.expire_days
+    if not days:
+        return []
+    if not isinstance(backend, Expirable):
+        return (
+            [f"bucket {bucket_url(store, bucket)}: no lifecycle rule on this store; objects are kept"]
+            if fresh
+            else []
+        )
+    backend.set_expiry(bucket, days)
+    return (
+        [f"bucket {bucket_url(store, bucket)}: objects expire {days} days after they are written"]
+        if fresh
+        else []
+    )
+
+
+def _trim(backends: StorageBackends, backend: BucketBackend, store: str, bucket: str) -> list[str]:
+    """The deployment's "keep the last N objects per prefix" on a bucket skyless created (shared.storage.
+    retention); S3-compatible stores only."""
+    keep = backends.config.keep_last
+    if not keep or not isinstance(backend, S3Backend):
+        return []
+    from shared.storage.retention import trim_to_last
+
+    url = bucket_url(store, bucket)
+    try:
+        deleted = trim_to_last(backend.s3, bucket, keep)
+    except StoreError as error:  # a launch or a job's end goes on: the next one trims again
+        return [f"bucket {url}: not trimmed ({error})"]
+    return (
+        [f"bucket {url}: {deleted} older object(s) deleted, the last {keep} per prefix kept"]
+        if deleted
+        else []
+    )
 
 
 def _reach(mount: BucketMount, owner: str, facts: RegistryFacts, walls: StorageWalls) -> Reach:

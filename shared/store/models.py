@@ -82,6 +82,7 @@ class JobModel(Model):
     max_cost = NumberAttribute(null=True)  # USD
     max_cost_action = UnicodeAttribute(null=True)  # "stop" (None) | "warn"
     budget_stop = UnicodeAttribute(null=True)
+    data_sources = UnicodeAttribute(null=True)  # JSON: the buckets it reads, placed at submit (gravity)
     # Indexes (shared/store/live_index.py says how each is kept): `live` is set only while the job is live
     # (the sweeps' sparse index), `owner_state` serves state filters, `created_day` the all-users report;
     # `expires_at` (epoch seconds, DynamoDB TTL) is set when the job ends.

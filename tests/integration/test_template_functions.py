@@ -762,6 +762,14 @@ def test_every_action_a_role_grants_is_one_its_code_was_seen_to_use(
         ("ProvisionFunction", "s3:DeleteObject"): "deleting a task bucket at job end (persistent: false)",
         ("ProvisionFunction", "s3:DeleteBucket"): "deleting a task bucket at job end (persistent: false)",
         ("SubmitFunction", "dynamodb:Query"): "an upload whose task mounts a bucket: its owner's grants",
+        ("SubmitFunction", "s3:GetBucketLocation"): "an upload whose task reads a bucket: where it lives",
+        ("SubmitFunction", "s3:ListBucket"): "an upload whose task reads a bucket: its listed size",
+        ("SubmitFunction", "dynamodb:PutItem"): "an upload whose task reads a bucket: its place cached",
+        ("ApiFunction", "s3:GetBucketLocation"): "a job reading a bucket: where it lives (data gravity)",
+        (
+            "ProvisionFunction",
+            "s3:PutLifecycleConfiguration",
+        ): "a bucket created with CheckpointExpireDays > 0",
         # the storage rule and the admin routes (tests/integration/test_tenant_walls_storage.py)
         ("ApiFunction", "dynamodb:Scan"): "skyless admin users|teams|buckets list",
         ("ApiFunction", "dynamodb:ConditionCheckItem"): "skyless admin teams add (the team must exist)",

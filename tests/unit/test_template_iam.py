@@ -179,7 +179,13 @@ def test_email_may_be_sent_only_as_the_configured_sender(functions: dict[str, De
 
 # The StorageBuckets parameter bounds the buckets tasks may name (default "*": any; a deployment narrows it).
 TASK_BUCKETS_ARN = f"arn:aws:s3:::{STORAGE_BUCKETS}"
-TASK_BUCKET_ACTIONS = {"s3:CreateBucket", "s3:DeleteBucket", "s3:ListBucket", "s3:DeleteObject"}
+TASK_BUCKET_ACTIONS = {
+    "s3:CreateBucket",
+    "s3:PutLifecycleConfiguration",
+    "s3:DeleteBucket",
+    "s3:ListBucket",
+    "s3:DeleteObject",
+}
 
 
 def test_bucket_rights_are_per_prefix_and_per_function(functions: dict[str, DeployedFunction]) -> None:
@@ -209,6 +215,11 @@ def test_bucket_rights_are_per_prefix_and_per_function(functions: dict[str, Depl
                     assert name == owner, name
                     assert resource in (TASK_BUCKETS_ARN, TASK_BUCKETS_ARN + "/*"), resource
                     assert set(as_list(statement["Action"])) <= TASK_BUCKET_ACTIONS, statement
+                    continue
+                if sid == "PlacesOfTaskBuckets":  # data gravity: where a bucket a task reads lives, its size
+                    assert name in ("ApiFunction", "SubmitFunction"), name
+                    assert resource == TASK_BUCKETS_ARN, resource  # the buckets, never an object in them
+                    assert set(as_list(statement["Action"])) == {"s3:GetBucketLocation", "s3:ListBucket"}
                     continue
                 if resource == BUCKET_ARN:  # the bucket itself: listing, under one prefix only
                     assert as_list(statement["Action"]) == ["s3:ListBucket"], name
