@@ -35,6 +35,7 @@ from typing import Any
 from chaos.clock import SimClock
 from chaos.memory_objects import MemoryObjects
 from chaos.sim_cloud import Monitor, SimNode
+from spot_peers import PEERS, deciding_with
 from trace_cloud import Prices, TraceCloud, TraceRegistry, ZoneTrace, load_zone_trace
 
 from shared.api.auth import AuthError, StaleAttemptError, authenticate_boot
@@ -65,6 +66,7 @@ DEFAULT_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "spo
 INSTANCE_TYPE = "p3.2xlarge"
 NOWHERE = "http://127.0.0.1:9"
 BOOT_RETRY_SECONDS = 10.0
+FAR_DEADLINE = 50  # x the work: a deadline that never binds, for a peer that knows none
 
 
 @dataclass
@@ -126,6 +128,7 @@ class ControlPlaneRun:
     restart_hours: float
     start_hours: float
     prices: Prices
+    policy: str = "skyless"  # or a peer of spot_peers.PEERS, answering for skyless's decide
     clock: SimClock = field(default_factory=SimClock)
 
     def __post_init__(self) -> None:
@@ -212,7 +215,7 @@ class ControlPlaneRun:
             wiring.__dict__["catalog_loader"] = _FixedCatalog(self._catalog())
             install_wiring(wiring)
             try:
-                with self.clock.installed():
+                with self.clock.installed(), deciding_with(self.policy):
                     return self._run(settings, store)
             finally:
                 uninstall_wiring(settings)
@@ -226,8 +229,11 @@ class ControlPlaneRun:
         task += f"  instance_type: {INSTANCE_TYPE}\n"
         task += "  use_spot: true\nrun: python train.py\n"
         options: dict[str, Any] = {}
-        if self.deadline_hours is not None:
-            options = {"deadline": f"{self.deadline_hours * HOUR:.0f}s", "hours": self.work_hours}
+        deadline = self.deadline_hours
+        if deadline is None and self.policy != "skyless":  # a peer answers on the deadline path: far away
+            deadline = FAR_DEADLINE * self.work_hours
+        if deadline is not None:
+            options = {"deadline": f"{deadline * HOUR:.0f}s", "hours": self.work_hours}
         job_id = new_job_id()
         submit_job(
             wiring_for(settings), SubmitJob.from_text(owner="bench", task_text=task, job_id=job_id, **options)
@@ -429,7 +435,10 @@ def replayed(
     places = [PlaceOption(t.zone, args.spot_price * n, args.on_demand_price * n, t.region) for t in traces]
     work, overhead = args.work_hours * HOUR, args.restart_hours * HOUR
     deadline = (args.deadline_hours or 50 * args.work_hours) * HOUR
-    policy = decide if args.deadline_hours is not None else decide_spot_only
+    if args.policy != "skyless":
+        policy = PEERS[args.policy]()
+    else:
+        policy = decide if args.deadline_hours is not None else decide_spot_only
     common: dict[str, Any] = {
         "start_tick": int(start_hours * HOUR // gap),
         "total_work": work,
@@ -460,6 +469,10 @@ def _spread(lo: float, hi: float) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if "--sweep" in argv:  # every zone alone, every ratio and restart: spot_sweep.py
+        from spot_sweep import main as sweep
+
+        return sweep([a for a in argv if a != "--sweep"])
     parser = argparse.ArgumentParser(
         prog="spot_policy.py --control-plane",
         description=__doc__,
@@ -489,6 +502,12 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--on-demand-price", type=float, default=3.06, help="$/h per node")
     parser.add_argument("--spot-price", type=float, default=round(3.06 / 3.1, 4), help="$/h per node")
+    parser.add_argument(
+        "--policy",
+        choices=["skyless", *PEERS],
+        default="skyless",
+        help="who decides on the deadline path: skyless's policy or a peer (benchmarks/spot_peers.py)",
+    )
     parser.add_argument("--no-best", dest="best", action="store_false", help="skip the best possible cost")
     parser.add_argument("--json", action="store_true", help="one JSON line per start")
     args = parser.parse_args(argv)
@@ -504,7 +523,7 @@ def main(argv: list[str]) -> int:
             f"{args.nodes} node(s), "
             f"{args.work_hours:g} h of work, deadline {args.deadline_hours or 'none'} h, restart "
             f"{args.restart_hours:g} h, on-demand ${args.on_demand_price}/h, "
-            f"spot ${args.spot_price}/h per node"
+            f"spot ${args.spot_price}/h per node; policy {args.policy}"
         )
         print(
             f"{'start h':>8} {'cost':>6} {'replay':>6} {'best':>6} {'finished h':>10} {'missed':>6} "
@@ -521,6 +540,7 @@ def main(argv: list[str]) -> int:
             args.restart_hours,
             start,
             Prices(args.on_demand_price, args.spot_price),
+            policy=args.policy,
         )
         result = run.run()
         seconds = time.perf_counter() - began

@@ -5,6 +5,9 @@ Usage: .venv/bin/python benchmarks/spot_policy.py [TRACES] [--trace-set PATH] [-
        .venv/bin/python benchmarks/spot_policy.py --control-plane [--trace FILE ...] [--nodes N]
            [--work-hours C] [--deadline-hours D|none] [--restart-hours d] [--start-hours LIST]
            [--on-demand-price P] [--spot-price P] [--json]   (see benchmarks/spot_control_plane.py)
+           [--policy skyless|uniform-progress|greedy|eager-next-region]   (peers: benchmarks/spot_peers.py)
+       .venv/bin/python benchmarks/spot_policy.py --control-plane --sweep [--trace FILE ...] [--ratios LIST]
+           [--restarts LIST] [--starts N]   (each zone alone against greedy: benchmarks/spot_sweep.py)
 
 TRACES is the folder of the "Can't Be Late" traces (default: ../shared/spot-traces beside this repository;
 they are read in place, never copied). The default trace set is the 9 zones of p3.2xlarge spot

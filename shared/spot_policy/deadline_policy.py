@@ -7,6 +7,10 @@ Thresholds on the job's slack (time to the deadline that the work does not need)
 - **reserve** `net + rate * work_left`: the slack the rest of the job is expected to spend on restarts
   and outages. `rate` is the smaller of what the places' history predicts and the job's own starting
   slack per hour of work (Uniform Progress's pace), so a job never plans to spend slack faster than evenly.
+  With spot in several regions the share of that pace is larger: a preemption there is followed by a
+  restart elsewhere rather than a wait, so the rest of the job pays more restarts (on the 16-node traces
+  of "Can't Be Late" this and the short runs expected of a region that just lost spot, when leaving
+  on-demand, take 3 zones from 1.26x to 1.14x the best possible over 10 starts; one zone is unchanged).
   With no spot anywhere, the job runs on-demand only if waiting out the outage (expected to last as long
   again as it has) would eat into the reserve and the outage outlasts an on-demand restart; otherwise
   it waits;
@@ -49,6 +53,7 @@ class PolicyConfig:
     outage: float = 0.5 * HOUR  # expected outage of spot at one place
     outage_restarts: float = 1.0  # on-demand in an outage only if it should outlast this many restarts
     pace_share: float = 0.4  # the reserve never asks for more than this share of the job's even pace
+    pace_share_regions: float = 0.8  # the same with spot in several regions (more restarts to cover)
     leave_restarts: float = 2.0  # on-demand is left for spot with this many restarts of slack to spare
     region_window: float = 1 * HOUR  # after a preemption or refusal in a region, its other places are
     region_penalty: float = 3.0  # expected to run this many times shorter for this long (they fail together)
@@ -100,7 +105,8 @@ def decide(
             ready
             and slack >= net + 2 * d
             and (
-                not behind or (len(spot) > 1 and _pays_back(job, ready[0], on_demand, history, config, True))
+                not behind
+                or (len(spot) > 1 and _pays_back(job, ready[0], on_demand, spot, history, config, True))
             )
         ):
             return UseSpot(ready[0].place, f"{_hours(slack)} of slack allows spot again")
@@ -201,21 +207,24 @@ def _reserve_rate(
     learned = (job.restart_overhead + _place_outage(spot, history, config)) / best_run
     total_slack = (job.deadline - job.submitted_at) - job.total_work
     pace = total_slack / job.total_work if job.total_work > 0 else learned
-    return min(learned, config.pace_share * max(pace, 0.0))
+    share = config.pace_share_regions if len({p.group for p in spot}) > 1 else config.pace_share
+    return min(learned, share * max(pace, 0.0))
 
 
 def _pays_back(
     job: DeadlineState,
     option: PlaceOption,
     on_demand: PlaceOption,
+    spot: Sequence[PlaceOption],
     history: Mapping[str, SpotHistory],
     config: PolicyConfig,
     behind: bool,
 ) -> bool:
     """Leaving on-demand for spot costs a restart on spot and, after the preemption, one more on
     on-demand; when the job is behind its reserve, the slack the restart spends will be made up on
-    on-demand too. Worth it when the expected spot run saves more than that."""
-    run = _expected_run(option, history, config)
+    on-demand too. Worth it when the expected spot run saves more than that; a run in a region that just
+    lost spot is expected to be short (its capacity flickers back before it holds)."""
+    run = _expected_run(option, history, config, _troubled_regions(job, spot, history, config))
     od, sp = on_demand.on_demand_price, option.spot_price
     assert od is not None and sp is not None
     cost = (od + sp + (od - sp if behind else 0.0)) * job.restart_overhead

@@ -22,7 +22,7 @@ def write_trace(folder: Path, zone: str, counts: list[int], gap: int = 600) -> P
     return path
 
 
-def control_plane(*traces: Path, deadline: str, nodes: int = 1) -> dict[str, Any]:
+def control_plane(*traces: Path, deadline: str, nodes: int = 1, policy: str = "skyless") -> dict[str, Any]:
     argv = [
         sys.executable,
         str(ROOT / "benchmarks" / "spot_policy.py"),
@@ -44,6 +44,8 @@ def control_plane(*traces: Path, deadline: str, nodes: int = 1) -> dict[str, Any
         str(OD),
         "--spot-price",
         str(SPOT),
+        "--policy",
+        policy,
     ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr
@@ -100,3 +102,31 @@ def test_a_spot_job_outlives_an_hour_without_spot_in_its_only_zone(tmp_path: Pat
     assert row["missed"] is False
     assert row["cost"] == pytest.approx(relative(WORK + 2 * RESTART), abs=1e-3)
     assert row["finished_hours"] >= 3 + WORK - 1.8 + RESTART - 0.01  # restarted once spot came back at 3 h
+
+
+def test_eager_next_region_recovers_in_another_region_and_skyless_costs_no_more(tmp_path: Path) -> None:
+    """SkyPilot's EAGER_NEXT_REGION, answering on the control plane's path: preempted in us-east-1 after
+    2 h, it relaunches at once in us-west-2 (the preempted region is blocked for that recovery), before
+    trying us-east-1 again. skyless's own no-deadline recovery on the same traces costs no more."""
+    east = write_trace(tmp_path, "us-east-1a", [1] * 12 + [0] * 2 + [1] * 200)
+    west = write_trace(tmp_path, "us-west-2a", [1] * 214)
+    eager = control_plane(east, west, deadline="none", policy="eager-next-region")
+    assert eager["cost"] == pytest.approx(relative(WORK + 2 * RESTART), abs=1e-3)
+    assert (eager["launches"], eager["preemptions"], eager["refused"], eager["missed"]) == (2, 1, 0, False)
+    ours = control_plane(east, west, deadline="none")
+    assert ours["cost"] <= eager["cost"] + 1e-9 and ours["missed"] is False
+
+
+def test_the_sweep_prints_each_zone_and_setting_beside_greedy(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path, "us-east-1a", [1] * 30 + [0] * 6 + [1] * 200)
+    argv = [sys.executable, str(ROOT / "benchmarks" / "spot_policy.py"), "--control-plane", "--sweep",
+            "--trace", str(trace), "--work-hours", "3", "--ratios", "0.5,0.9", "--restarts", "0.2",
+            "--starts", "1", "--json"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.strip().splitlines()]
+    assert [(r["zone"], r["ratio"], r["restart_hours"]) for r in rows] == [
+        ("us-east-1a", 0.5, 0.2),
+        ("us-east-1a", 0.9, 0.2),
+    ]
+    assert all(r["missed"] == 0 and r["control_plane"] <= r["greedy"] + 1e-9 for r in rows)
