@@ -18,6 +18,8 @@ from shared.catalog.model import Catalog
 from shared.catalog.offering import Offering
 from shared.config import Settings
 from shared.jobs.cost_report import ClusterRecord, JobRecord, build_report, split_by_day
+from shared.jobs.outcomes import Outcome
+from shared.jobs.provisioning import teardown_cluster
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState
 from shared.store.users import create_user, find_user
@@ -198,7 +200,7 @@ def _finished_job(
     record = store.get(job_id)
     assert record is not None
     now = time.time()
-    store.new_cluster(
+    cluster = store.new_cluster(
         cluster_id=f"{job_id}-0",
         job_id=job_id,
         attempt=0,
@@ -210,10 +212,9 @@ def _finished_job(
         use_spot=spot,
         hourly_price=0.136 if spot else 0.34,
         num_nodes=1,
-        state="TERMINATED",
-        launched_at=now - hours * HOUR - 60,
-        terminated_at=now - 60,
-    ).save()
+        state="UP",
+        launched_at=now - hours * HOUR,
+    )
     for state in (
         JobState.PLANNED,
         JobState.PROVISIONING,
@@ -226,7 +227,10 @@ def _finished_job(
         changes: dict[str, object] = {"cluster_id": f"{job_id}-0"}
         if state == JobState.SUCCEEDED:  # what the lifecycle records when the job lets its cluster go
             changes["cost"] = round((0.136 if spot else 0.34) * hours, 6)
-        assert store.move(record, state, state.value.lower(), changes=changes)
+        also = [cluster] if state == JobState.SETTING_UP else []
+        assert store.move(record, state, state.value.lower(), changes=changes, also_save=also)
+    # the provision function's teardown step: the record ends, and its cost goes to the rollups
+    assert teardown_cluster(wiring_for(stack), job_id, f"{job_id}-0") == Outcome.DONE
     return job_id
 
 
@@ -245,10 +249,11 @@ def test_cost_report_prints_each_clouds_cost_against_on_demand(stack: Settings, 
     result = _run("cost-report", "--days", "7", *cli_api)
 
     assert result.exit_code == 0, result.output
-    assert "Cost of your jobs submitted in the last 7 day(s), by cloud" in result.output
+    assert "Cost of your jobs in the last 7 UTC day(s), by cloud" in result.output
     line = next(row for row in result.output.splitlines() if row.strip("│ ").startswith("aws"))
     # spot: 2 h x $0.136, on-demand: 1 h x $0.34; all on-demand would be 3 h x $0.34
-    assert "$0.2720" in line and "$0.3400" in line and "$0.6120" in line and "$1.0200" in line
+    # (the attempts end at the teardown, a second or so after the hours asked: on-demand is $1.0200-$1.0203)
+    assert "$0.2720" in line and "$0.3400" in line and "$0.6120" in line and "$1.020" in line
     assert "$0.4080 (40%)" in line
     assert spot_job in result.output and "not-mine" not in result.output
 
