@@ -193,8 +193,10 @@ def main() -> None:
         spread = (max(reads) - min(reads)) / max(min(reads), 1)
         print(f"{name}: items read from the smallest to the largest N grow by {100 * spread:.1f} %")
     size = mean_item_bytes(sizes[-1])
-    # no live job: the idle stack; +1 request: the named-cluster sweep's query of its live index
-    idle = dollars_a_month(by_op["reconcile"][-1]["requests"] + 1, 0, size)
+    from shared.store.live_index import LIVE_SHARDS
+
+    # no live job: the idle stack; + the named-cluster sweep's queries of its live index's shards
+    idle = dollars_a_month(by_op["reconcile"][-1]["requests"] + LIVE_SHARDS, 0, size)
     print(f"projected idle cost of reconcile with no live job: ${idle:.3f} a month (any N)")
     for row in by_op["reconcile (scan, before)"]:
         before = dollars_a_month(row["requests"], row["items_read"], size)

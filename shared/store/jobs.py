@@ -24,7 +24,14 @@ from shared.store.cooldowns import CooldownStore
 from shared.store.cost_rollup_items import add_pieces, marker, read_pieces, rollup_model
 from shared.store.cost_rollups import AttemptFacts, CostPiece, cluster_pieces, write_groups
 from shared.store.job_store import CompanionUpdate, NodeFields
-from shared.store.live_index import LIVE_CLUSTER, LIVE_JOB, cluster_state_fields, day_of, job_state_fields
+from shared.store.live_index import (
+    LIVE_CLUSTER,
+    LIVE_JOB,
+    cluster_state_fields,
+    day_of,
+    job_state_fields,
+    live_keys,
+)
 from shared.store.live_index import owner_state as owner_state_key
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel, models_for
 
@@ -66,7 +73,9 @@ class DynamoJobStore:
         now = time.time()
         job.created_at = job.updated_at = now
         job.created_day = day_of(now)
-        for name, value in job_state_fields(job.owner, job.state, now, self.retention_seconds).items():
+        for name, value in job_state_fields(
+            job.job_id, job.owner, job.state, now, self.retention_seconds
+        ).items():
             setattr(job, name, value)
         event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
         try:
@@ -121,7 +130,9 @@ class DynamoJobStore:
         new_version = int(job.version) + 1
         values = {**changes, "version": new_version, "updated_at": now}
         if "state" in changes:  # the live index and the state filter change in the same write
-            values.update(job_state_fields(job.owner, changes["state"], now, self.retention_seconds))
+            values.update(
+                job_state_fields(job.job_id, job.owner, changes["state"], now, self.retention_seconds)
+            )
         actions: list[Action] = []
         for name, value in values.items():
             attribute = getattr(self.jobs, name)
@@ -149,7 +160,9 @@ class DynamoJobStore:
 
     def _indexed(self, record: ClusterModel | NodeRefModel, now: float) -> ClusterModel | NodeRefModel:
         if isinstance(record, ClusterModel):
-            for name, value in cluster_state_fields(record.state, now, self.retention_seconds).items():
+            for name, value in cluster_state_fields(
+                record.cluster_id, record.state, now, self.retention_seconds
+            ).items():
                 setattr(record, name, value)
         else:
             record.expires_at = int(now + self.retention_seconds)
@@ -212,7 +225,8 @@ class DynamoJobStore:
 
     def live_jobs(self) -> list[JobModel]:
         """Jobs in a LIVE state: the sparse live index holds only those, so this reads no finished job."""
-        return list(self.jobs.live_jobs.query(LIVE_JOB))  # type: ignore[attr-defined]
+        index = self.jobs.live_jobs  # type: ignore[attr-defined]
+        return [job for key in live_keys(LIVE_JOB) for job in index.query(key)]
 
     # -- timeline --------------------------------------------------------------------------
 
@@ -335,7 +349,8 @@ class DynamoJobStore:
 
     def live_clusters(self) -> list[ClusterModel]:
         """Cluster records in state UP, from the sparse live index (no terminated one, no node ref)."""
-        return list(self.clusters.live_clusters.query(LIVE_CLUSTER))  # type: ignore[attr-defined]
+        index = self.clusters.live_clusters  # type: ignore[attr-defined]
+        return [cluster for key in live_keys(LIVE_CLUSTER) for cluster in index.query(key)]
 
 
 def _created_between(attribute: Any, since: float | None, before: float | None) -> Any:

@@ -40,9 +40,11 @@ from shared.store.jobs import _event_key as event_key
 from shared.store.live_index import (
     LIVE_CLUSTER,
     LIVE_JOB,
+    LIVE_SHARDS,
     cluster_state_fields,
     day_of,
     job_state_fields,
+    live_keys,
     owner_state,
 )
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel
@@ -86,7 +88,9 @@ class MemoryJobStore:
         now = time.time()
         job.created_at = job.updated_at = now
         job.created_day = day_of(now)
-        for name, value in job_state_fields(job.owner, job.state, now, self.retention_seconds).items():
+        for name, value in job_state_fields(
+            job.job_id, job.owner, job.state, now, self.retention_seconds
+        ).items():
             setattr(job, name, value)
         event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
         with self._lock:
@@ -135,7 +139,9 @@ class MemoryJobStore:
         new_version = int(job.version) + 1
         values = {**changes, "version": new_version, "updated_at": now}
         if "state" in changes:
-            values.update(job_state_fields(job.owner, changes["state"], now, self.retention_seconds))
+            values.update(
+                job_state_fields(job.job_id, job.owner, changes["state"], now, self.retention_seconds)
+            )
         saves = [self._indexed(record, now) for record in also_save]
         updates = list(also_update)
         with self._lock:
@@ -183,7 +189,9 @@ class MemoryJobStore:
 
     def _indexed(self, record: ClusterModel | NodeRefModel, now: float) -> ClusterModel | NodeRefModel:
         if isinstance(record, ClusterModel):
-            for name, value in cluster_state_fields(record.state, now, self.retention_seconds).items():
+            for name, value in cluster_state_fields(
+                record.cluster_id, record.state, now, self.retention_seconds
+            ).items():
                 setattr(record, name, value)
         else:
             record.expires_at = int(now + self.retention_seconds)
@@ -255,8 +263,9 @@ class MemoryJobStore:
     def live_jobs(self) -> list[JobModel]:
         """The live index's items only (those with `live` set)."""
         with self._lock:
-            items = [i for i in self._jobs.values() if i.get("live", {}).get("S") == LIVE_JOB]
-        self._read(len(items))
+            keys = set(live_keys(LIVE_JOB))
+            items = [i for i in self._jobs.values() if i.get("live", {}).get("S") in keys]
+        self._read(len(items), requests=LIVE_SHARDS)  # a query of each shard
         return [_record(JobModel, item) for item in items]
 
     def scan_jobs(self) -> list[JobModel]:
@@ -358,7 +367,9 @@ class MemoryJobStore:
                     self._rollup_markers.add((cluster.cluster_id, group[0].day))
                     self._add_pieces(group)
             stored.state, stored.terminated_at = "TERMINATED", now
-            for name, value in cluster_state_fields("TERMINATED", now, self.retention_seconds).items():
+            for name, value in cluster_state_fields(
+                stored.cluster_id, "TERMINATED", now, self.retention_seconds
+            ).items():
                 setattr(stored, name, value)
             self._clusters[cluster.cluster_id] = stored.serialize()
             self._add_pieces(last)
@@ -393,11 +404,10 @@ class MemoryJobStore:
 
     def live_clusters(self) -> list[ClusterModel]:
         """The live index's cluster records only (those with `live` set: UP ones)."""
+        keys = set(live_keys(LIVE_CLUSTER))
         with self._lock:
-            items = [
-                item for item in self._clusters.values() if item.get("live", {}).get("S") == LIVE_CLUSTER
-            ]
-        self._read(len(items))
+            items = [item for item in self._clusters.values() if item.get("live", {}).get("S") in keys]
+        self._read(len(items), requests=LIVE_SHARDS)  # a query of each shard
         return [_record(ClusterModel, item) for item in items]
 
 
