@@ -4,10 +4,11 @@ jobs that finish meanwhile timed beside them (issue 20: no teardown delayed more
 Runs the local runtime in this process (moto's server, the Chalice API over HTTP, the dispatcher with the
 real handlers and its queues, the `local` cloud with a `sleep` process per node) and plays the node agents'
 part over HTTP, as benchmarks/control_plane.py does. First `--finishing` jobs are brought to RUNNING; then
-`--jobs` jobs are submitted through `POST /jobs` as fast as `--submitters` threads can, and each is played to
-RUNNING as its launch arrives; meanwhile one finishing job ends every `--finish-every` seconds (its agent
-reports success), and the time from that report until its cluster record is TERMINATED (the provision
-function's teardown has terminated its nodes) is its teardown delay.
+`--jobs` jobs are submitted through `POST /jobs` as fast as `--submitters` threads can (none waits for a
+launch), and `--players` threads play each to RUNNING as its launch arrives; meanwhile one finishing job
+ends every `--finish-every` seconds (its agent reports success), and the time from that report until its
+cluster record is TERMINATED (the provision function's teardown has terminated its nodes) is its teardown
+delay.
 
     .venv/bin/python benchmarks/burst.py --jobs 1000
     .venv/bin/python benchmarks/burst.py --jobs 200 --finishing 10 --json
@@ -105,10 +106,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         burst_started = time.monotonic()
         burst_over = threading.Event()
 
-        def submit_and_play(_: int) -> None:
-            job_id, started = submit()
-            with submit_lock:
-                submitted[job_id] = started
+        def play(job_id: str) -> None:
             _, _, at = to_running(job_id)
             with submit_lock:
                 running_at[job_id] = at
@@ -146,8 +144,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         watcher = threading.Thread(target=watch_queues, name="queue-watch", daemon=True)
         finisher.start()
         watcher.start()
-        with ThreadPoolExecutor(args.submitters) as pool:
-            list(pool.map(submit_and_play, range(args.jobs)))
+        with ThreadPoolExecutor(args.submitters) as submitters, ThreadPoolExecutor(args.players) as players:
+            playing = []
+            for job_id, started in submitters.map(lambda _: submit(), range(args.jobs)):
+                submitted[job_id] = started
+                playing.append(players.submit(play, job_id))
+            submit_seconds = time.monotonic() - burst_started
+            for future in playing:
+                future.result()
         burst_seconds = time.monotonic() - burst_started
         burst_over.set()
         finisher.join()
@@ -160,7 +164,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "jobs": args.jobs,
         "submitters": args.submitters,
+        "players": args.players,
         "reached_running": len(running_at),
+        "submit_seconds": round(submit_seconds, 1),
         "burst_seconds": round(burst_seconds, 1),
         "submit_to_running": spread(to_run),
         "teardown_delay": spread(teardowns),
@@ -176,7 +182,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000, help="submissions in the burst (default 1000)")
     parser.add_argument("--finishing", type=int, default=20, help="jobs that end during it (default 20)")
     parser.add_argument("--finish-every", type=float, default=3.0, help="seconds between two of them")
-    parser.add_argument("--submitters", type=int, default=16, help="threads submitting and playing agents")
+    parser.add_argument("--submitters", type=int, default=16, help="threads submitting (POST /jobs)")
+    parser.add_argument("--players", type=int, default=16, help="threads playing the agents of launched jobs")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds any one wait may take")
     parser.add_argument("--moto-port", type=int, default=int(os.environ.get("BURST_MOTO_PORT", "23101")))
     parser.add_argument("--api-port", type=int, default=int(os.environ.get("BURST_API_PORT", "23102")))
@@ -189,8 +196,9 @@ def main() -> None:
         return
     s, t = result["submit_to_running"], result["teardown_delay"]
     print(
-        f"burst: {result['jobs']} submissions ({result['submitters']} at a time), "
-        f"{result['reached_running']} reached RUNNING in {result['burst_seconds']} s"
+        f"burst: {result['jobs']} submissions ({result['submitters']} at a time) in "
+        f"{result['submit_seconds']} s, {result['reached_running']} reached RUNNING "
+        f"in {result['burst_seconds']} s"
     )
     print(f"  submit -> RUNNING, s: min {s.get('min')} / median {s.get('median')} / max {s.get('max')}")
     print(
