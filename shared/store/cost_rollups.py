@@ -8,7 +8,9 @@ month partitions with one range query per month. Its numbers are added with Dyna
 transaction as the cluster's conditional UP -> TERMINATED write: an attempt that ends twice (a duplicate,
 a late message, the reconcile sweep after a crash) is counted once, and a crash between two calls leaves the
 cluster UP for the next try. An attempt longer than `DAYS_PER_WRITE` days writes its earlier whole days first,
-each group guarded by a marker item (`costs#done#<cluster id>` / `<first day>`) put in its own transaction.
+each group guarded by a marker item (`costs#done#<cluster id>` / `<first day>`) put in its own transaction;
+the last group's marker (`end`) goes with the cluster's write, so the backfill of a stack made before rollups
+(shared/jobs/rollup_backfill.py) knows which attempts are counted.
 
 An attempt counts on the day it started (`attempts`), and a job on the day and cloud its first cluster
 started (`jobs`); money and hours are split between days in proportion to the hours on each.
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 ROLLUP_PREFIX = "costs#"
 DONE_PREFIX = "costs#done#"
+END_MARK = "end"  # the marker of an attempt's last group, written with its cluster's end
 DAYS_PER_WRITE = 45  # two items a day, plus the cluster (or a marker): within a transaction's 100 items
 COUNTERS = ("cost", "on_demand_cost", "spot_cost", "hours", "attempts", "jobs")
 

@@ -26,6 +26,7 @@ from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
 from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, PrunedCooldowns, entry
 from shared.store.cost_rollups import (
+    END_MARK,
     AttemptFacts,
     CostPiece,
     cluster_pieces,
@@ -372,6 +373,8 @@ class MemoryJobStore:
             ).items():
                 setattr(stored, name, value)
             self._clusters[cluster.cluster_id] = stored.serialize()
+            if facts is not None:
+                self._rollup_markers.add((cluster.cluster_id, END_MARK))
             self._add_pieces(last)
         return True
 
