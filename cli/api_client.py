@@ -167,7 +167,7 @@ class SkylessClient:
         return JobList.model_validate(self._call("GET", "/jobs", params=params))
 
     def cost_report(self, *, days: int = 7, by: str = "cloud", all_users: bool = False) -> CostReportResponse:
-        """What jobs submitted in the last `days` cost, per attempt and against on-demand; `all_users`
+        """What jobs cost in the last `days` UTC days, per attempt and against on-demand; `all_users`
         needs an admin key."""
         params: dict[str, str | int] = {"days": days, "by": by}
         if all_users:

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 
 def cost_report(
     days: Annotated[
-        int, typer.Option("--days", min=1, max=366, help="Jobs submitted in the last N days.")
+        int, typer.Option("--days", min=1, max=366, help="The last N UTC days, today included.")
     ] = 7,
     by: Annotated[str, typer.Option("--by", help="Group by cloud, user, job or day.")] = "cloud",
     all_users: Annotated[
@@ -61,7 +61,7 @@ def cost_report(
 
 def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
     whose = "every user's jobs" if report.all_users else "your jobs"
-    title = f"Cost of {whose} submitted in the last {report.days} day(s), by {report.by}"
+    title = f"Cost of {whose} in the last {report.days} UTC day(s), by {report.by}"
     table = Table(title=title, title_justify="left")
     for column in (
         "BY " + report.by.upper(),
@@ -95,7 +95,9 @@ def print_report(report: CostReportResponse, *, with_jobs: bool) -> None:
     print_storage(report)
     if not with_jobs or not report.jobs:
         return
-    attempts = Table(title="Each job's attempts", title_justify="left")
+    attempts = Table(
+        title="Each job's attempts (the newest 200 jobs submitted in these days)", title_justify="left"
+    )
     for column in (
         "JOB",
         "NAME",

@@ -38,6 +38,9 @@ def create_stack(settings: Settings) -> dict[str, str]:
     from shared.store.table_upgrades import upgrade_tables
 
     upgrade_tables(settings)  # a stack made before the live indexes: its indexes, backfill and TTL
+    from shared.jobs.rollup_backfill import backfill_rollups
+
+    backfill_rollups(settings)  # a stack made before cost rollups: its ended attempts' costs (once)
     urls = _create_queues(settings)
     _create_bucket(settings)
     _create_event_rules(settings, urls["spot_watch"])

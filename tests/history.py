@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.optimizer.plan import Candidate, Plan, TaskPlan
 from shared.states import JobState
+from shared.store.cost_rollups import AttemptFacts, attempt_pieces
 from shared.store.memory import MemoryJobStore
 
 Item = dict[str, Any]
@@ -103,10 +104,19 @@ def finished_items(
 def seed_memory(
     store: MemoryJobStore, count: int, owner: str = "alice", *, ended_before: float | None = None
 ) -> None:
-    """Put the items straight into the store's tables (no reads counted)."""
+    """Put the items straight into the store's tables (no reads counted), and each job's cost into the
+    rollups as the store's end of its attempt adds it (40 s at the template cluster's $0.42/h on spot)."""
+    facts = AttemptFacts(owner=owner, on_demand_hourly=1.006, first_of_job=True)
     for table, item in finished_items(count, owner, ended_before=ended_before):
         if table == "jobs":
             store._jobs[item["job_id"]["S"]] = item
+            at = float(item["created_at"]["N"])
+            store._add_pieces(
+                attempt_pieces(
+                    cloud="aws", use_spot=True, hourly_price=0.42, num_nodes=1, launched_at=at + 10,
+                    ended_at=at + 50, facts=facts,
+                )
+            )  # fmt: skip
         elif table == "clusters":
             store._clusters[item["cluster_id"]["S"]] = item
         else:

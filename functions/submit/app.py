@@ -194,7 +194,7 @@ def agent_status(job_id: str, caller: None, body: AgentStatusRequest) -> AgentSt
 
 
 COST_QUERY = (
-    QueryParam("days", "integer", "Jobs submitted in the last N days (default 7)"),
+    QueryParam("days", "integer", "The last N UTC days, today included (default 7)"),
     QueryParam("by", "string", "Group by cloud (default), user, job or day"),
     QueryParam("all_users", "string", "true: every user's jobs (an admin key only)"),
 )

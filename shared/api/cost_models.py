@@ -164,7 +164,10 @@ class CostReportResponse(BaseModel):
     currency: str = "USD"
     lines: list[CostLineView]
     total: CostLineView
-    jobs: list[JobCostView] = Field(description="Each job with a launched attempt, newest first.")
+    jobs: list[JobCostView] = Field(
+        description="The newest 200 jobs submitted in those days with a launched attempt, newest first "
+        "(`lines` and `total` count every job; with by=job, `lines` are these jobs' whole costs)."
+    )
     daily: list[DailySpend] = Field(description="Spend per UTC day and cloud.")
     clusters: list[ClusterCostView] = Field(
         default_factory=list,

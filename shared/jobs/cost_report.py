@@ -18,16 +18,21 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from shared.catalog.model import Catalog
 from shared.config import Settings
+from shared.jobs.costs import on_demand_price
+from shared.store.cost_rollups import AttemptFacts, CostPiece, cluster_pieces, in_days
 from shared.store.models import ClusterModel, JobModel
+
+if TYPE_CHECKING:
+    from shared.wiring import Wiring
 
 GroupBy = Literal["cloud", "user", "job", "day"]
 GROUPINGS: tuple[str, ...] = ("cloud", "user", "job", "day")
 MAX_REPORT_DAYS = 366
-MAX_REPORT_JOBS = 5000
+MAX_LISTED_JOBS = 200  # the jobs a report lists one by one (its totals count every job)
 
 
 @dataclass(frozen=True)
@@ -359,6 +364,64 @@ def job_attempts(settings: Settings, job: JobModel, *, now: float | None = None)
     return job_costs([record], clusters_of(settings, [record]), catalog, now or time.time())[0]
 
 
+def lines_of_pieces(
+    pieces: Iterable[CostPiece], by: str, names: dict[str, str]
+) -> tuple[list[CostLine], CostLine, list[tuple[str, str, float]]]:
+    """Lines, total and daily spend (UTC day, cloud, $) of rollup pieces; `by` one of cloud, user, day."""
+    lines: dict[str, CostLine] = {}
+    total = CostLine(key="total", label="total")
+    daily: dict[tuple[str, str], float] = defaultdict(float)
+    for piece in pieces:
+        key, label = {
+            "cloud": (piece.cloud, piece.cloud),
+            "user": (piece.owner, names.get(piece.owner, piece.owner)),
+            "day": (piece.day, piece.day),
+        }[by]
+        for line in (lines.setdefault(key, CostLine(key=key, label=label)), total):
+            line.jobs += piece.jobs
+            line.attempts += piece.attempts
+            line.hours += piece.hours
+            line.cost += piece.cost
+            line.on_demand_cost += piece.on_demand_cost
+            line.spot_cost += piece.spot_cost
+            line.on_demand_market_cost += piece.cost - piece.spot_cost
+        daily[(piece.day, piece.cloud)] += piece.cost
+    for line in (*lines.values(), total):
+        _round(line)
+    ordered = sorted(lines.values(), key=lambda line: line.key if by == "day" else (-line.cost, line.key))
+    return ordered, total, [(day, cloud, round(cost, 6)) for (day, cloud), cost in sorted(daily.items())]
+
+
+def report_days(now: float, days: int) -> tuple[str, str, float]:
+    """(first UTC day, today, the first day's midnight) of a report over the last `days` UTC days."""
+    first = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(
+        days=days - 1
+    )
+    return first.strftime("%Y-%m-%d"), _day(now), first.timestamp()
+
+
+def live_pieces(wiring: Wiring, owner: str | None, now: float) -> list[CostPiece]:
+    """What the clusters still up have cost so far, one piece per day (the live indexes: reads grow with
+    what runs, not with history)."""
+    clusters = wiring.store.live_clusters()
+    if not clusters:
+        return []
+    owners = {job.job_id: job.owner for job in wiring.store.live_jobs()}
+    for cluster in clusters:
+        if cluster.job_id not in owners:  # a cluster whose job has ended, not yet torn down
+            job = wiring.store.get(cluster.job_id)
+            owners[cluster.job_id] = job.owner if job is not None else "unknown"
+    mine = [c for c in clusters if owner is None or owners[c.job_id] == owner]
+    earlier = [f"{c.job_id}-{n}" for c in mine for n in range(int(c.attempt))]
+    found = set(wiring.store.clusters_by_id(earlier)) if earlier else set()
+    pieces = []
+    for cluster in mine:
+        first = not any(f"{cluster.job_id}-{n}" in found for n in range(int(cluster.attempt)))
+        facts = AttemptFacts(owners[cluster.job_id], on_demand_price(wiring, cluster), first)
+        pieces += cluster_pieces(cluster, facts, now)
+    return pieces
+
+
 def cost_report(
     settings: Settings,
     *,
@@ -367,30 +430,34 @@ def cost_report(
     by: str = "cloud",
     now: float | None = None,
 ) -> CostReport:
-    """The report over jobs created in the last `days` days: `owner`'s, or everyone's (owner None: the
-    caller has checked that an admin asks)."""
+    """What `owner`'s jobs (or everyone's: owner None, the caller has checked that an admin asks) cost on
+    each of the last `days` UTC days: the rollups of ended attempts, and the clusters still up. Exact after
+    the job detail has expired, at any number of jobs. `jobs` lists the newest `MAX_LISTED_JOBS` jobs
+    submitted in those days (the job detail), and so do the lines of `by="job"`."""
     from shared.store.users import user_names
     from shared.wiring import wiring_for
 
+    if by not in GROUPINGS:
+        raise ValueError(f"by must be one of {', '.join(GROUPINGS)}")
     now = now or time.time()
-    since = now - days * 86400
-    store = wiring_for(settings).store
-    rows = store.iter_all_jobs(since=since) if owner is None else store.iter_jobs_of(owner, since=since)
-    jobs: list[JobRecord] = []
-    for row in rows:
-        jobs.append(job_record(row))
-        if len(jobs) >= MAX_REPORT_JOBS:
-            break
-    jobs.sort(key=lambda j: j.created_at, reverse=True)
+    first_day, today, since = report_days(now, days)
+    wiring = wiring_for(settings)
+    pieces = wiring.store.cost_pieces(first_day, today, owner)
+    pieces += in_days(live_pieces(wiring, owner, now), first_day, today)
     names = user_names(settings) if owner is None or by == "user" else {}
-    return build_report(
-        jobs,
-        clusters_of(settings, jobs),
-        wiring_for(settings).catalog,
-        by=by,
+    lines, total, daily = lines_of_pieces(pieces, "cloud" if by == "job" else by, names)
+    jobs = [job_record(row) for row in wiring.store.newest_jobs(owner, since=since, limit=MAX_LISTED_JOBS)]
+    listed = build_report(
+        jobs, clusters_of(settings, jobs), wiring.catalog, by="job", since=since, now=now, days=days
+    )
+    return CostReport(
         since=since,
-        now=now,
+        until=now,
         days=days,
+        by=by,
         all_users=owner is None,
-        user_names=names,
+        lines=listed.lines if by == "job" else lines,
+        total=total,
+        jobs=listed.jobs,
+        daily=daily,
     )

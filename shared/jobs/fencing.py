@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from shared.clouds.base import CloudProvider, Node
 from shared.clouds.errors import CloudError
+from shared.jobs.costs import end_cluster
 from shared.jobs.messages import cluster_id_for
 from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
@@ -53,7 +54,7 @@ class FenceReport:
             record = by_id.get(cluster_id)
             if cluster_id in self.still_running:
                 continue
-            if record is None or wiring.store.mark_cluster_terminated(record):
+            if record is None or end_cluster(wiring, record):
                 message = f"cluster {cluster_id} terminated before attempt {attempt} launches"
                 wiring.store.note(job_id, "fence", message, {"cluster": cluster_id})
 

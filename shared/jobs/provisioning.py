@@ -14,6 +14,7 @@ from typing import Any
 from shared.clouds.errors import CloudError, InvalidLaunchError, TransientCloudError
 from shared.errors import NoOfferingError
 from shared.jobs.blocks import block_for, blocks_json, blocks_of, is_blocked, sticky, zone_block
+from shared.jobs.costs import end_cluster
 from shared.jobs.deadline_launch import check_deadline, defer_if_early, launch_by_policy, superseded_wait
 from shared.jobs.failover import compact_blocks, note_refusal, replan_after_failures, tried_text
 from shared.jobs.fencing import FENCE_RETRY_SECONDS, FenceReport, fence_earlier_attempts
@@ -168,7 +169,7 @@ def teardown_cluster(wiring: Wiring, job_id: str, cluster_id: str) -> Outcome:
     job = wiring.store.get(job_id)
     if job is not None and is_terminal(job.state):
         release_storage(wiring, job)  # after the nodes are gone: their last write-back has landed
-    if cluster is not None and wiring.store.mark_cluster_terminated(cluster):
+    if cluster is not None and end_cluster(wiring, cluster, job.owner if job is not None else None):
         job = wiring.store.get(job_id)
         if job is None or job.cluster_id != cluster_id:
             wiring.store.note(job_id, "teardown", f"cluster {cluster_id} terminated")

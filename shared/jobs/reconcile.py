@@ -15,6 +15,7 @@ from typing import Any
 
 from shared.clouds.errors import CloudError
 from shared.jobs.budget_checks import BudgetSweep
+from shared.jobs.costs import end_cluster
 from shared.jobs.job_groups import step_group
 from shared.jobs.messages import send_launch, send_optimize
 from shared.jobs.nodes import nodes_of
@@ -115,7 +116,7 @@ def _close_cluster_records(wiring: Wiring, done: dict[str, list[str]], just_ende
         if job is not None and not is_terminal(job.state) and job.cluster_id == cluster.cluster_id:
             continue
         wiring.providers.build(cluster.provider).terminate(cluster.cluster_id)
-        if wiring.store.mark_cluster_terminated(cluster):
+        if end_cluster(wiring, cluster, job.owner if job is not None else None):
             why = "its job is over" if job is None or is_terminal(job.state) else "its job moved on"
             message = f"reconcile terminated cluster {cluster.cluster_id}: {why} (a lost teardown)"
             wiring.store.note(cluster.job_id, "teardown", message, {"cluster": cluster.cluster_id})

@@ -48,7 +48,7 @@ from shared.store.cluster_tables import (
     timeline_id,
 )
 from shared.store.jobs import _event_key, _is_condition_failure
-from shared.store.live_index import LIVE_NAMED_CLUSTER
+from shared.store.live_index import LIVE_NAMED_CLUSTER, live_key, live_keys
 from shared.store.models import models_for
 
 __all__ = [
@@ -128,7 +128,8 @@ class ClusterStore:
 
     def live_clusters(self) -> list[NamedClusterModel]:
         """Every cluster not TERMINATED (the sweeps' view): the sparse live index holds only those."""
-        return list(self.clusters.live_clusters.query(LIVE_NAMED_CLUSTER))  # type: ignore[attr-defined]
+        index = self.clusters.live_clusters  # type: ignore[attr-defined]
+        return [cluster for key in live_keys(LIVE_NAMED_CLUSTER) for cluster in index.query(key)]
 
     def holds_nodes(self, key: str, provider_cluster: str) -> bool:
         """Whether the cluster `key` exists, is not TERMINATED and its current launch is `provider_cluster`
@@ -145,7 +146,7 @@ class ClusterStore:
 
     def new_cluster(self, **fields: Any) -> NamedClusterModel:
         now = time.time()
-        live = None if fields.get("state") == TERMINATED else LIVE_NAMED_CLUSTER
+        live = None if fields.get("state") == TERMINATED else live_key(LIVE_NAMED_CLUSTER, fields["key"])
         return self.clusters(
             cluster_pk(fields["key"]), CLUSTER_SK, created_at=now, updated_at=now, live=live, **fields
         )
@@ -246,7 +247,9 @@ class ClusterStore:
         now = time.time()
         values = {**changes, "updated_at": now}
         if "state" in values:  # the live index changes in the same write as the state
-            values["live"] = None if values["state"] == TERMINATED else LIVE_NAMED_CLUSTER
+            values["live"] = (
+                None if values["state"] == TERMINATED else live_key(LIVE_NAMED_CLUSTER, cluster.key)
+            )
         actions = self.cluster_actions(values)
         if check == "version":
             actions.append(self.clusters.version.set(int(cluster.version) + 1))

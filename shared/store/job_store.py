@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from shared.optimizer.cooling import Cooling
 from shared.states import JobState
+from shared.store.cost_rollups import AttemptFacts, CostPiece
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel
 
 
@@ -109,6 +110,11 @@ class JobStore(Protocol):
         `since` from the created-day index; without `since`, the whole table)."""
         ...
 
+    def newest_jobs(self, owner: str | None, *, since: float, limit: int) -> list[JobModel]:
+        """At most `limit` jobs created at or after `since`, newest first, `owner`'s or everyone's; reads no
+        more than `limit` jobs."""
+        ...
+
     def live_jobs(self) -> list[JobModel]:
         """Jobs in a LIVE state (shared/states.py), in no particular order; reads no finished job."""
         ...
@@ -146,8 +152,15 @@ class JobStore(Protocol):
         when it holds another value or the cluster has no such node."""
         ...
 
-    def mark_cluster_terminated(self, cluster: ClusterModel) -> bool:
-        """UP → TERMINATED (with `terminated_at`); False if the record is not UP."""
+    def mark_cluster_terminated(self, cluster: ClusterModel, facts: AttemptFacts | None = None) -> bool:
+        """UP → TERMINATED (with `terminated_at`); False (nothing written) if the record is not UP. With
+        `facts`, the attempt's cost rollups (shared/store/cost_rollups.py) are added in the same write, so an
+        attempt ended twice is counted once."""
+        ...
+
+    def cost_pieces(self, first_day: str, last_day: str, owner: str | None) -> list[CostPiece]:
+        """The cost rollups of the UTC days [first_day, last_day] (`YYYY-MM-DD`): every user's (owner None)
+        or `owner`'s; reads one query per month, the days' items only."""
         ...
 
     def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:

@@ -6,6 +6,7 @@ transaction. A write whose condition fails changed nothing and answers False: th
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import uuid
@@ -20,8 +21,17 @@ from pynamodb.transactions import TransactWrite
 from shared.config import Settings
 from shared.states import JobState, transition
 from shared.store.cooldowns import CooldownStore
+from shared.store.cost_rollup_items import add_pieces, marker, read_pieces, rollup_model
+from shared.store.cost_rollups import END_MARK, AttemptFacts, CostPiece, cluster_pieces, write_groups
 from shared.store.job_store import CompanionUpdate, NodeFields
-from shared.store.live_index import LIVE_CLUSTER, LIVE_JOB, cluster_state_fields, day_of, job_state_fields
+from shared.store.live_index import (
+    LIVE_CLUSTER,
+    LIVE_JOB,
+    cluster_state_fields,
+    day_of,
+    job_state_fields,
+    live_keys,
+)
 from shared.store.live_index import owner_state as owner_state_key
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel, models_for
 
@@ -63,7 +73,9 @@ class DynamoJobStore:
         now = time.time()
         job.created_at = job.updated_at = now
         job.created_day = day_of(now)
-        for name, value in job_state_fields(job.owner, job.state, now, self.retention_seconds).items():
+        for name, value in job_state_fields(
+            job.job_id, job.owner, job.state, now, self.retention_seconds
+        ).items():
             setattr(job, name, value)
         event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
         try:
@@ -118,7 +130,9 @@ class DynamoJobStore:
         new_version = int(job.version) + 1
         values = {**changes, "version": new_version, "updated_at": now}
         if "state" in changes:  # the live index and the state filter change in the same write
-            values.update(job_state_fields(job.owner, changes["state"], now, self.retention_seconds))
+            values.update(
+                job_state_fields(job.job_id, job.owner, changes["state"], now, self.retention_seconds)
+            )
         actions: list[Action] = []
         for name, value in values.items():
             attribute = getattr(self.jobs, name)
@@ -146,7 +160,9 @@ class DynamoJobStore:
 
     def _indexed(self, record: ClusterModel | NodeRefModel, now: float) -> ClusterModel | NodeRefModel:
         if isinstance(record, ClusterModel):
-            for name, value in cluster_state_fields(record.state, now, self.retention_seconds).items():
+            for name, value in cluster_state_fields(
+                record.cluster_id, record.state, now, self.retention_seconds
+            ).items():
                 setattr(record, name, value)
         else:
             record.expires_at = int(now + self.retention_seconds)
@@ -192,9 +208,25 @@ class DynamoJobStore:
         condition = self.jobs.created_at >= since
         return (job for day in _days_since(since) for job in index.query(day, range_key_condition=condition))
 
+    def newest_jobs(self, owner: str | None, *, since: float, limit: int) -> list[JobModel]:
+        """At most `limit` jobs created at or after `since`, newest first: `owner`'s, or everyone's (the
+        created-day index, today first); each query asks for no more than what is still wanted."""
+        if owner is not None:
+            return list(itertools.islice(self.iter_jobs_of(owner, since=since, page_size=limit), limit))
+        index = self.jobs.by_created_day  # type: ignore[attr-defined]
+        found: list[JobModel] = []
+        for day in _days_since(since):
+            wanted = limit - len(found)
+            if wanted <= 0:
+                break
+            condition = self.jobs.created_at >= since
+            found += index.query(day, range_key_condition=condition, scan_index_forward=False, limit=wanted)
+        return found
+
     def live_jobs(self) -> list[JobModel]:
         """Jobs in a LIVE state: the sparse live index holds only those, so this reads no finished job."""
-        return list(self.jobs.live_jobs.query(LIVE_JOB))  # type: ignore[attr-defined]
+        index = self.jobs.live_jobs  # type: ignore[attr-defined]
+        return [job for key in live_keys(LIVE_JOB) for job in index.query(key)]
 
     # -- timeline --------------------------------------------------------------------------
 
@@ -275,7 +307,8 @@ class DynamoJobStore:
             raise
         return True
 
-    def mark_cluster_terminated(self, cluster: ClusterModel) -> bool:
+    def mark_cluster_terminated(self, cluster: ClusterModel, facts: AttemptFacts | None = None) -> bool:
+        """UP -> TERMINATED; with `facts`, the attempt's cost rollups are added in the same transaction."""
         now = time.time()
         actions: list[Action] = [
             self.clusters.state.set("TERMINATED"),
@@ -283,13 +316,32 @@ class DynamoJobStore:
             self.clusters.live.remove(),
             self.clusters.expires_at.set(int(now + self.retention_seconds)),
         ]
+        model = rollup_model(self.settings)
+        earlier, last = write_groups(cluster_pieces(cluster, facts, now)) if facts else ([], [])
+        for group in earlier:  # whole days, the same on every try: each written once, under its marker
+            try:
+                with TransactWrite(connection=self.models.connection) as tx:
+                    done = marker(model, cluster.cluster_id, group[0].day, int(now + self.retention_seconds))
+                    tx.save(done, condition=model.job_id.does_not_exist())
+                    add_pieces(tx, model, group)
+            except TransactWriteError as error:
+                if not _is_condition_failure(error):
+                    raise
         try:
-            cluster.update(actions=actions, condition=self.clusters.state == "UP")
-        except UpdateError as error:
+            with TransactWrite(connection=self.models.connection) as tx:
+                tx.update(cluster, actions, condition=self.clusters.state == "UP")
+                if facts is not None:  # the backfill of a stack made before rollups skips this cluster
+                    tx.save(marker(model, cluster.cluster_id, END_MARK, int(now + self.retention_seconds)))
+                add_pieces(tx, model, last)
+        except TransactWriteError as error:
             if _is_condition_failure(error):
                 return False
             raise
         return True
+
+    def cost_pieces(self, first_day: str, last_day: str, owner: str | None) -> list[CostPiece]:
+        """The cost rollups of the UTC days [first_day, last_day]: every user's, or `owner`'s."""
+        return read_pieces(self.settings, first_day, last_day, owner)[0]
 
     def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:
         """The cluster records among `cluster_ids` that exist (consistent reads; a BatchGetItem per 100)."""
@@ -299,7 +351,8 @@ class DynamoJobStore:
 
     def live_clusters(self) -> list[ClusterModel]:
         """Cluster records in state UP, from the sparse live index (no terminated one, no node ref)."""
-        return list(self.clusters.live_clusters.query(LIVE_CLUSTER))  # type: ignore[attr-defined]
+        index = self.clusters.live_clusters  # type: ignore[attr-defined]
+        return [cluster for key in live_keys(LIVE_CLUSTER) for cluster in index.query(key)]
 
 
 def _created_between(attribute: Any, since: float | None, before: float | None) -> Any:

@@ -13,6 +13,7 @@ reads only the items in its key (page by page), a scan reads every item of the t
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -24,15 +25,27 @@ from pynamodb.models import Model
 from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
 from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, PrunedCooldowns, entry
+from shared.store.cost_rollups import (
+    END_MARK,
+    AttemptFacts,
+    CostPiece,
+    cluster_pieces,
+    piece_of_item,
+    rollup_keys,
+    rollup_partitions,
+    write_groups,
+)
 from shared.store.job_store import CompanionUpdate, NodeFields, PreemptionCount
 from shared.store.jobs import _days_since as days_since
 from shared.store.jobs import _event_key as event_key
 from shared.store.live_index import (
     LIVE_CLUSTER,
     LIVE_JOB,
+    LIVE_SHARDS,
     cluster_state_fields,
     day_of,
     job_state_fields,
+    live_keys,
     owner_state,
 )
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel
@@ -63,6 +76,8 @@ class MemoryJobStore:
         self._events: dict[str, dict[str, Item]] = {}  # partition -> sort key -> item
         self._preemptions: dict[str, set[str]] = {}  # place -> entries
         self._refusals: dict[str, set[str]] = {}  # place -> entries of refused spot launches
+        self._rollups: dict[str, dict[str, dict[str, float]]] = {}  # partition -> sort key -> counters
+        self._rollup_markers: set[tuple[str, str]] = set()  # (cluster id, first day) written
         self.cooldowns = MemoryCooldowns(self)
 
     # -- jobs ----------------------------------------------------------------------------------------
@@ -74,7 +89,9 @@ class MemoryJobStore:
         now = time.time()
         job.created_at = job.updated_at = now
         job.created_day = day_of(now)
-        for name, value in job_state_fields(job.owner, job.state, now, self.retention_seconds).items():
+        for name, value in job_state_fields(
+            job.job_id, job.owner, job.state, now, self.retention_seconds
+        ).items():
             setattr(job, name, value)
         event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
         with self._lock:
@@ -123,7 +140,9 @@ class MemoryJobStore:
         new_version = int(job.version) + 1
         values = {**changes, "version": new_version, "updated_at": now}
         if "state" in changes:
-            values.update(job_state_fields(job.owner, changes["state"], now, self.retention_seconds))
+            values.update(
+                job_state_fields(job.job_id, job.owner, changes["state"], now, self.retention_seconds)
+            )
         saves = [self._indexed(record, now) for record in also_save]
         updates = list(also_update)
         with self._lock:
@@ -171,7 +190,9 @@ class MemoryJobStore:
 
     def _indexed(self, record: ClusterModel | NodeRefModel, now: float) -> ClusterModel | NodeRefModel:
         if isinstance(record, ClusterModel):
-            for name, value in cluster_state_fields(record.state, now, self.retention_seconds).items():
+            for name, value in cluster_state_fields(
+                record.cluster_id, record.state, now, self.retention_seconds
+            ).items():
                 setattr(record, name, value)
         else:
             record.expires_at = int(now + self.retention_seconds)
@@ -224,11 +245,28 @@ class MemoryJobStore:
         self._read(len(items))
         return iter([_record(JobModel, i) for i in items])
 
+    def newest_jobs(self, owner: str | None, *, since: float, limit: int) -> list[JobModel]:
+        """As DynamoJobStore's: reads at most `limit` items (one query of each day until it has them)."""
+        if owner is not None:
+            return list(itertools.islice(self.iter_jobs_of(owner, since=since, page_size=limit), limit))
+        found: list[JobModel] = []
+        for day in days_since(since):
+            wanted = limit - len(found)
+            if wanted <= 0:
+                break
+            with self._lock:
+                items = [i for i in self._jobs.values() if i.get("created_day", {}).get("S") == day]
+            items = sorted((i for i in items if _created(i) >= since), key=_created, reverse=True)[:wanted]
+            self._read(len(items))
+            found += [_record(JobModel, i) for i in items]
+        return found
+
     def live_jobs(self) -> list[JobModel]:
         """The live index's items only (those with `live` set)."""
         with self._lock:
-            items = [i for i in self._jobs.values() if i.get("live", {}).get("S") == LIVE_JOB]
-        self._read(len(items))
+            keys = set(live_keys(LIVE_JOB))
+            items = [i for i in self._jobs.values() if i.get("live", {}).get("S") in keys]
+        self._read(len(items), requests=LIVE_SHARDS)  # a query of each shard
         return [_record(JobModel, item) for item in items]
 
     def scan_jobs(self) -> list[JobModel]:
@@ -318,17 +356,46 @@ class MemoryJobStore:
                 return False
             return self.update_node(cluster, instance_id, **{name: claim})
 
-    def mark_cluster_terminated(self, cluster: ClusterModel) -> bool:
+    def mark_cluster_terminated(self, cluster: ClusterModel, facts: AttemptFacts | None = None) -> bool:
         with self._lock:
             stored = self.cluster(cluster.cluster_id)
             if stored is None or stored.state != "UP":
                 return False
             now = time.time()
+            earlier, last = write_groups(cluster_pieces(stored, facts, now)) if facts else ([], [])
+            for group in earlier:
+                if (cluster.cluster_id, group[0].day) not in self._rollup_markers:
+                    self._rollup_markers.add((cluster.cluster_id, group[0].day))
+                    self._add_pieces(group)
             stored.state, stored.terminated_at = "TERMINATED", now
-            for name, value in cluster_state_fields("TERMINATED", now, self.retention_seconds).items():
+            for name, value in cluster_state_fields(
+                stored.cluster_id, "TERMINATED", now, self.retention_seconds
+            ).items():
                 setattr(stored, name, value)
             self._clusters[cluster.cluster_id] = stored.serialize()
+            if facts is not None:
+                self._rollup_markers.add((cluster.cluster_id, END_MARK))
+            self._add_pieces(last)
         return True
+
+    def _add_pieces(self, pieces: list[CostPiece]) -> None:
+        for piece in pieces:
+            for partition, sort_key in rollup_keys(piece):
+                item = self._rollups.setdefault(partition, {}).setdefault(sort_key, {})
+                for name, value in piece.counters().items():
+                    item[name] = item.get(name, 0) + round(value, 9)
+
+    def cost_pieces(self, first_day: str, last_day: str, owner: str | None) -> list[CostPiece]:
+        """As DynamoJobStore's: one range query per month partition, reading the items in range."""
+        pieces: list[CostPiece] = []
+        for partition, low, high in rollup_partitions(first_day, last_day, owner):
+            with self._lock:
+                items = sorted(
+                    (k, dict(v)) for k, v in self._rollups.get(partition, {}).items() if low <= k <= high
+                )
+            self._read(len(items))
+            pieces.extend(piece_of_item(partition, key, values) for key, values in items)
+        return pieces
 
     def clusters_by_id(self, cluster_ids: Iterable[str]) -> dict[str, ClusterModel]:
         """As DynamoJobStore's: a BatchGetItem per 100 ids."""
@@ -340,11 +407,10 @@ class MemoryJobStore:
 
     def live_clusters(self) -> list[ClusterModel]:
         """The live index's cluster records only (those with `live` set: UP ones)."""
+        keys = set(live_keys(LIVE_CLUSTER))
         with self._lock:
-            items = [
-                item for item in self._clusters.values() if item.get("live", {}).get("S") == LIVE_CLUSTER
-            ]
-        self._read(len(items))
+            items = [item for item in self._clusters.values() if item.get("live", {}).get("S") in keys]
+        self._read(len(items), requests=LIVE_SHARDS)  # a query of each shard
         return [_record(ClusterModel, item) for item in items]
 
 

@@ -21,7 +21,13 @@ from shared.aws.sessions import aws_client
 from shared.config import Settings
 from shared.store.cluster_tables import CLUSTER_SK, TERMINATED, cluster_models
 from shared.store.jobs import _is_condition_failure
-from shared.store.live_index import LIVE_NAMED_CLUSTER, cluster_state_fields, day_of, job_state_fields
+from shared.store.live_index import (
+    LIVE_NAMED_CLUSTER,
+    cluster_state_fields,
+    day_of,
+    job_state_fields,
+    live_key,
+)
 from shared.store.models import models_for
 
 TTL_ATTRIBUTE = "expires_at"
@@ -116,14 +122,18 @@ def backfill(settings: Settings) -> dict[str, int]:
     jobs = models.jobs
     for job in jobs.scan(jobs.owner_state.does_not_exist() | jobs.created_day.does_not_exist()):
         fields: dict[str, Any] = {
-            **job_state_fields(job.owner, job.state, float(job.updated_at), settings.retention_seconds),
+            **job_state_fields(
+                job.job_id, job.owner, job.state, float(job.updated_at), settings.retention_seconds
+            ),
             "created_day": day_of(float(job.created_at)),
         }
         done["jobs"] += _set_if_state(job, jobs, fields)
     clusters = models.clusters
     condition = clusters.launched_at.exists() & clusters.live.does_not_exist() & (clusters.state == "UP")
     for cluster in clusters.scan(condition):
-        done["clusters"] += _set_if_state(cluster, clusters, cluster_state_fields("UP", now, 0))
+        done["clusters"] += _set_if_state(
+            cluster, clusters, cluster_state_fields(cluster.cluster_id, "UP", now, 0)
+        )
     return done
 
 
@@ -132,7 +142,8 @@ def backfill_named_clusters(settings: Settings) -> int:
     clusters = cluster_models(settings).clusters
     condition = (clusters.sk == CLUSTER_SK) & (clusters.state != TERMINATED) & clusters.live.does_not_exist()
     return sum(
-        _set_if_state(cluster, clusters, {"live": LIVE_NAMED_CLUSTER}) for cluster in clusters.scan(condition)
+        _set_if_state(cluster, clusters, {"live": live_key(LIVE_NAMED_CLUSTER, cluster.key)})
+        for cluster in clusters.scan(condition)
     )
 
 

@@ -17,7 +17,10 @@ from cli.main import app as cli
 from shared.catalog.model import Catalog
 from shared.catalog.offering import Offering
 from shared.config import Settings
-from shared.jobs.cost_report import ClusterRecord, JobRecord, build_report, split_by_day
+from shared.jobs.cost_report import ClusterRecord, JobRecord, build_report, cost_report, split_by_day
+from shared.jobs.outcomes import Outcome
+from shared.jobs.provisioning import teardown_cluster
+from shared.jobs.rollup_backfill import backfill_rollups
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState
 from shared.store.users import create_user, find_user
@@ -189,7 +192,14 @@ def _run(*args: str) -> Result:
 
 
 def _finished_job(
-    stack: Settings, owner: str, name: str, *, spot: bool = True, hours: float = 1.0, cloud: str = "aws"
+    stack: Settings,
+    owner: str,
+    name: str,
+    *,
+    spot: bool = True,
+    hours: float = 1.0,
+    cloud: str = "aws",
+    before_rollups: bool = False,
 ) -> str:
     """A job that ran one attempt (its cluster record) on the built-in catalog's c6i.2xlarge."""
     task = f"name: {name}\nresources:\n  cpus: 8\n  use_spot: {str(spot).lower()}\nrun: echo\n"
@@ -198,7 +208,7 @@ def _finished_job(
     record = store.get(job_id)
     assert record is not None
     now = time.time()
-    store.new_cluster(
+    cluster = store.new_cluster(
         cluster_id=f"{job_id}-0",
         job_id=job_id,
         attempt=0,
@@ -210,10 +220,9 @@ def _finished_job(
         use_spot=spot,
         hourly_price=0.136 if spot else 0.34,
         num_nodes=1,
-        state="TERMINATED",
-        launched_at=now - hours * HOUR - 60,
-        terminated_at=now - 60,
-    ).save()
+        state="UP",
+        launched_at=now - hours * HOUR,
+    )
     for state in (
         JobState.PLANNED,
         JobState.PROVISIONING,
@@ -226,7 +235,14 @@ def _finished_job(
         changes: dict[str, object] = {"cluster_id": f"{job_id}-0"}
         if state == JobState.SUCCEEDED:  # what the lifecycle records when the job lets its cluster go
             changes["cost"] = round((0.136 if spot else 0.34) * hours, 6)
-        assert store.move(record, state, state.value.lower(), changes=changes)
+        also = [cluster] if state == JobState.SETTING_UP else []
+        assert store.move(record, state, state.value.lower(), changes=changes, also_save=also)
+    if before_rollups:  # ended by code from before cost rollups: the record's end, nothing rolled up
+        ended = store.cluster(f"{job_id}-0")
+        assert ended is not None and store.mark_cluster_terminated(ended)
+        return job_id
+    # the provision function's teardown step: the record ends, and its cost goes to the rollups
+    assert teardown_cluster(wiring_for(stack), job_id, f"{job_id}-0") == Outcome.DONE
     return job_id
 
 
@@ -245,11 +261,14 @@ def test_cost_report_prints_each_clouds_cost_against_on_demand(stack: Settings, 
     result = _run("cost-report", "--days", "7", *cli_api)
 
     assert result.exit_code == 0, result.output
-    assert "Cost of your jobs submitted in the last 7 day(s), by cloud" in result.output
+    assert "Cost of your jobs in the last 7 UTC day(s), by cloud" in result.output
     line = next(row for row in result.output.splitlines() if row.strip("│ ").startswith("aws"))
     # spot: 2 h x $0.136, on-demand: 1 h x $0.34; all on-demand would be 3 h x $0.34
-    assert "$0.2720" in line and "$0.3400" in line and "$0.6120" in line and "$1.0200" in line
-    assert "$0.4080 (40%)" in line
+    # (the attempts end at their teardown, a few seconds after the hours asked: compared to the cent)
+    cells = [cell.strip() for cell in line.strip("│ ").split("│")]
+    spot, on_demand, cost, if_on_demand = (float(c.lstrip("$")) for c in cells[4:8])
+    assert (spot, on_demand, cost, if_on_demand) == pytest.approx((0.272, 0.34, 0.612, 1.02), abs=0.005)
+    assert cells[8].endswith("(40%)")
     assert spot_job in result.output and "not-mine" not in result.output
 
 
@@ -270,6 +289,23 @@ def test_cost_report_by_job_as_json_and_admin_only_across_users(stack: Settings,
     assert across.exit_code == 0, across.output
     assert "every user's jobs" in across.output and "u-other" in across.output and "cli-user" in across.output
     assert theirs not in across.output  # --no-jobs: the grouping only
+
+
+def test_a_stack_made_before_rollups_gets_its_past_attempts_rolled_up_once_by_the_backfill(
+    stack: Settings, cli_api: list[str]
+) -> None:
+    owner = _owner(stack, cli_api)
+    _finished_job(stack, owner, "after-upgrade", spot=False, hours=1)  # rolled up by its teardown
+    _finished_job(stack, owner, "before-upgrade", spot=False, hours=2, before_rollups=True)
+    missing = cost_report(stack, owner=owner, days=7)
+
+    assert backfill_rollups(stack, always=True) == 1  # the one attempt no rollup counted
+    assert backfill_rollups(stack, always=True) == 0  # a second run, or one after a crash: nothing twice
+    assert backfill_rollups(stack) == 0  # a completed run is remembered: create_stack reads no history again
+    report = cost_report(stack, owner=owner, days=7)
+
+    assert missing.total.cost == pytest.approx(0.34, abs=1e-3) and missing.total.jobs == 1
+    assert report.total.cost == pytest.approx(3 * 0.34, abs=1e-3) and report.total.jobs == 2
 
 
 def test_cost_report_refuses_a_bad_grouping_naming_the_option(cli_api: list[str]) -> None:

@@ -304,3 +304,42 @@ def test_a_read_record_is_a_copy(under_test: StoreUnderTest) -> None:
     assert stored is not None and (stored.state, stored.name) == ("SETTING_UP", None)
     fresh = store.cluster(cluster.cluster_id)
     assert fresh is not None and fresh.state == "UP"
+
+
+def _long_running(store: JobStore, hours: float, job_id: str = "job-00000000000a") -> Any:
+    job = created(store, job_id)
+    assert store.move(job, JobState.PLANNED, "planned")
+    cluster = cluster_of(store, job, "i-1")
+    cluster.hourly_price, cluster.num_nodes, cluster.launched_at = 0.5, 2, time.time() - hours * 3600
+    assert store.move(job, JobState.SETTING_UP, "launched", also_save=[cluster])
+    return store.cluster(cluster.cluster_id)
+
+
+def _rolled_up(store: JobStore, owner: str | None, days_back: int) -> tuple[float, float, int, int]:
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    first = time.strftime("%Y-%m-%d", time.gmtime(time.time() - days_back * 86400))
+    pieces = store.cost_pieces(first, today, owner)
+    return (
+        round(sum(p.cost for p in pieces), 4),
+        round(sum(p.hours for p in pieces), 4),
+        sum(p.attempts for p in pieces),
+        sum(p.jobs for p in pieces),
+    )
+
+
+@pytest.mark.parametrize("hours", [3.0, 24 * 50.0])  # 50 days: two groups, the first under a marker
+def test_an_attempt_ended_twice_is_rolled_up_once_for_its_owner_and_for_everyone(
+    under_test: StoreUnderTest, hours: float
+) -> None:
+    from shared.store.cost_rollups import AttemptFacts
+
+    store = under_test.store
+    cluster = _long_running(store, hours)
+    facts = AttemptFacts(owner="alice", on_demand_hourly=1.5, first_of_job=True)
+    assert store.mark_cluster_terminated(cluster, facts)
+    assert not store.mark_cluster_terminated(cluster, facts)  # a duplicate, late message: nothing added
+    cost, rolled_hours, attempts, jobs = _rolled_up(store, "alice", 60)
+    assert cost == pytest.approx(0.5 * 2 * hours, abs=0.01) and rolled_hours == pytest.approx(hours, abs=0.01)
+    assert (attempts, jobs) == (1, 1)
+    assert _rolled_up(store, None, 60) == (cost, rolled_hours, 1, 1)
+    assert _rolled_up(store, "bob", 60) == (0.0, 0.0, 0, 0)

@@ -14,6 +14,7 @@ from shared.jobs.job_filters import job_filter
 from shared.jobs.job_listing import JobFilter, list_job_page
 from shared.jobs.reconcile import reconcile
 from shared.states import JobState
+from shared.store.live_index import LIVE_SHARDS, live_key, live_keys
 from shared.store.memory import MemoryJobStore
 from shared.store.models import JobModel
 from shared.wiring import Wiring, wiring_for
@@ -51,7 +52,7 @@ def test_live_attribute_is_set_by_the_write_that_makes_a_job_live_and_removed_by
 ):
     store = MemoryJobStore(retention_seconds=86400)
     job = created(store, "j1")
-    assert (job.live, job.owner_state, job.expires_at) == ("job", "alice#PENDING", None)
+    assert (job.live, job.owner_state, job.expires_at) == (live_key("job", "j1"), "alice#PENDING", None)
     assert store.move(job, JobState.CANCELLED, "cancelled")
     stored = store.get("j1")
     assert stored is not None and stored.live is None and stored.owner_state == "alice#CANCELLED"
@@ -141,3 +142,18 @@ def test_the_all_users_report_reads_the_days_asked_for_not_the_history() -> None
     found = [j.job_id for j in store.iter_all_jobs(since=time.time() - 7 * 86400)]
     assert found == ["today"]
     assert store.items_read - before == 1
+
+
+def test_live_records_spread_over_the_index_shards_and_those_written_before_sharding_stay_in_the_sweep() -> (
+    None
+):
+    store = MemoryJobStore()
+    jobs = [running(store, f"job-{n:012d}") for n in range(800)]
+    legacy = running(store, "job-before-shards")
+    store._jobs[legacy.job_id]["live"] = {"S": "job"}  # the constant every live job held before
+    per_shard = {key: sum(1 for j in jobs if j.live == key) for key in live_keys("job")}
+    assert len(per_shard) == LIVE_SHARDS and min(per_shard.values()) >= 800 / LIVE_SHARDS / 2
+
+    before = store.requests
+    found = {j.job_id for j in store.live_jobs()}
+    assert found == {j.job_id for j in jobs} | {legacy.job_id} and store.requests - before == LIVE_SHARDS
