@@ -6,14 +6,18 @@ teardown never waits behind a burst of launches."""
 from typing import Any
 
 from shared.clusters.messages import is_cluster_message
-from shared.clusters.provisioning import cluster_step
 from shared.events.sqs_batch import for_each_sqs_message
 from shared.jobs.outcomes import Outcome
 from shared.jobs.provisioning import provision_job
 
 
 def provision_or_cluster_step(body: dict[str, Any]) -> Outcome:
-    return cluster_step(body) if is_cluster_message(body) else provision_job(body)
+    if not is_cluster_message(body):
+        return provision_job(body)
+    # Imported here: a job's launch (most cold starts) never needs the named clusters' path.
+    from shared.clusters.provisioning import cluster_step
+
+    return cluster_step(body)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import boto3
 from botocore.config import Config
 
 from node_agent.user_data import render_user_data
+from shared.aws.sessions import boto3_session
 from shared.clouds.aws_errors import ec2_errors
 from shared.clouds.aws_images import find_image, requested_image
 from shared.clouds.aws_network import (
@@ -67,13 +68,19 @@ class AwsCloud:
 
     def __init__(self, config: AwsConfig, session: boto3.session.Session | None = None) -> None:
         self.config = config
-        self.session = session or boto3.session.Session()
+        self._session = session
         self._clients: dict[str, Any] = {}
         self._regions: tuple[str, ...] = config.regions
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AwsCloud:
         return cls(AwsConfig.from_env(settings))
+
+    @property
+    def session(self) -> boto3.session.Session:
+        """The session given, else the thread's shared one: a session of its own would load the endpoint
+        rules again at a cold start (shared.aws.sessions)."""
+        return self._session or boto3_session()
 
     def client(self, region: str) -> Any:
         """The EC2 client of one region, made on first use and kept while the process is warm."""

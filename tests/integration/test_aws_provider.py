@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +17,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
+from shared.aws import sessions
 from shared.clouds.aws import AwsCloud, AwsConfig, client_token
 from shared.clouds.aws_errors import ERROR_CODES, ERROR_PREFIXES, error_class_for
 from shared.clouds.aws_images import forget_images
@@ -351,6 +353,7 @@ def test_missing_credentials_are_an_auth_error(moto_endpoint: str, monkeypatch: 
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setattr(sessions, "_local", threading.local())  # a process started without credentials
     cloud = AwsCloud(AwsConfig(regions=REGIONS, endpoint_url=moto_endpoint))
     with pytest.raises(CloudAuthError, match="credentials"):
         cloud.launch(make_spec())

@@ -26,3 +26,14 @@ def test_each_thread_gets_its_own_session() -> None:
     thread.start()
     thread.join()
     assert seen and seen[0] is not botocore_session()
+
+
+def test_the_aws_providers_ec2_clients_come_from_the_threads_session(stack: Settings) -> None:
+    from shared.clouds.aws import AwsCloud
+    from shared.config.clouds import AwsConfig
+
+    cloud = AwsCloud(AwsConfig(regions=("us-east-1",), endpoint_url=stack.endpoint_url))
+    client = cloud.client("us-east-1")
+    assert client._endpoint.host == stack.endpoint_url
+    assert cloud.session._session is botocore_session()
+    assert client.describe_instances()["Reservations"] == []  # the shared session's client works

@@ -4,11 +4,15 @@ handler from a real build, are benchmarks/bundle_size.py's (it needs the package
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ROOT / "infra" / "lambda_code"
@@ -84,3 +88,29 @@ def test_no_handler_imports_the_cli_the_local_runtime_or_their_dependencies() ->
     # handler from a real build that lacks them)
     forbidden = {"cli", "local_runtime", "tests", "moto", "typer", "flask", "werkzeug", "pytest"}
     assert not loaded & forbidden, loaded & forbidden
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="bytecode is made only by Lambda's Python, 3.11")
+def test_the_build_ships_bytecode_so_a_cold_start_compiles_nothing(tmp_path: Path) -> None:
+    """Lambda's /var/task is read-only: what the bundle lacks in bytecode every cold start compiles. The
+    Makefile's own rule, without its pip steps (PIP=true: the package index is bundle_size.py's)."""
+    artifacts = tmp_path / "bundle"
+    artifacts.mkdir()
+    env = {**os.environ, "ARTIFACTS_DIR": str(artifacts), "PYTHON": sys.executable}
+    make = ["make", "-s", "--no-print-directory", "-C", str(CODE), "PIP=true", "build-SubmitFunction"]
+    subprocess.run(make, env=env, check=True)
+    sources = list(artifacts.rglob("*.py"))
+    assert len(sources) > 100
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        header = cached.read_bytes()[:8]
+        assert header[:4] == importlib.util.MAGIC_NUMBER, source
+        assert int.from_bytes(header[4:8], "little") == 0b01, source  # hash-based, never checked
+    code = (
+        "import sys\nfrom functions.notify.handler import handler\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('shared', 'functions'))))\n"
+    )
+    read_only = {**env, "PYTHONPATH": str(artifacts), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=read_only, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "shared.store" in done.stdout

@@ -31,3 +31,18 @@ def test_the_plugin_lookup_stands_in_only_when_plugins_are_off(disabled: str | N
 
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"stand_in": stand_in, "run": "echo hi"}
+
+
+def test_a_jobs_launch_path_does_not_import_the_named_clusters_path() -> None:
+    """The provision handler imports the named clusters' path only for a cluster's message."""
+    probe = (
+        "import json, sys\nimport functions.provision.handler\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('shared.clusters.provisioning', "
+        "'shared.clusters.start_stop', 'shared.clusters.steps')))\n"
+        "print(json.dumps({'loaded': loaded, 'missing': []}))\n"
+    )
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"loaded": [], "missing": []}
