@@ -22,6 +22,7 @@ from shared.config import Settings
 from shared.errors import UserError
 from shared.optimizer.cooling import Cooling, place_of
 from shared.optimizer.plan import Block, Candidate
+from shared.optimizer.probes import SpotProbes
 from shared.spot_policy import (
     DeadlineState,
     Market,
@@ -189,6 +190,33 @@ def with_shared_evidence(
         if not seen_since and (known.last_unavailable is None or known.last_unavailable < at):
             out[key] = known.refused(at)
     return out
+
+
+def probe_view(
+    history: dict[str, SpotHistory], by_key: dict[str, Candidate], probes: SpotProbes, retry: float
+) -> dict[str, SpotHistory]:
+    """The history as the policy is to see it: a place whose zone the evidence says not to probe yet (see
+    shared/optimizer/probes.py) as refused until then, so the policy turns to the plan's other zones. Not
+    when that would leave no spot place at all (the caller then defers the probe, the policy keeping its
+    view of spot), nor for a job that has seen spot there since the zone's latest refusal. For `decide`
+    only: never saved."""
+    out = dict(history)
+    for key, candidate in by_key.items():
+        known = out.get(key, SpotHistory())
+        zone_place = place_of(candidate.cloud, candidate.region, candidate.zone)
+        zone = probes.zones.get(zone_place)
+        until = probes.zone_wait(zone_place)
+        seen = known.last_available
+        if until is None or zone is None or (seen is not None and seen > zone.last_refused):
+            continue
+        shown = until - retry  # `unavailable_at(now, retry)` holds until `until`
+        out[key] = dataclasses.replace(
+            known,
+            last_unavailable=max(shown, known.last_unavailable or shown),
+            last_available=None if seen is None else min(seen, shown),
+        )
+    hidden = [key for key in by_key if out.get(key) is not history.get(key)]
+    return history if len(hidden) == len(by_key) else out
 
 
 def history_of(job: JobModel) -> dict[str, SpotHistory]:
