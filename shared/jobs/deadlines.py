@@ -196,18 +196,19 @@ def probe_view(
     history: dict[str, SpotHistory], by_key: dict[str, Candidate], probes: SpotProbes, retry: float
 ) -> dict[str, SpotHistory]:
     """The history as the policy is to see it: a place whose zone the evidence says not to probe yet (see
-    shared/optimizer/probes.py) as refused until then, so the policy turns to the plan's other zones. Not
-    when that would leave no spot place at all (the caller then defers the probe, the policy keeping its
-    view of spot), nor for a job that has seen spot there since the zone's latest refusal. For `decide`
-    only: never saved."""
+    shared/optimizer/probes.py), or any place once the job reached its hourly limit, as refused until then:
+    the policy turns to the plan's other zones or, none left, waits or runs on-demand as it would after
+    refusals of its own. A zone's wait does not hold for a job that has seen spot there since the zone's
+    latest refusal. For `decide` only: never saved."""
     out = dict(history)
     for key, candidate in by_key.items():
         known = out.get(key, SpotHistory())
         zone_place = place_of(candidate.cloud, candidate.region, candidate.zone)
         zone = probes.zones.get(zone_place)
-        until = probes.zone_wait(zone_place)
         seen = known.last_available
-        if until is None or zone is None or (seen is not None and seen > zone.last_refused):
+        seen_since = zone is not None and seen is not None and seen > zone.last_refused
+        until = probes.budget_until() if seen_since else probes.not_before(zone_place)
+        if until is None:
             continue
         shown = until - retry  # `unavailable_at(now, retry)` holds until `until`
         out[key] = dataclasses.replace(
@@ -215,8 +216,7 @@ def probe_view(
             last_unavailable=max(shown, known.last_unavailable or shown),
             last_available=None if seen is None else min(seen, shown),
         )
-    hidden = [key for key in by_key if out.get(key) is not history.get(key)]
-    return history if len(hidden) == len(by_key) else out
+    return out
 
 
 def history_of(job: JobModel) -> dict[str, SpotHistory]:

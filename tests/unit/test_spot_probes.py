@@ -85,7 +85,12 @@ def test_the_policy_sees_a_zone_it_may_not_probe_as_refused_until_then_and_the_h
     assert probe_view(ran_since, by_key, probes, RETRY) == ran_since
 
 
-def test_when_every_zone_waits_the_policy_keeps_its_view_of_spot():
-    by_key = {place_key("aws", "us-east-1", "us-east-1a", "m5.large"): _candidate("us-east-1a")}
+def test_when_every_zone_waits_or_the_limit_is_reached_the_policy_sees_no_spot():
+    key = place_key("aws", "us-east-1", "us-east-1a", "m5.large")
+    by_key = {key: _candidate("us-east-1a")}
     probes = spot_probes({ZONE: [(1000.0, "x-1")]}, "a", 1001.0, retry=RETRY, per_hour=0)
-    assert probe_view({}, by_key, probes, RETRY) == {}  # the caller defers the probe instead
+    assert probe_view({}, by_key, probes, RETRY)[key].unavailable_at(1001.0, RETRY)
+    spent = spot_probes({OTHER: [(1000.0, "a-1")]}, "a", 1001.0, retry=RETRY, per_hour=1)
+    assert spent.budget_until() == 4600.0 and spent.not_before(ZONE) == 4600.0
+    seen = probe_view({key: SpotHistory(last_available=1000.5)}, by_key, spent, RETRY)[key]
+    assert seen.unavailable_at(4599.0, RETRY) and not seen.unavailable_at(4600.0, RETRY)
