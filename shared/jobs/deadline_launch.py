@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from shared.aws.queues import MAX_DELAY_SECONDS
@@ -53,7 +52,6 @@ from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
 from shared.optimizer.cooling import place_of
-from shared.optimizer.plan import Candidate
 from shared.optimizer.probes import Refusal, SpotProbes, spot_probes, with_refusal
 from shared.spot_policy import Market, PlaceOption, SpotHistory, UseSpot, Wait, decide, next_check
 from shared.states import JobState
@@ -111,9 +109,6 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         option = next(o for o in places if o.place == decision.place)
         planned = by_key[decision.place]
         candidate = candidate_for(option, planned, market)
-        deferred = _deferred_probe(probes, candidate, market, now, config.retry)
-        if deferred is not None:
-            return _wait(wiring, job, Wait(deferred[0], f"{decision.reason}; {deferred[1]}"), history, blocks)
         try:
             nodes = launch_candidate(wiring, job, candidate)
         except TransientCloudError as error:
@@ -190,17 +185,10 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
     check_at = next_check(decision)
     reason = decision.reason
-    moving = decision.place != current.place or market is not current.market
-    deferred = None
-    if moving:
+    if decision.place != current.place or market is not current.market:
         option = next(o for o in places if o.place == decision.place)
         planned = by_key[decision.place]
         candidate = candidate_for(option, planned, market)
-        deferred = _deferred_probe(probes, candidate, market, now, config.retry)
-    if deferred is not None:
-        check_at, why = deferred
-        reason = f"stayed on {current.place} ({current.market}): {why}"
-    elif moving:
         outcome, history, refused = move_when_obtained(
             wiring, job, cluster, candidate, candidates.index(planned),  # type: ignore[arg-type]
             place=decision.place, reason=decision.reason, history=history, check_at=check_at,
@@ -217,29 +205,6 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     if check_at is not None:
         send_provision_at(wiring, _check_body(job), check_at)
     return Outcome.DONE
-
-
-def _deferred_probe(
-    probes: SpotProbes, candidate: Candidate, market: Market, now: float, retry: float
-) -> tuple[float, str] | None:
-    """(when to ask again, why) for a spot launch the evidence or the job's hourly limit defers; None: go.
-    Asked again no later than `retry` from now, so the policy's safety net is never waited past."""
-    if market is not Market.SPOT:
-        return None
-    zone = place_of(candidate.cloud, candidate.region, candidate.zone)
-    until = probes.not_before(zone)
-    if until is None:
-        return None
-    if probes.budget_until() is not None:
-        used, limit = probes.budget.used, probes.budget.per_hour
-        why = f"{used} spot launch(es) refused in the last hour, the limit of {limit}/h"
-    else:
-        why = f"spot in {zone} refused recently (by any job), next probe at {_clock(until)}"
-    return min(until, now + retry), why
-
-
-def _clock(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S UTC")
 
 
 def probes_of(
