@@ -448,6 +448,8 @@ def _print_places(job: JobDetail) -> None:
             f"preemption(s){refused}, until {until}: spot there is tried last",
             soft_wrap=True,
         )
+    for line in job.spot_probes:
+        console.print(f"  {_escape(line)}", soft_wrap=True)
     notes = (job.plan or {}).get("notes") or []
     for note in notes:
         console.print(f"  plan: {_escape(str(note))}", soft_wrap=True)

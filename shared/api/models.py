@@ -195,6 +195,11 @@ class JobDetail(JobSummary):
     cooling: list[CoolingPlace] = Field(
         default_factory=list, description="Places of the plan that spot avoids after recent preemptions."
     )
+    spot_probes: list[str] = Field(
+        default_factory=list,
+        description="A deadline job's spot probing: each zone of its plan with refused spot launches in "
+        "the last 10 minutes (by any job) and when spot is tried there next; its hourly limit when reached.",
+    )
 
 
 class JobList(BaseModel):

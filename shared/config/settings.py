@@ -32,6 +32,7 @@ from shared.config.env_names import (
     ENV_RETENTION_DAYS,
     ENV_SCHEDULER_ROLE_ARN,
     ENV_SILENT_AFTER_SECONDS,
+    ENV_SPOT_REFUSALS_PER_HOUR,
     ENV_STUCK_AFTER_SECONDS,
 )
 from shared.config.environment import ConfigError, env_float, env_int, process_environ
@@ -75,6 +76,7 @@ class Settings:
     restart_overhead_seconds: int = 600
     deadline_reaction_seconds: int = 300
     deadline_retry_seconds: int = 300
+    spot_refusals_per_hour: int = 12  # refused spot launches one job may cause per hour (0: no limit)
     # the role EventBridge Scheduler assumes to send schedule firings (the SAM template's SchedulerRole)
     scheduler_role_arn: str = "arn:aws:iam::123456789012:role/skyless-scheduler"
     # webhooks may reach this machine (SKYLESS_ALLOW_LOOPBACK_WEBHOOKS=1): set by the local runtime only
@@ -111,6 +113,7 @@ class Settings:
             restart_overhead_seconds=env_int(env, ENV_RESTART_OVERHEAD_SECONDS, 600),
             deadline_reaction_seconds=env_int(env, ENV_DEADLINE_REACTION_SECONDS, 300),
             deadline_retry_seconds=env_int(env, ENV_DEADLINE_RETRY_SECONDS, 300),
+            spot_refusals_per_hour=env_int(env, ENV_SPOT_REFUSALS_PER_HOUR, 12),
             scheduler_role_arn=env.get(ENV_SCHEDULER_ROLE_ARN) or cls.scheduler_role_arn,
             cluster_poll_seconds=env_float(env, ENV_CLUSTER_POLL_SECONDS, 2.0),
             autostop_minute_seconds=env_float(env, ENV_AUTOSTOP_MINUTE_SECONDS, 60.0),
@@ -153,6 +156,7 @@ class Settings:
             ENV_RESTART_OVERHEAD_SECONDS: str(self.restart_overhead_seconds),
             ENV_DEADLINE_REACTION_SECONDS: str(self.deadline_reaction_seconds),
             ENV_DEADLINE_RETRY_SECONDS: str(self.deadline_retry_seconds),
+            ENV_SPOT_REFUSALS_PER_HOUR: str(self.spot_refusals_per_hour),
             ENV_SCHEDULER_ROLE_ARN: self.scheduler_role_arn,
             ENV_CLUSTER_POLL_SECONDS: str(self.cluster_poll_seconds),
             ENV_AUTOSTOP_MINUTE_SECONDS: str(self.autostop_minute_seconds),

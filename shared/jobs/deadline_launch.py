@@ -22,6 +22,7 @@ duplicate, or one a newer decision replaced) is dropped, so duplicates never mul
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared.aws.queues import MAX_DELAY_SECONDS
@@ -35,6 +36,7 @@ from shared.jobs.deadlines import (
     history_of,
     policy_config,
     policy_places,
+    probe_view,
     with_shared_evidence,
 )
 from shared.jobs.launching import (
@@ -49,6 +51,8 @@ from shared.jobs.make_before_break import move_when_obtained
 from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
+from shared.optimizer.cooling import place_of
+from shared.optimizer.probes import Refusal, SpotProbes, spot_probes, with_refusal
 from shared.spot_policy import Market, PlaceOption, SpotHistory, UseSpot, Wait, decide, next_check
 from shared.states import JobState
 from shared.store.models import JobModel
@@ -87,14 +91,18 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
     candidates = plan.tasks[int(job.task_index)].candidates
     blocks = blocks_of(job)
     places, by_key = policy_places(wiring.catalog, candidates, blocks)
-    history = with_shared_evidence(history_of(job), by_key, wiring.cooldowns.cooling())
+    cooling, refusals = wiring.cooldowns.evidence()
+    history = with_shared_evidence(history_of(job), by_key, cooling)
     config = policy_config(wiring.settings)
     tried: list[str] = []
     for _ in range(2 * len(places) + 2):
         if not places:
             break
         now = time.time()
-        decision = decide(deadline_state(job, None, now), places, history, config)
+        probes = probes_of(wiring, job, refusals, now)
+        decision = decide(
+            deadline_state(job, None, now), places, probe_view(history, by_key, probes, config.retry), config
+        )
         if isinstance(decision, Wait):
             return _wait(wiring, job, decision, history, blocks)
         market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
@@ -115,6 +123,8 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
             tried.append(f"{decision.place} ({market}): {error.message}")
             if market is Market.SPOT:
                 history[option.place] = history.get(option.place, SpotHistory()).refused(now)
+                zone = place_of(candidate.cloud, candidate.region, candidate.zone)
+                refusals = with_refusal(refusals, zone, now, f"{job.job_id}-{int(job.attempt)}")
             else:
                 places = [_without_on_demand(o) if o.place == option.place else o for o in places]
                 places = [o for o in places if o.spot_price is not None or o.on_demand_price is not None]
@@ -164,8 +174,11 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     places, by_key = policy_places(wiring.catalog, candidates, blocks_of(job))
     now = time.time()
     state = deadline_state(job, current, now)
-    history = with_shared_evidence(history_of(job), by_key, wiring.cooldowns.cooling())
-    decision = decide(state, places, history, policy_config(wiring.settings))
+    cooling, refusals = wiring.cooldowns.evidence(now)
+    history = with_shared_evidence(history_of(job), by_key, cooling)
+    config = policy_config(wiring.settings)
+    probes = probes_of(wiring, job, refusals, now)
+    decision = decide(state, places, probe_view(history, by_key, probes, config.retry), config)
     if isinstance(decision, Wait):
         cause = f"deadline policy: {decision.reason}"
         return recover_job(wiring, job, cause, preempted=False, counts_as_restart=True)
@@ -192,6 +205,14 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     if check_at is not None:
         send_provision_at(wiring, _check_body(job), check_at)
     return Outcome.DONE
+
+
+def probes_of(
+    wiring: Wiring, job: JobModel, refusals: Mapping[str, Sequence[Refusal]], now: float
+) -> SpotProbes:
+    settings = wiring.settings
+    return spot_probes(refusals, job.job_id, now, retry=float(settings.deadline_retry_seconds),
+                       per_hour=int(settings.spot_refusals_per_hour))  # fmt: skip
 
 
 def _wait(

@@ -22,6 +22,7 @@ from shared.config import Settings
 from shared.errors import UserError
 from shared.optimizer.cooling import Cooling, place_of
 from shared.optimizer.plan import Block, Candidate
+from shared.optimizer.probes import SpotProbes
 from shared.spot_policy import (
     DeadlineState,
     Market,
@@ -188,6 +189,33 @@ def with_shared_evidence(
         seen_since = known.last_available is not None and known.last_available >= at
         if not seen_since and (known.last_unavailable is None or known.last_unavailable < at):
             out[key] = known.refused(at)
+    return out
+
+
+def probe_view(
+    history: dict[str, SpotHistory], by_key: dict[str, Candidate], probes: SpotProbes, retry: float
+) -> dict[str, SpotHistory]:
+    """The history as the policy is to see it: a place whose zone the evidence says not to probe yet (see
+    shared/optimizer/probes.py), or any place once the job reached its hourly limit, as refused until then:
+    the policy turns to the plan's other zones or, none left, waits or runs on-demand as it would after
+    refusals of its own. A zone's wait does not hold for a job that has seen spot there since the zone's
+    latest refusal. For `decide` only: never saved."""
+    out = dict(history)
+    for key, candidate in by_key.items():
+        known = out.get(key, SpotHistory())
+        zone_place = place_of(candidate.cloud, candidate.region, candidate.zone)
+        zone = probes.zones.get(zone_place)
+        seen = known.last_available
+        seen_since = zone is not None and seen is not None and seen > zone.last_refused
+        until = probes.budget_until() if seen_since else probes.not_before(zone_place)
+        if until is None:
+            continue
+        shown = until - retry  # `unavailable_at(now, retry)` holds until `until`
+        out[key] = dataclasses.replace(
+            known,
+            last_unavailable=max(shown, known.last_unavailable or shown),
+            last_available=None if seen is None else min(seen, shown),
+        )
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -14,8 +15,9 @@ from shared.jobs.deadlines import deadline_view
 from shared.jobs.job_groups import group_tasks_of
 from shared.jobs.nodes import by_rank
 from shared.jobs.planning import plan_of
-from shared.optimizer.cooling import Cooling
+from shared.optimizer.cooling import Cooling, place_of
 from shared.optimizer.plan import Block, Plan
+from shared.optimizer.probes import spot_probes
 from shared.states import is_terminal
 from shared.store.models import ClusterModel, EventModel, JobModel
 from shared.wiring import Wiring
@@ -55,6 +57,9 @@ class JobView:
     deadline: dict[str, Any] | None = None  # shared.jobs.deadlines.DeadlineView, for a deadline job
     tried: list[dict[str, Any]] = field(default_factory=list)  # the blocklist: places that failed, and why
     cooling: list[dict[str, Any]] = field(default_factory=list)  # spot places of the plan cooling down
+    spot_probes: list[str] = field(
+        default_factory=list
+    )  # a deadline job's spot probing (shared.optimizer.probes)
     group: list[dict[str, Any]] | None = None  # a job group's tasks (shared.api.models.GroupTask)
     group_id: str | None = None  # the job group this job is a task of
 
@@ -200,7 +205,28 @@ def get_job(wiring: Wiring, job_id: str, *, owner: str | None) -> JobView:
         raise NotFoundError(f"no job {job_id}", field="job_id")
     cooling = [] if is_terminal(job.state) else _plan_cooling(wiring, plan_of(job))
     view = job_view(job, store.cluster(job.cluster_id), store.timeline(job_id), cooling)
-    return with_group(wiring, job, view)
+    return with_group(wiring, job, replace(view, spot_probes=spot_probe_lines(wiring, job)))
+
+
+def spot_probe_lines(wiring: Wiring, job: JobModel, now: float | None = None) -> list[str]:
+    """For a live deadline job whose plan has spot: each spot zone of the plan with refusals in the last
+    10 minutes or a wait, and when it is probed next; the job's hourly limit when reached. One read."""
+    plan = plan_of(job)
+    if (
+        not job.deadline_at
+        or is_terminal(job.state)
+        or plan is None
+        or int(job.task_index) >= len(plan.tasks)
+    ):
+        return []
+    candidates = plan.tasks[int(job.task_index)].candidates
+    zones = list(dict.fromkeys(place_of(c.cloud, c.region, c.zone) for c in candidates))
+    now = time.time() if now is None else now
+    _, refusals = wiring.cooldowns.evidence(now)
+    settings = wiring.settings
+    probes = spot_probes(refusals, job.job_id, now, retry=float(settings.deadline_retry_seconds),
+                         per_hour=int(settings.spot_refusals_per_hour))  # fmt: skip
+    return probes.lines(zones)
 
 
 def with_group(wiring: Wiring, job: JobModel, view: JobView) -> JobView:

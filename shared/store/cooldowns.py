@@ -82,8 +82,16 @@ class PrunedCooldowns:
     def cooling(self, now: float | None = None) -> list[Cooling]:
         """The zones and regions cooling now. Drops entries the policy no longer counts (one DELETE each
         zone that has some; rare, and harmless when two readers do it at once)."""
+        return self.evidence(now)[0]
+
+    def evidence(self, now: float | None = None) -> tuple[list[Cooling], dict[str, list[tuple[float, str]]]]:
+        """`cooling`, and each zone's refused spot launches as (epoch seconds, who), from the same read."""
         now = time.time() if now is None else now
         record = self.record()
+        refusals = {
+            place: [(entry_time(e), e.split("#", 1)[1]) for e in listed]
+            for place, listed in _of_kind(record, REFUSAL_PREFIX).items()
+        }  # entries past FORGET_AFTER_SECONDS are pruned below; the probe rule reads only the last hours
         kinds = {prefix: _of_kind(record, prefix) for prefix in (ATTRIBUTE_PREFIX, REFUSAL_PREFIX)}
         times: dict[str, dict[str, list[float]]] = {}
         for prefix, entries in kinds.items():
@@ -93,7 +101,7 @@ class PrunedCooldowns:
                 stale = [e for e in listed if entry_time(e) in old]
                 if stale:
                     self._forget(place, stale, prefix)
-        return cooling_places(times[ATTRIBUTE_PREFIX], now, times[REFUSAL_PREFIX])
+        return cooling_places(times[ATTRIBUTE_PREFIX], now, times[REFUSAL_PREFIX]), refusals
 
 
 class CooldownStore(PrunedCooldowns):

@@ -186,3 +186,7 @@ class Cooldowns(Protocol):
     def cooling(self, now: float | None = None) -> list[Cooling]:
         """The zones and regions cooling now; forgets entries the policy no longer counts."""
         ...
+
+    def evidence(self, now: float | None = None) -> tuple[list[Cooling], dict[str, list[tuple[float, str]]]]:
+        """`cooling`, and each zone's refused spot launches as (epoch seconds, who), from one read."""
+        ...

@@ -1,7 +1,9 @@
 """A deadline job on the local runtime as a user runs it: `skyless local up` with a shortened clock (a
 launch costs 8 s of progress, the control plane acts within 5 s), the job through the HTTP API, and its
 spot node preempted with `skyless local preempt` every time it starts. The policy moves the job to
-on-demand while the deadline still allows it, and the task runs to its end before the deadline."""
+on-demand while the deadline still allows it, and the task runs to its end before the deadline. And a job on
+on-demand whose policy wants spot back while the local cloud refuses spot keeps its on-demand cluster running
+(the local cloud's live nodes checked at every change), until spot is back and the job moves to it."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import Any
 
 import pytest
 from test_end_to_end_local import TERMINAL, Runtime
+
+from shared.clouds.local import LocalCloud
 
 WORK_SECONDS = 10
 TASK = f"""
@@ -29,6 +33,8 @@ SHORT_CLOCK = {
     "SKYLESS_RESTART_OVERHEAD_SECONDS": "8",
     "SKYLESS_DEADLINE_REACTION_SECONDS": "5",
     "SKYLESS_DEADLINE_RETRY_SECONDS": "5",
+    # probes every few seconds: no hourly limit here (tests/integration/test_spot_probes_visible.py has it)
+    "SKYLESS_SPOT_REFUSALS_PER_HOUR": "0",
 }
 
 
@@ -84,3 +90,55 @@ def test_a_deadline_job_whose_spot_keeps_being_preempted_finishes_on_demand_befo
     assert "finished" in runtime.logs(job_id, 0)
     states = [e["state"] for e in final["timeline"] if e["kind"] == "state"]
     assert states.count("RECOVERING") == preemptions
+
+
+def test_a_deadline_job_on_demand_keeps_its_cluster_while_spot_is_refused_and_moves_once_spot_is_back(
+    runtime: Runtime,
+):
+    cloud = LocalCloud(runtime.home)
+    cloud.set_capacity_rules({"no_spot_capacity": ["*"]})
+    task = TASK.replace(f"sleep {WORK_SECONDS}", "sleep 90")  # little slack: on-demand at once
+    body = {"task": task, "filename": "deadline.yaml", "deadline": "300s", "hours": 90 / 3600}
+    answer = runtime.api.post("/jobs", json=body)
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["job_id"]
+    seen: list[tuple[str, int, frozenset[str]]] = []  # (state, attempt, live clusters) at each change
+    stayed: set[str] = set()
+    refused = True
+    whys: list[str] = []
+
+    def watch(condition: Any, timeout: float = 120) -> dict[str, Any]:
+        def check(job: dict[str, Any]) -> bool:
+            live = frozenset(n.cluster_id for n in cloud.list_job(job_id) if n.state == "running")
+            if not seen or seen[-1] != (job["state"], job["attempt"], live):
+                seen.append((job["state"], job["attempt"], live))
+            assert len(live) <= 2, seen  # the running cluster, and at most one more, booting
+            if refused and job["state"] == "RUNNING":
+                assert live == {f"{job_id}-0"}, seen  # spot refused: the on-demand cluster, untouched
+            later = all(int(c.rsplit("-", 1)[1]) >= job["attempt"] for c in live)
+            assert later, seen  # an extra cluster is of a later attempt than the job's
+            why = (job.get("deadline") or {}).get("why") or ""
+            whys.append(why) if not whys or whys[-1] != why else None
+            if why.startswith("stayed on"):
+                stayed.add(why)
+            return bool(condition(job))
+
+        try:
+            return runtime.wait(job_id, check, timeout=timeout)
+        except AssertionError as error:
+            raise AssertionError(f"{seen}\n{whys}") from error
+
+    job = watch(lambda j: j["state"] == "RUNNING")
+    assert job["use_spot"] is False and job["attempt"] == 0
+    job = watch(lambda j: len(stayed) >= 2 and any(line.startswith("spot in") for line in j["spot_probes"]))
+    assert job["attempt"] == 0 and job["state"] == "RUNNING" and job["use_spot"] is False
+
+    refused = False
+    cloud.set_capacity_rules({})  # spot is back: the new cluster may boot beside the running one
+    moved = watch(lambda j: j["state"] in TERMINAL or (j["attempt"] > 0 and j["state"] == "RUNNING"))
+    assert moved["state"] == "RUNNING" and moved["use_spot"] is True, moved.get("reason")
+    final = watch(lambda j: j["state"] in TERMINAL, timeout=150)
+    assert final["state"] == "SUCCEEDED", (final.get("reason"), seen)
+    assert not any(n.state == "running" for n in cloud.list_job(job_id))
+    attempts = [a for _, a, _ in seen]
+    assert attempts == sorted(attempts) and max(attempts) >= 1, seen

@@ -215,8 +215,9 @@ def live_clusters(settings: Settings, job_id: str) -> set[str]:
 
 
 def test_a_check_whose_spot_launch_is_refused_leaves_the_on_demand_cluster_running(
-    fast: Settings, queues: QueueDriver
+    fast: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ):
+    monkeypatch.setenv("SKYLESS_SPOT_REFUSALS_PER_HOUR", "0")  # no hourly limit: every check probes spot
     LocalCloud(fast.home).set_capacity_rules({"no_spot_capacity": ["*"]})
     job_id = submit(fast, queues, deadline="600s", hours=500 / 3600)
     before = view(fast, job_id)

@@ -44,7 +44,7 @@ from shared.jobs.cancellation import cancel_job
 from shared.jobs.cost_report import cost_report, job_attempts
 from shared.jobs.job_filters import job_filter, parse_days, parse_flag, parse_group
 from shared.jobs.job_listing import list_job_page, list_jobs
-from shared.jobs.views import ReadLogs, job_view, read_logs, with_group
+from shared.jobs.views import ReadLogs, job_view, read_logs, spot_probe_lines, with_group
 from shared.notifications.settings import user_settings
 from shared.schedules.operations import list_schedules
 from shared.states import JobState, is_terminal
@@ -354,6 +354,7 @@ def _job_context(request: PageRequest, job_id: str) -> dict[str, Any]:
         "timeline_chart": charts.job_timeline(view.timeline, attempts.attempts, now=now, live=live),
         "logs": logs,
         "deadline": float(deadline) if deadline else None,
+        "spot_probes": spot_probe_lines(wiring_for(request.settings), job),
         "slack_seconds": float(deadline) - now if deadline and live else None,
         "chosen": (int(job.task_index), int(job.candidate_index)),
     }
