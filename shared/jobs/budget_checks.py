@@ -14,8 +14,9 @@ A month's spend is its ended attempts plus its running clusters. Ended attempts 
 of the month's UTC days (shared/store/cost_rollups.py: written with each cluster's end, once however often it
 ends, split at midnight), so an attempt that began last month counts only this month's hours this month.
 Running is each live job's current cluster, while UP, from the later of its launch and the month's start.
-A cluster whose job has ended counts again once its teardown writes its rollup (a lost teardown: at the next
-sweep). A team's spend is the sum of its members' (a member of two teams counts in both).
+A cluster whose job has ended is in neither part until its teardown writes its rollup (seconds; a lost
+teardown: until the next sweep ends it). A team's spend is the sum of its members' (a member of two teams
+counts in both).
 
 Reads per sweep, beyond the live jobs the sweep already read: per live job with a cap or an owner with a
 budget, its cluster (once a sweep); per owner of a live job, the owner's budget record; one Query of the
