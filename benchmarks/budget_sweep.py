@@ -4,10 +4,13 @@ For each N of `--finished`, a fresh in-memory job store (shared/store/memory.py,
 is seeded with N finished jobs this month for each of `--members` members of team `ml` (tests/history.py: one
 a minute, ending now), and one live job per member. Then one reconcile sweep runs through the real code
 (shared/jobs/reconcile.py) with no budget, with a monthly budget per user, and with the team's monthly budget;
-the store counts the items and requests DynamoDB would read. The monthly spend is read from the jobs of the
-month (one owner-index Query per owner per sweep), not kept as a running total: these rows say what it costs.
-The budgets' own reads (a GetItem per owner, and for a team one Query of the team budgets, one of each owner's
-teams and one of its members) are not counted here: they do not grow with history.
+the store counts the items and requests DynamoDB would read. The monthly spend is read from the owner's cost
+rollups of the month's days (one Query per owner per sweep: one item per day and cloud the owner ran on) plus
+the current clusters of the live jobs the sweep already read, never from the jobs of the month: the rows say
+that its reads grow with the days the history ran on this month, not with its jobs (one job a minute ending
+now: 10,000 jobs run over 7 to 8 UTC days, that many rollup items per member; a month holds at most 31).
+The budgets' own reads (a GetItem per owner, and for a team one Query of the team budgets, one of each
+owner's teams and one of its members) are not counted here: they do not grow with history either.
 
     .venv/bin/python benchmarks/budget_sweep.py                       # N = 100, 1k, 10k; 3 members
     .venv/bin/python benchmarks/budget_sweep.py --finished 1000 --members 10 --json

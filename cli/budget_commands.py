@@ -75,7 +75,7 @@ def _print(answer: BudgetResponse, as_json: bool) -> None:
         return
     for one in (answer, *answer.teams):
         whose = f"team {one.team}" if one.team else one.user_id
-        spent = f"${one.spent:.4f} (ended jobs ${one.spent_ended:.4f} + running ${one.spent_running:.4f})"
+        spent = f"${one.spent:.4f} (ended attempts ${one.spent_ended:.4f} + running ${one.spent_running:.4f})"
         if one.monthly is None:
             console.print(f"{whose}, {one.month}: no monthly budget; spent {spent}", soft_wrap=True)
             continue

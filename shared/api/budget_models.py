@@ -28,7 +28,9 @@ class BudgetResponse(BaseModel):
     month: str = Field(description="YYYY-MM, UTC.")
     monthly: float | None = Field(None, description="USD; None: no monthly budget.")
     action: str | None = None
-    spent: float = Field(description="USD this month: ended jobs plus running ones up to now.")
+    spent: float = Field(
+        description="USD this month: ended attempts (this month's share) plus the clusters running now."
+    )
     spent_ended: float
     spent_running: float
     percent: float | None = None

@@ -25,7 +25,8 @@ def month_start(epoch: float) -> float:
 
 @dataclass(frozen=True)
 class Spend:
-    """What a limit has been charged: `finished` (jobs that ended this month) plus `live` (running now)."""
+    """What a limit has been charged: `finished` (attempts that ended, this month's share) plus `live` (the
+    clusters running now, since the month started)."""
 
     finished: float
     live: float
@@ -45,9 +46,9 @@ def usd(value: float) -> str:
 
 
 def refusal(what: str, spent: Spend, limit: float) -> str:
-    """`monthly budget of user alice reached: spent $12.40 (ended jobs $10.00 + running $2.40) of $12.00`."""
+    """`monthly budget of 2026-11 reached: spent $12.40 (ended attempts $10.00 + running $2.40) of $12.00`"""
     return (
-        f"{what} reached: spent {usd(spent.total)} (ended jobs {usd(spent.finished)} + running "
+        f"{what} reached: spent {usd(spent.total)} (ended attempts {usd(spent.finished)} + running "
         f"{usd(spent.live)}) of {usd(limit)}; new launches are refused until it is raised or the month ends"
     )
 

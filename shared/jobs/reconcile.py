@@ -37,8 +37,9 @@ def reconcile(now: float | None = None, wiring: Wiring | None = None) -> dict[st
     wiring = wiring or current_wiring()
     now = time.time() if now is None else now
     done: dict[str, list[str]] = defaultdict(list)
-    budgets = BudgetSweep(wiring, now)
-    for job in wiring.store.live_jobs():
+    live = wiring.store.live_jobs()
+    budgets = BudgetSweep(wiring, now, live)
+    for job in live:
         _check_job(wiring, job, now, done)
         verdict = budgets.check(job)
         if verdict is not None:

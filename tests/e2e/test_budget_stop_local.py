@@ -139,8 +139,8 @@ def test_a_budget_reached_mid_job_notifies_stops_it_at_a_checkpoint_and_refuses_
     refused = runtime.cli("launch", str(task), "--detach")
     said = " ".join((refused.stdout + refused.stderr).split())
     assert refused.returncode != 0 and "Traceback" not in said
-    assert re.search(r"monthly budget of \d{4}-\d\d reached: spent \$[\d.]+ \(ended jobs \$[\d.]+ \+ running "
-                     r"\$[\d.]+\) of \$[\d.]+", said), said  # fmt: skip
+    assert re.search(r"monthly budget of \d{4}-\d\d reached: spent \$[\d.]+ \(ended attempts \$[\d.]+ \+ "
+                     r"running \$[\d.]+\) of \$[\d.]+", said), said  # fmt: skip
     shown = runtime.cli("budget", "show")
     assert shown.returncode == 0 and "monthly budget" in shown.stdout, shown.stdout
 
@@ -177,7 +177,7 @@ def test_a_team_budget_reached_mid_job_stops_it_at_a_checkpoint_and_refuses_a_te
     refused = _as(runtime, ben_key, "launch", str(bens), "--detach")
     said = " ".join((refused.stdout + refused.stderr).split())
     assert refused.returncode != 0 and "Traceback" not in said
-    assert re.search(rf"monthly budget of team {team} for \d{{4}}-\d\d reached: spent \$[\d.]+ \(ended jobs "
-                     r"\$[\d.]+ \+ running \$[\d.]+\) of \$[\d.]+", said), said  # fmt: skip
+    assert re.search(rf"monthly budget of team {team} for \d{{4}}-\d\d reached: spent \$[\d.]+ \(ended "
+                     r"attempts \$[\d.]+ \+ running \$[\d.]+\) of \$[\d.]+", said), said  # fmt: skip
     shown = _as(runtime, ben_key, "budget", "show", "--team", team)
     assert shown.returncode == 0 and f"team {team}" in shown.stdout, shown.stdout + shown.stderr

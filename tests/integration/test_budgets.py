@@ -130,7 +130,7 @@ def test_a_spent_monthly_budget_refuses_the_next_launch_with_the_arithmetic(
     assert set_budget.exit_code == 0 and "monthly budget $0.40" in set_budget.output, set_budget.output
     assert refused.exit_code != 0 and "Traceback" not in refused.output
     text = " ".join(refused.output.split())
-    assert re.search(r"monthly budget of \d{4}-\d\d reached: spent \$0\.50\d* \(ended jobs \$0\.0000 \+ "
+    assert re.search(r"monthly budget of \d{4}-\d\d reached: spent \$0\.50\d* \(ended attempts \$0\.0000 \+ "
                      r"running \$0\.50\d*\) of \$0\.4000", text), text  # fmt: skip
     assert bobs.exit_code == 0, bobs.output
     assert json.loads(shown.output)["percent"] >= 125

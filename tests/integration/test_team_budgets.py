@@ -112,7 +112,7 @@ def test_a_spent_team_budget_refuses_a_teammates_launch_with_the_arithmetic(
     refused = _launch(teams.carol, tmp_path)
     said = " ".join(refused.output.split())
     assert refused.exit_code != 0 and "Traceback" not in said
-    assert re.search(r"monthly budget of team ml for \d{4}-\d\d reached: spent \$0\.50\d* \(ended jobs "
+    assert re.search(r"monthly budget of team ml for \d{4}-\d\d reached: spent \$0\.50\d* \(ended attempts "
                      r"\$0\.0000 \+ running \$0\.50\d*\) of \$0\.4000", said), said  # fmt: skip
     assert _launch(teams.bob, tmp_path).exit_code == 0  # another team's budget is not this one
 

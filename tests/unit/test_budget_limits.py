@@ -17,7 +17,8 @@ def test_a_month_starts_at_midnight_utc_on_the_first() -> None:
 def test_a_refusal_shows_the_sum_and_its_parts() -> None:
     text = refusal("monthly budget of 2026-11", Spend(480.0, 32.4), 500.0)
     assert text.startswith(
-        "monthly budget of 2026-11 reached: spent $512.40 (ended jobs $480.00 + running $32.40) of $500.00"
+        "monthly budget of 2026-11 reached: spent $512.40 (ended attempts $480.00 + running $32.40) "
+        "of $500.00"
     )
 
 
