@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -120,6 +121,11 @@ def test_a_non_admin_cannot_set_or_clear_and_reads_only_their_teams_part(
 ) -> None:
     code, out = run("admin", "contracts", "set", str(contracts_file), *people["member"])
     assert code == 2 and "an admin key is needed" in out, out
+    url, key = people["member"][1], people["member"][3]
+    body = {"file": "mine.yaml", "text": contracts_file.read_text()}
+    auth = {"Authorization": f"Bearer {key}"}
+    assert httpx.put(f"{url}/admin/contracts", json=body, headers=auth).status_code == 403
+    assert httpx.delete(f"{url}/admin/contracts", headers=auth).status_code == 403
     assert run("admin", "contracts", "set", str(contracts_file), *people["admin"])[0] == 0
     assert run("admin", "contracts", "clear", *people["other"])[0] == 2
 
