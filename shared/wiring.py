@@ -81,8 +81,11 @@ class Wiring:
         """The deployment's contracts as an admin set them (shared/store/contract_records.py)."""
         if self.contract_records is not None:
             return self.contract_records
-        from shared.store.contract_records import DynamoContractRecords
+        from shared.store.contract_records import DynamoContractRecords, MemoryContractRecords
+        from shared.store.memory import MemoryJobStore
 
+        if isinstance(self.store, MemoryJobStore):  # a harness's jobs in memory (benchmarks/): none stored
+            return MemoryContractRecords()
         return DynamoContractRecords(self.settings)
 
     @property
