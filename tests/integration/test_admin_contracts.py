@@ -17,11 +17,17 @@ from typer.testing import CliRunner
 from cli.main import app as cli
 from shared.config import Settings
 from shared.config.env_names import ENV_CONTRACTS_FILE
+from shared.errors import ConflictError
 from shared.jobs.planning import plan_of
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.store import tenancy
 from shared.store.audit import read_audit
-from shared.store.contract_records import CONTRACTS_KEY, CONTRACTS_PARTITION, contracts_model
+from shared.store.contract_records import (
+    CONTRACTS_KEY,
+    CONTRACTS_PARTITION,
+    DynamoContractRecords,
+    contracts_model,
+)
 from shared.store.users import create_user, find_user
 from shared.wiring import wiring_for
 
@@ -163,3 +169,15 @@ def test_a_bad_contracts_file_names_the_file_and_the_key_and_stores_nothing(
     code, out = run("admin", "contracts", "set", str(bad), *people["admin"])
     assert code == 2 and str(bad) in out and "more than" in out and "Traceback" not in out, out
     assert wiring_for(stack).contracts.get() is None
+
+
+def test_two_admins_setting_over_the_same_version_the_second_is_refused_on_dynamodb(stack: Settings) -> None:
+    records = DynamoContractRecords(stack)
+    first = records.put("contracts: {}\n", "a.yaml", "u-a", after=0)
+    with pytest.raises(ConflictError):
+        records.put("contracts: {}\n", "b.yaml", "u-b", after=0)  # read before the first was stored
+    assert records.put("contracts: {}\n", "b.yaml", "u-b", after=first.version).version == 2
+    with pytest.raises(ConflictError):
+        records.put("contracts: {}\n", "c.yaml", "u-c", after=1)
+    stored = records.get()
+    assert stored is not None and (stored.version, stored.file) == (2, "b.yaml")
