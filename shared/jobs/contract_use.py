@@ -15,6 +15,8 @@ in its plan.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import threading
 import time
 import zlib
@@ -35,7 +37,7 @@ from shared.store import tenancy
 from shared.store.contract_records import StoredContracts
 from shared.store.job_store import JobStore
 from shared.store.models import JobModel
-from shared.task.positions import YamlSyntaxError, load_documents
+from shared.task.positions import Document, YamlSyntaxError, load_documents
 from shared.wiring import Wiring, wiring_for
 
 # States in which a job's current candidate holds (or is being given) its nodes.
@@ -44,6 +46,7 @@ HOLDING = frozenset(
 )
 
 FILE_KEYS = ("contracts", "teams", "aws", "gcp")
+FIELD_PARTS = re.compile(r"([^.\[\]]+)|\[(\d+)\]")  # "teams.ml.contracts.reservations[0].count"
 STORED_TTL_SECONDS = 60.0  # how stale a warm process's view of the stored contracts may be
 
 
@@ -148,23 +151,34 @@ def read_contracts(path: Path) -> DeploymentContracts:
 def contracts_values(text: str, where: str) -> dict[str, Any]:
     """The YAML mapping of a contracts file, read with the bounded loader (shared/task/bounded_yaml.py), its
     top-level keys checked. A UserError naming `where` (and the line) otherwise."""
+    return _checked(_document(text, where), where)
+
+
+def _document(text: str, where: str) -> Document | None:
     try:
         documents = load_documents(text)
     except YamlSyntaxError as error:
         raise UserError(error.message, file=where, line=error.line) from None
     if len(documents) > 1:
         raise UserError("must be one YAML document", file=where, line=documents[1].start_line)
-    values = (documents[0].value if documents else None) or {}
+    return documents[0] if documents else None
+
+
+def _checked(document: Document | None, where: str) -> dict[str, Any]:
+    values = (document.value if document else None) or {}
     if not isinstance(values, dict):
         raise UserError("must be a mapping with a contracts key", file=where)
     unknown = sorted(str(k) for k in set(values) - set(FILE_KEYS))
     if unknown:
-        raise UserError(f"unknown key {unknown[0]!r}", file=where, hint=f"use {', '.join(FILE_KEYS)}")
+        line = document.line_of((unknown[0],)) if document else None
+        raise UserError(
+            f"unknown key {unknown[0]!r}", file=where, line=line, hint=f"use {', '.join(FILE_KEYS)}"
+        )
     return values
 
 
 def parse_contracts(text: str, where: str) -> DeploymentContracts:
-    """The contracts of a file's text; a bad one is a UserError naming `where` and the key:
+    """The contracts of a file's text; a bad one is a UserError naming `where`, the key and its line:
 
     ```yaml
     contracts: {discounts: [...], reservations: [...]}   # everyone's (shared/optimizer/contract_terms.py)
@@ -172,14 +186,21 @@ def parse_contracts(text: str, where: str) -> DeploymentContracts:
       ml: {contracts: {...}}                              # members of team ml, on top
     ```
     """
-    values = contracts_values(text, where)
-    teams = values.get("teams") or {}
-    if not isinstance(teams, dict):
-        raise UserError("must map team names to their contracts", file=where, field="teams")
-    return DeploymentContracts(
-        contracts_from_config(values, where),
-        {str(name): _team_contracts(name, section, where) for name, section in teams.items()},
-    )
+    document = _document(text, where)
+    values = _checked(document, where)
+    try:
+        teams = values.get("teams") or {}
+        if not isinstance(teams, dict):
+            raise UserError("must map team names to their contracts", file=where, field="teams")
+        return DeploymentContracts(
+            contracts_from_config(values, where),
+            {str(name): _team_contracts(name, section, where) for name, section in teams.items()},
+        )
+    except UserError as error:
+        if error.line is not None or not error.field or document is None:
+            raise
+        path = tuple(int(i) if i else k for k, i in FIELD_PARTS.findall(error.field))
+        raise dataclasses.replace(error, line=document.line_of(path)) from None
 
 
 def _team_contracts(name: object, section: object, where: str) -> Contracts:

@@ -158,7 +158,7 @@ def test_a_bad_contracts_file_names_the_file_and_the_key_and_stores_nothing(
     bad.write_text(yaml.safe_dump({"teams": {"ml": team}}))
     code, out = run("admin", "contracts", "set", str(bad), *people["admin"])
     assert code == 2, out
-    assert str(bad) in out and "teams.ml.contracts.reservations[0].count" in out
+    assert f"{bad}:6: teams.ml.contracts.reservations[0].count: must be a whole number of nodes" in out
     assert "Traceback" not in out
     bad.write_text("contracts:\n  discounts: [\n")
     code, out = run("admin", "contracts", "set", str(bad), *people["admin"])
