@@ -168,6 +168,14 @@ def test_a_bad_contracts_file_names_the_file_and_the_key_and_stores_nothing(
     bad.write_text("\n".join(laughs) + "\n")  # a billion laughs: 10^9 values once expanded
     code, out = run("admin", "contracts", "set", str(bad), *people["admin"])
     assert code == 2 and str(bad) in out and "more than" in out and "Traceback" not in out, out
+    big = "contracts: {}\n" + "# padding\n" * 7000  # over 64 KB
+    bad.write_text(big)
+    code, out = run("admin", "contracts", "set", str(bad), *people["admin"])
+    assert code == 2 and f"{bad}: is {len(big)} bytes, over the 65536" in out, out
+    url, key = people["admin"][1], people["admin"][3]
+    answer = httpx.put(f"{url}/admin/contracts", json={"file": "big.yaml", "text": big},
+                       headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+    assert answer.status_code == 422 and answer.json()["field"] == "text", answer.text
     assert wiring_for(stack).contracts.get() is None
 
 
