@@ -41,6 +41,10 @@ Prefix = Annotated[str, typer.Option("--prefix", help="Only this part of the buc
 
 def register(app: typer.Typer) -> None:
     """Add `skyless admin ...` to the `skyless` command."""
+    from cli.contract_commands import contracts_app  # `admin contracts`: its own module
+
+    if all(group.name != "contracts" for group in admin_app.registered_groups):  # registered once
+        admin_app.add_typer(contracts_app, name="contracts")
     app.add_typer(admin_app, name="admin")
 
 

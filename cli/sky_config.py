@@ -140,7 +140,7 @@ def apply_sky_config(
 ) -> Applied:
     """The task text and clouds with the config applied, and a note for every key read. `plans_here`: the
     caller plans on this machine (`plan`), so the config's contracts apply; a launch is planned by the
-    deployment, at the contracts its operator declared."""
+    deployment, at the contracts an admin set (`skyless admin contracts set`)."""
     config = load_sky_config() if config is None else config
     if not config.values:
         return Applied(text, clouds, [])
@@ -171,8 +171,8 @@ def _contracts_not_applied(values: Mapping[str, Any], where: str) -> list[str]:
     keys += [f"{cloud}.{key}" for cloud in RESERVATION_CLOUDS for key in RESERVATION_KEYS
              if isinstance(values.get(cloud), dict) and key in values[cloud]]  # fmt: skip
     return [
-        f"{where}: {key}: read, not applied here: the deployment plans launches at the contracts its "
-        f"operator declared (SKYLESS_CONTRACTS_FILE); `skyless plan` uses this file's"
+        f"{where}: {key}: read, not applied here: the deployment plans launches at the contracts an "
+        f"admin set (`skyless admin contracts show`); `skyless plan` uses this file's"
         for key in keys
     ]
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from shared.budgets.records import BudgetStore
     from shared.catalog.model import Catalog
     from shared.price_refresh.versioned_catalog import StoredCatalogLoader
+    from shared.store.contract_records import ContractRecords
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Wiring:
     notification_records: NotificationStore | None = None  # None: the notifications table
     reaper_mark_records: ReaperMarks | None = None  # None: the events table's `reaper-marks` partition
     budget_records: BudgetStore | None = None  # None: the events table's `budgets` partition
+    contract_records: ContractRecords | None = None  # None: the events table's `contracts` item
 
     @cached_property
     def catalog_loader(self) -> StoredCatalogLoader:
@@ -73,6 +75,18 @@ class Wiring:
         from shared.budgets.records import DynamoBudgets
 
         return DynamoBudgets(self.settings)
+
+    @cached_property
+    def contracts(self) -> ContractRecords:
+        """The deployment's contracts as an admin set them (shared/store/contract_records.py)."""
+        if self.contract_records is not None:
+            return self.contract_records
+        from shared.store.contract_records import DynamoContractRecords, MemoryContractRecords
+        from shared.store.memory import MemoryJobStore
+
+        if isinstance(self.store, MemoryJobStore):  # a harness's jobs in memory (benchmarks/): none stored
+            return MemoryContractRecords()
+        return DynamoContractRecords(self.settings)
 
     @property
     def catalog(self) -> Catalog:

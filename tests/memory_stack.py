@@ -23,6 +23,7 @@ from shared.budgets.records import MemoryBudgets
 from shared.clouds.local import LocalCloud
 from shared.clouds.registry import ProviderRegistry
 from shared.config import Settings
+from shared.store.contract_records import MemoryContractRecords
 from shared.store.memory import MemoryJobStore
 from shared.store.memory_records import MemoryNotificationStore, MemoryReaperMarks, MemoryScheduleStore
 from shared.wiring import Wiring, install_wiring, uninstall_wiring
@@ -124,6 +125,7 @@ def memory_stack(home: Path, monkeypatch: pytest.MonkeyPatch, queues: MemoryQueu
         settings, store, queues, objects, ProviderRegistry(settings), store.cooldowns,  # type: ignore[arg-type]
         schedule_records=MemoryScheduleStore(), notification_records=MemoryNotificationStore(),
         reaper_mark_records=MemoryReaperMarks(), budget_records=MemoryBudgets(),
+        contract_records=MemoryContractRecords(),
     )  # fmt: skip
     install_wiring(wiring)
     try:

@@ -16,6 +16,7 @@ from functions.submit import (
     admin_views,
     budget_views,
     cluster_views,
+    contract_views,
     cost_views,
     gateway_events,
     job_views,
@@ -291,6 +292,7 @@ def delete_schedule(name: str, caller: User) -> dict[str, str]:
 
 admin_views.register(_route, lambda: query_params(app))  # /admin/*: users, teams, bucket grants, audit
 team_views.register(_route, lambda: query_params(app))  # /teams/*: members see the team's work, read-only
+contract_views.register(_route)  # /admin/contracts: the deployment's contracts
 
 # ------------------------------------------------------------ notifications (views: notification_views.py)
 

@@ -125,3 +125,17 @@ class TeamCluster(ClusterView):
 class TeamClusterList(BaseModel):
     team: str
     clusters: list[TeamCluster]
+
+
+class ContractsRequest(BaseModel):
+    file: str = Field(max_length=256, description="The file's name, as errors and `show` name it.")
+    text: str = Field(max_length=64 * 1024, description="The contracts file's YAML text.")
+
+
+class ContractsView(BaseModel):
+    version: int = Field(description="Grows by one with each change; 0: never set.")
+    file: str
+    text: str = Field(description="The YAML (a non-admin: the deployment's part and their teams' parts).")
+    teams: list[str] = Field(description="The teams whose part `text` holds.")
+    set_by: str | None = Field(None, description="The admin who set this version (admins only).")
+    set_at: float | None = None

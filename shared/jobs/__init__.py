@@ -11,7 +11,8 @@ once, with its boot token), `deadlines` (a deadline job's record, and what `plan
 config).
 Reads for the API: `views`, `job_listing` (a user's jobs a page at a time, with a cursor), `job_filters`,
 `blocks` (places a job may not use again), `cost_report`, `contract_use` (the deployment's contracts: what
-plans honour, what live jobs hold of each reservation, its use in a cost report);
+plans honour, what live jobs hold of each reservation, its use in a cost report), `contract_admin` (an admin
+sets, clears and shows them);
 `budget_checks` (cost caps and monthly budgets: refused launches, the sweep's notices and stops);
 `run_status` writes runs/<job>/status.json. The other modules are the steps' parts.
 """
@@ -22,6 +23,7 @@ __all__ = [
     "budget_checks",
     "cancellation",
     "containers",
+    "contract_admin",
     "contract_use",
     "cost_report",
     "deadlines",

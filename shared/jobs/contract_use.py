@@ -1,26 +1,31 @@
 """The deployment's contracts at plan time, what live jobs hold of each reservation now, and how much of
 each reservation a cost report's jobs used.
 
-The contracts file (`SKYLESS_CONTRACTS_FILE`, shared/config/catalog.py `ContractsConfig`; its operator's) is
-read once per warm process and again when it changes. A job is planned at the deployment's contracts and
-those of its owner's teams, never another team's. A reservation's free count is its size minus the nodes
-of the live jobs whose current candidate is in it: read from the live-jobs index (live jobs only, never a
-scan of every job), counting jobs that hold or are about to hold nodes there. Two jobs planned at the same
-moment may both see the last free nodes; the second launch is then refused by the cloud (a capacity error)
-and fails over to the list-price place right behind the reserved one in its plan.
+The deployment's contracts are what an admin stored (`skyless admin contracts set FILE`,
+shared/store/contract_records.py), read at most once a minute per warm process (`STORED_TTL_SECONDS`; at once
+in the process that stored them); where none are stored, the operator's file `SKYLESS_CONTRACTS_FILE`
+(shared/config/catalog.py `ContractsConfig`: the local runtime, tests), read again when it changes. A job is
+planned at the deployment's contracts and those of its owner's teams, never another team's. A reservation's
+free count is its size minus the nodes of the live jobs whose current candidate is in it: read from the
+live-jobs index (live jobs only, never a scan of every job), counting jobs that hold or are about to hold
+nodes there. Two jobs planned at the same moment may both see the last free nodes; the second launch is then
+refused by the cloud (a capacity error) and fails over to the list-price place right behind the reserved one
+in its plan.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import threading
+import time
 import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from shared.config import Settings
 from shared.config.catalog import ContractsConfig
@@ -29,9 +34,11 @@ from shared.jobs.cost_report import AttemptCost
 from shared.optimizer import Contracts, Plan, Reservation, TeamPrices, contracts_from_config, merged_contracts
 from shared.states import JobState
 from shared.store import tenancy
+from shared.store.contract_records import StoredContracts
 from shared.store.job_store import JobStore
 from shared.store.models import JobModel
-from shared.wiring import Wiring
+from shared.task.positions import Document, YamlSyntaxError, load_documents
+from shared.wiring import Wiring, wiring_for
 
 # States in which a job's current candidate holds (or is being given) its nodes.
 HOLDING = frozenset(
@@ -39,6 +46,8 @@ HOLDING = frozenset(
 )
 
 FILE_KEYS = ("contracts", "teams", "aws", "gcp")
+FIELD_PARTS = re.compile(r"([^.\[\]]+)|\[(\d+)\]")  # "teams.ml.contracts.reservations[0].count"
+STORED_TTL_SECONDS = 60.0  # how stale a warm process's view of the stored contracts may be
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,8 @@ class DeploymentContracts:
 
 
 _read: dict[Path, tuple[tuple[int, int], DeploymentContracts]] = {}
+_stored: dict[str, tuple[float, StoredContracts | None]] = {}  # events table -> (read at, what was there)
+_parsed: dict[tuple[str, int], DeploymentContracts] = {}  # (events table, version) -> its contracts
 _lock = threading.Lock()
 
 
@@ -72,10 +83,9 @@ def prices_for(
     wiring: Wiring, owner: str, job_id: str | None = None, config: ContractsConfig | None = None
 ) -> TeamPrices | None:
     """`deployment_prices` for whatever `owner` plans (a dry run: `job_id` None, nothing excluded)."""
-    config = config or ContractsConfig.from_env()
-    if config.path is None:
+    declared = declared_contracts(wiring, config)
+    if declared is None:
         return None
-    declared = read_contracts(config.path)
     teams = tenancy.teams_of(wiring.settings, owner) if declared.teams else set()
     contracts = declared.for_teams(teams)
     if not contracts:
@@ -84,9 +94,91 @@ def prices_for(
     return TeamPrices(contracts, in_use, at=datetime.now(UTC))
 
 
+def declared_contracts(wiring: Wiring, config: ContractsConfig | None = None) -> DeploymentContracts | None:
+    """The contracts an admin stored, else those of the operator's file, else None (list price)."""
+    stored = stored_contracts(wiring)
+    if stored is not None and stored.text:
+        key = (wiring.settings.table_name("events"), stored.version)
+        with _lock:
+            parsed = _parsed.get(key)
+        if parsed is None:
+            parsed = parse_contracts(stored.text, stored.file)
+            with _lock:
+                _parsed[key] = parsed
+        return parsed
+    config = config or ContractsConfig.from_env()
+    return read_contracts(config.path) if config.path is not None else None
+
+
+def stored_contracts(wiring: Wiring, *, fresh: bool = False) -> StoredContracts | None:
+    """The stored contracts item, as read at most `STORED_TTL_SECONDS` ago by this process (`fresh`: now)."""
+    table = wiring.settings.table_name("events")
+    now = time.monotonic()
+    with _lock:
+        cached = _stored.get(table)
+    if not fresh and cached is not None and now - cached[0] < STORED_TTL_SECONDS:
+        return cached[1]
+    stored = wiring.contracts.get()
+    remember_stored(wiring, stored)
+    return stored
+
+
+def remember_stored(wiring: Wiring, stored: StoredContracts | None) -> None:
+    """What this process just stored (or read) is what its next plans use, without waiting out the TTL."""
+    with _lock:
+        _stored[wiring.settings.table_name("events")] = (time.monotonic(), stored)
+
+
 def read_contracts(path: Path) -> DeploymentContracts:
-    """The contracts of a file (cached by modification time and size). A bad file is a UserError naming
-    it and the key:
+    """The contracts of a file (cached by modification time and size); see `parse_contracts`."""
+    try:
+        status = path.stat()
+        stamp = (status.st_mtime_ns, status.st_size)
+        with _lock:
+            cached = _read.get(path)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        why = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise UserError(f"cannot read the deployment's contracts: {why}", file=str(path)) from None
+    declared = parse_contracts(text, str(path))
+    with _lock:
+        _read[path] = (stamp, declared)
+    return declared
+
+
+def contracts_values(text: str, where: str) -> dict[str, Any]:
+    """The YAML mapping of a contracts file, read with the bounded loader (shared/task/bounded_yaml.py), its
+    top-level keys checked. A UserError naming `where` (and the line) otherwise."""
+    return _checked(_document(text, where), where)
+
+
+def _document(text: str, where: str) -> Document | None:
+    try:
+        documents = load_documents(text)
+    except YamlSyntaxError as error:
+        raise UserError(error.message, file=where, line=error.line) from None
+    if len(documents) > 1:
+        raise UserError("must be one YAML document", file=where, line=documents[1].start_line)
+    return documents[0] if documents else None
+
+
+def _checked(document: Document | None, where: str) -> dict[str, Any]:
+    values = (document.value if document else None) or {}
+    if not isinstance(values, dict):
+        raise UserError("must be a mapping with a contracts key", file=where)
+    unknown = sorted(str(k) for k in set(values) - set(FILE_KEYS))
+    if unknown:
+        line = document.line_of((unknown[0],)) if document else None
+        raise UserError(
+            f"unknown key {unknown[0]!r}", file=where, line=line, hint=f"use {', '.join(FILE_KEYS)}"
+        )
+    return values
+
+
+def parse_contracts(text: str, where: str) -> DeploymentContracts:
+    """The contracts of a file's text; a bad one is a UserError naming `where`, the key and its line:
 
     ```yaml
     contracts: {discounts: [...], reservations: [...]}   # everyone's (shared/optimizer/contract_terms.py)
@@ -94,36 +186,21 @@ def read_contracts(path: Path) -> DeploymentContracts:
       ml: {contracts: {...}}                              # members of team ml, on top
     ```
     """
+    document = _document(text, where)
+    values = _checked(document, where)
     try:
-        status = path.stat()
-        stamp = (status.st_mtime_ns, status.st_size)
-    except OSError as error:
-        raise UserError(f"cannot read the deployment's contracts: {error.strerror}", file=str(path)) from None
-    with _lock:
-        cached = _read.get(path)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-    where = str(path)
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise UserError("not valid YAML", file=where, line=mark.line + 1 if mark else None) from None
-    if not isinstance(values, dict):
-        raise UserError("must be a mapping with a contracts key", file=where)
-    unknown = sorted(set(values) - set(FILE_KEYS))
-    if unknown:
-        raise UserError(f"unknown key {unknown[0]!r}", file=where, hint=f"use {', '.join(FILE_KEYS)}")
-    teams = values.get("teams") or {}
-    if not isinstance(teams, dict):
-        raise UserError("must map team names to their contracts", file=where, field="teams")
-    declared = DeploymentContracts(
-        contracts_from_config(values, where),
-        {str(name): _team_contracts(name, section, where) for name, section in teams.items()},
-    )
-    with _lock:
-        _read[path] = (stamp, declared)
-    return declared
+        teams = values.get("teams") or {}
+        if not isinstance(teams, dict):
+            raise UserError("must map team names to their contracts", file=where, field="teams")
+        return DeploymentContracts(
+            contracts_from_config(values, where),
+            {str(name): _team_contracts(name, section, where) for name, section in teams.items()},
+        )
+    except UserError as error:
+        if error.line is not None or not error.field or document is None:
+            raise
+        path = tuple(int(i) if i else k for k, i in FIELD_PARTS.findall(error.field))
+        raise dataclasses.replace(error, line=document.line_of(path)) from None
 
 
 def _team_contracts(name: object, section: object, where: str) -> Contracts:
@@ -197,10 +274,9 @@ def deployment_reservation_use(
 ) -> list[dict[str, object]]:
     """`reservation_use` of the reservations `owner` may use (every one for None, an admin's report); [] when
     the deployment declares none."""
-    path = ContractsConfig.from_env().path
-    if path is None:
+    declared = declared_contracts(wiring_for(settings))
+    if declared is None:
         return []
-    declared = read_contracts(path)
     if owner is None:
         contracts = declared.every_reservation()
     else:

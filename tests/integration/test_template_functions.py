@@ -245,6 +245,10 @@ def journey(deployed: DeployedStack) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     key = create_user("alice", d.settings)
     api = "ApiFunction"
+    # the deployment's contracts, set by an admin: every plan below (API, optimize, submit) reads them
+    contracts = {"file": "contracts.yaml", "text": "contracts: {discounts: [{cloud: aws, on_demand: 10}]}\n"}
+    admin = create_user("root", d.settings, admin=True)
+    [seen["contracts_set"]] = d.invoke(api, [d.http("PUT", "/admin/contracts", key=admin, body=contracts)])
 
     [openapi, root, unauthenticated, notify_on, schedule, upload, submitted] = d.invoke(
         api,
@@ -538,6 +542,13 @@ def test_signing_out_of_the_dashboard_ends_the_session_for_a_replayed_cookie(jou
     logout, after = journey["logout"], journey["after_logout"]
     assert logout["statusCode"] == 303 and logout["headers"]["Location"].endswith("/dashboard/login"), logout
     assert after["statusCode"] == 303 and "why=signed_out" in after["headers"]["Location"], after
+
+
+def test_an_admins_contracts_are_stored_through_the_api_role(journey: dict[str, Any]) -> None:
+    assert journey["contracts_set"]["statusCode"] == 200, journey["contracts_set"]
+    assert json.loads(journey["contracts_set"]["body"])["version"] == 1
+    chosen = json.loads(journey["detail"]["body"])["plan"]["tasks"][0]["candidates"][0]  # optimize planned it
+    assert chosen["hourly_price"] == pytest.approx(chosen["list_price"] * 0.9)
 
 
 def test_the_queue_functions_report_no_failed_message(journey: dict[str, Any]) -> None:

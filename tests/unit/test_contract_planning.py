@@ -83,10 +83,14 @@ def test_a_reservation_is_used_until_live_jobs_hold_it_and_freed_when_they_end(
     assert any("reserved: 3 of 3 free in cr-0feed" in n for n in plan.notes)
 
 
-def test_a_bad_contracts_file_is_an_error_naming_the_file_and_key(stack: Any, contracts_file: Path) -> None:
+def test_a_bad_contracts_file_is_an_error_naming_the_file_the_key_and_its_line(
+    stack: Any, contracts_file: Path
+) -> None:
     contracts_file.write_text(yaml.safe_dump({"contracts": {"reservations": [{**RESERVATION, "count": -1}]}}))
     with pytest.raises(UserError) as caught:
         submit_job(
             wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=TASK, filename="serve.yaml")
         )
-    assert str(caught.value).startswith(f"{contracts_file}: contracts.reservations[0].count: must be a whole")
+    lines = contracts_file.read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "count: -1" in text)  # the bad key's own line
+    assert str(caught.value).startswith(f"{contracts_file}:{line}: contracts.reservations[0].count: must")

@@ -1,0 +1,40 @@
+"""/admin/contracts: the deployment's contracts (shared/jobs/contract_admin.py). An admin sets and clears
+them; any user reads the deployment's part and their own teams' parts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shared.api.admin_models import ContractsRequest, ContractsView
+from shared.config import Settings
+from shared.jobs.contract_admin import ContractsShown, clear_contracts, set_contracts, show_contracts
+from shared.store.users import User
+from shared.wiring import wiring_for
+
+Route = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
+ERRORS = (400, 403, 409, 413, 422)
+
+
+def _shown(shown: ContractsShown) -> ContractsView:
+    return ContractsView(**shown.__dict__)
+
+
+def register(route: Route) -> None:
+    """Add the /admin/contracts routes with `route` (app.py's `_route`)."""
+
+    @route("/admin/contracts", "PUT", "Set the deployment's contracts from a contracts file's text (admin)",
+           body=ContractsRequest, response=ContractsView, errors=ERRORS)  # fmt: skip
+    def put_contracts(caller: User, body: ContractsRequest) -> ContractsView:
+        wiring = wiring_for(Settings.from_env())
+        return _shown(set_contracts(wiring, caller, file=body.file, text=body.text))
+
+    @route("/admin/contracts", "GET", "The deployment's contracts (a non-admin: theirs and their teams')",
+           response=ContractsView, errors=ERRORS)  # fmt: skip
+    def get_contracts(caller: User) -> ContractsView:
+        return _shown(show_contracts(wiring_for(Settings.from_env()), caller))
+
+    @route("/admin/contracts", "DELETE", "Clear the deployment's contracts (admin)", response=ContractsView,
+           errors=ERRORS)  # fmt: skip
+    def delete_contracts(caller: User) -> ContractsView:
+        return _shown(clear_contracts(wiring_for(Settings.from_env()), caller))
