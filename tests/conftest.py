@@ -241,3 +241,21 @@ def local_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
         yield home
     finally:
         stop_local_runtime(home)
+
+
+@pytest.fixture
+def sky_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A SkyPilot user's fresh HOME with an empty `~/.sky`, no SkyPilot config variables, the default catalog
+    read anew, and the working directory beside it."""
+    home = tmp_path / "home"
+    (home / ".sky").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SKYLESS_HOME", str(home / ".skyless"))
+    for name in ("SKYPILOT_CONFIG", "SKYPILOT_GLOBAL_CONFIG", "SKYPILOT_PROJECT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    from shared.catalog.model import reset_default_catalog
+
+    reset_default_catalog()
+    yield home
+    reset_default_catalog()

@@ -6,7 +6,6 @@ without a traceback."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,19 +25,8 @@ RESERVED = {
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    (home / ".sky").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("SKYLESS_HOME", str(home / ".skyless"))
-    for name in ("SKYPILOT_CONFIG", "SKYPILOT_GLOBAL_CONFIG", "SKYPILOT_PROJECT_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    from shared.catalog.model import reset_default_catalog
-
-    reset_default_catalog()
-    yield home
-    reset_default_catalog()
+def home(sky_home: Path) -> Path:
+    return sky_home
 
 
 @pytest.fixture

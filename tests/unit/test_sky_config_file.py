@@ -5,7 +5,6 @@ ignored and why, skyless's own config on top, and a bad file named with its fiel
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,8 @@ TASK = "name: train\nresources:\n  cpus: 4+\nrun: python train.py\n"
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    (home / ".sky").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("SKYLESS_HOME", str(home / ".skyless"))
-    for name in ("SKYPILOT_CONFIG", "SKYPILOT_GLOBAL_CONFIG", "SKYPILOT_PROJECT_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    from shared.catalog.model import reset_default_catalog
-
-    reset_default_catalog()
-    yield home
-    reset_default_catalog()
+def home(sky_home: Path) -> Path:
+    return sky_home
 
 
 @pytest.fixture
