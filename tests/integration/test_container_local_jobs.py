@@ -13,7 +13,7 @@ import pytest
 from conftest import QueueDriver
 from test_agent_containers import podman as podman  # the fixture: a working podman and an image
 from test_lifecycle_agents import api as api  # the fixture: the real API over HTTP
-from test_lifecycle_agents import deliver, live_nodes, log_text, wait_for
+from test_lifecycle_agents import deliver, live_nodes, log_text, tear_down, wait_for
 
 from shared.config import Settings
 from shared.jobs.cancellation import cancel_job
@@ -68,7 +68,7 @@ def test_a_two_node_container_job_runs_setup_and_run_in_the_image_and_leaves_no_
         logs = log_text(settings, job_id, rank)
         assert "set up in inside-the-image" in logs  # setup ran in the image; run found what it left
         assert f"rank {rank} of 2 in /root/sky_workdir" in logs
-    deliver(queues, "provision")  # the teardown
+    tear_down(settings, queues)
     assert live_nodes(settings) == []
     assert containers_of(job_id, extra) == []
 

@@ -59,6 +59,16 @@ def deliver(queues: QueueDriver, kind: str) -> None:
     assert handler(queues.event(queues.receive(kind)), None) == {"batchItemFailures": []}
 
 
+def tear_down(settings: Settings, queues: QueueDriver, timeout: float = 30) -> None:
+    """Deliver the provision function's messages until no node of the stack is left running: the last
+    node's report reaches the API over HTTP, which ends the job and only then queues its teardown."""
+    deadline = time.monotonic() + timeout
+    deliver(queues, "provision")
+    while live_nodes(settings) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        deliver(queues, "provision")
+
+
 def wait_for(
     settings: Settings, job_id: str, condition: Callable[[JobView], bool], timeout: float = 60
 ) -> JobView:
@@ -92,7 +102,7 @@ def test_real_agents_run_a_two_node_task_to_success_and_nothing_is_left(
     assert done.state == JobState.SUCCEEDED, done.reason
     wait_for(api, job_id, lambda v: "step 3 on rank 1 of 2" in log_text(api, job_id, 1), timeout=10)
     assert "step 3 on rank 0 of 2" in log_text(api, job_id, 0)
-    deliver(queues, "provision")  # the teardown
+    tear_down(api, queues)
     assert live_nodes(api) == []
 
 
