@@ -163,7 +163,9 @@ def _fitting_offering(
     if not pinned:
         return None
     index = index_for(catalog, clouds_asked(pinned, enabled_clouds))
-    ranked = ranked_offerings(pinned, False, index, enabled_clouds, blocklist, "cost", num_nodes)
+    ranked = ranked_offerings(
+        pinned, False, index, enabled_clouds, blocklist, "cost", num_nodes, catalog=catalog
+    )
     for entry, spot, factor in islice(ranked, MAX_SCANNED):
         if entry[6].instance_type == reservation.instance_type:
             return candidate_from(entry, spot, num_nodes, hours * factor)

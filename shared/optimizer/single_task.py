@@ -148,7 +148,9 @@ def plan_task(
     requests = requests_of(choice)
     index = index_for(catalog, clouds_asked(requests, enabled_clouds))
     candidates: list[Candidate] = []
-    ranked = ranked_offerings(requests, choice.ordered, index, enabled_clouds, blocklist, minimize, num_nodes)
+    ranked = ranked_offerings(
+        requests, choice.ordered, index, enabled_clouds, blocklist, minimize, num_nodes, catalog=catalog
+    )
     for entry, spot, factor in ranked:
         candidates.append(candidate_from(entry, spot, num_nodes, hours * factor))
         if max_candidates is not None and len(candidates) >= max_candidates:
@@ -166,10 +168,13 @@ def ranked_offerings(
     blocklist: Sequence[Block],
     minimize: str,
     num_nodes: int = 1,
+    *,
+    catalog: HasOfferings | None = None,
 ) -> Iterator[tuple[Entry, bool, float]]:
-    """Every feasible (entry, spot, hours factor) once, best first; lazy, so callers stop early."""
+    """Every feasible (entry, spot, hours factor) once, best first; lazy, so callers stop early. `catalog`:
+    where the first request's instance type is looked up when `index` (the clouds asked) does not sell it."""
     blocks = _blocks_by_cloud(blocklist)
-    reference = _reference_speed(requests[0], index)
+    reference = _reference_speed(requests[0], index, catalog)
     streams = [
         heapq.merge(
             *(
@@ -217,11 +222,18 @@ def _blocks_by_cloud(blocklist: Sequence[Block]) -> dict[str, list[Block]]:
     return blocks
 
 
-def _reference_speed(request: ResourceRequest, index: OfferingIndex) -> float:
+def _reference_speed(
+    request: ResourceRequest, index: OfferingIndex, catalog: HasOfferings | None = None
+) -> float:
+    """The speed of the first requested hardware, the unit of every estimate. A named instance type is that
+    type's hardware whichever clouds are enabled (looked up in every cloud's part only when the clouds asked
+    do not sell it)."""
     if request.accelerator is not None:
         return hardware_speed(request.accelerator, float(request.accelerator_count or 1), 0.0)
     if request.instance_type is not None:
         keys = index.type_hardware(request.instance_type)
+        if not keys and catalog is not None:
+            keys = index_for(catalog).type_hardware(request.instance_type)
         if keys:
             return hardware_speed(keys[0][2], keys[0][3], keys[0][4])
     return hardware_speed(None, 0.0, request.cpus or DEFAULT_CPUS)
