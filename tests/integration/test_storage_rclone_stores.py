@@ -290,7 +290,7 @@ def test_a_gcs_mount_takes_the_token_the_agent_rewrites_once_the_old_one_expires
         StorageBackends(stores).for_store("gcs").create(bucket)
         # Go's oauth2 calls a token expired 10 s early; the first write must be uploaded before then, and a
         # loaded machine takes a while to mount and to write back.
-        soon = datetime.now(UTC) + timedelta(seconds=90)
+        soon = datetime.now(UTC) + timedelta(seconds=45)
         first = {"access_token": "first", "expiration": soon.strftime("%Y-%m-%dT%H:%M:%SZ")}
         entry = {"path": str(unmount_after), "mode": "MOUNT", "store": "gcs", "bucket": bucket, "prefix": "",
                  "write_back": True, "api": "gcs", "endpoint": proxy.url, "credentials": first}  # fmt: skip
@@ -299,13 +299,13 @@ def test_a_gcs_mount_takes_the_token_the_agent_rewrites_once_the_old_one_expires
         code, output = run_script(entry["rclone"]["mount"], {**os.environ, **entry["rclone"]["env"]}, 90)
         assert code == 0, output
         (unmount_after / "before.txt").write_text("1")
-        _wait_for(lambda: "before.txt" in _objects(stores, "gcs", bucket), 70)
+        _wait_for(lambda: "before.txt" in _objects(stores, "gcs", bucket), 30)
         assert set(proxy.authorizations) == {"Bearer first"}
 
         later = datetime.now(UTC) + timedelta(hours=1)  # what the agent does before credentials expire
         entry["credentials"] = {"access_token": "second", "expiration": later.strftime("%Y-%m-%dT%H:%M:%SZ")}
         write_credential_file(entry)
-        _wait_for(lambda: datetime.now(UTC) > soon + timedelta(seconds=2), 100)
+        _wait_for(lambda: datetime.now(UTC) > soon + timedelta(seconds=2), 60)
         proxy.authorizations.clear()
         (unmount_after / "after.txt").write_text("2")
         _wait_for(lambda: "after.txt" in _objects(stores, "gcs", bucket), 30)
