@@ -20,7 +20,9 @@ from shared.clouds.local import LocalCloud
 NODE_PROGRAM = (
     "import json, os, subprocess, sys, time\n"
     "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-    "json.dump({**dict(os.environ), 'CHILD_PID': str(child.pid)}, open('env.json', 'w'))\n"
+    "with open('env.tmp', 'w') as f:\n"
+    "    json.dump({**dict(os.environ), 'CHILD_PID': str(child.pid)}, f)\n"
+    "os.replace('env.tmp', 'env.json')  # the test reads it whole or not at all\n"
     "time.sleep(600)\n"
 )
 
