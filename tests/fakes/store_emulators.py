@@ -121,7 +121,13 @@ def fuse_or_skip() -> None:
 
 class RecordingProxy:
     """Forwards every request to `target` (an emulator) and records the Authorization header it carried:
-    which credentials a client really sent, where the emulator checks none."""
+    which credentials a client really sent, where the emulator checks none. The body goes on whole, so the
+    connection's own headers stay behind: a chunked upload (rclone's to GCS) forwarded still saying
+    `Transfer-Encoding: chunked` came back from the emulator as 64 bytes for a 1-byte file, and rclone
+    deleted it as corrupted on transfer and retried 10, 20, 40 s later."""
+
+    HOP_BY_HOP = frozenset({"host", "connection", "keep-alive", "transfer-encoding", "content-length", "te",
+                            "trailer", "upgrade"})  # fmt: skip
 
     def __init__(self, target: str) -> None:
         self.target = target.rstrip("/")
@@ -134,7 +140,7 @@ class RecordingProxy:
 
         self.authorizations.append(request.headers.get("Authorization"))
         path = request.full_path if request.query_string else request.path
-        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in self.HOP_BY_HOP}
         answer = httpx.request(
             request.method, self.target + path, content=request.get_data(), headers=headers
         )

@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -279,18 +280,24 @@ def test_the_spot_example_resumes_from_a_gcs_bucket_or_azure_container_mounted_b
     assert not StorageBackends(stores).for_store(store).exists(bucket)
 
 
+def _names(settings: Settings, bucket: str) -> set[str]:
+    backend: Any = StorageBackends(settings).for_store("gcs")
+    return {blob.name for blob in backend.client().list_blobs(bucket)}
+
+
 def test_a_gcs_mount_takes_the_token_the_agent_rewrites_once_the_old_one_expires(
     stores: Settings, gcs_emulator: str, tmp_path: Path, unmount_after: Path
 ):
+    """rclone (lib/oauthutil) reads its config file again only when the token it holds is expired, which
+    Go's oauth2 calls it 10 s before `expiry`; the agent has rewritten the file by then."""
     fuse_or_skip()
     proxy = RecordingProxy(gcs_emulator)
     proxy.server.start()
     try:
         bucket = f"refresh-{uuid.uuid4().hex[:10]}"
         StorageBackends(stores).for_store("gcs").create(bucket)
-        # Go's oauth2 calls a token expired 10 s early; the first write must be uploaded before then, and a
-        # loaded machine takes a while to mount and to write back.
-        soon = datetime.now(UTC) + timedelta(seconds=45)
+        # The mount, rclone's 5 s write-back delay and the first upload all happen under the first token.
+        soon = datetime.now(UTC) + timedelta(seconds=60)
         first = {"access_token": "first", "expiration": soon.strftime("%Y-%m-%dT%H:%M:%SZ")}
         entry = {"path": str(unmount_after), "mode": "MOUNT", "store": "gcs", "bucket": bucket, "prefix": "",
                  "write_back": True, "api": "gcs", "endpoint": proxy.url, "credentials": first}  # fmt: skip
@@ -298,17 +305,32 @@ def test_a_gcs_mount_takes_the_token_the_agent_rewrites_once_the_old_one_expires
         write_credential_file(entry)
         code, output = run_script(entry["rclone"]["mount"], {**os.environ, **entry["rclone"]["env"]}, 90)
         assert code == 0, output
+        log = tmp_path / ".skyless" / "storage" / "7" / "rclone.log"
+
+        def uploaded(name: str, body: bytes, seconds: float) -> None:
+            """`name` reached the bucket, and is still there with `body` once rclone's upload queue is
+            empty (rclone deletes an upload it finds corrupt and queues it again)."""
+            try:
+                _wait_for(lambda: name in _names(stores, bucket), seconds)
+            except AssertionError:
+                raise AssertionError(
+                    f"{name} not uploaded in {seconds:.0f} s: {log.read_text()[-2000:]}"
+                ) from None
+            code, output = run_script(entry["rclone"]["flush"], dict(os.environ), 120)
+            assert code == 0, f"rclone still has uploads queued: {output} {log.read_text()[-2000:]}"
+            assert _objects(stores, "gcs", bucket).get(name) == body, log.read_text()[-2000:]
+
         (unmount_after / "before.txt").write_text("1")
-        _wait_for(lambda: "before.txt" in _objects(stores, "gcs", bucket), 30)
+        uploaded("before.txt", b"1", (soon - timedelta(seconds=10) - datetime.now(UTC)).total_seconds())
         assert set(proxy.authorizations) == {"Bearer first"}
 
         later = datetime.now(UTC) + timedelta(hours=1)  # what the agent does before credentials expire
         entry["credentials"] = {"access_token": "second", "expiration": later.strftime("%Y-%m-%dT%H:%M:%SZ")}
         write_credential_file(entry)
-        _wait_for(lambda: datetime.now(UTC) > soon + timedelta(seconds=2), 60)
+        time.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds() + 2))  # the first token is dead
         proxy.authorizations.clear()
         (unmount_after / "after.txt").write_text("2")
-        _wait_for(lambda: "after.txt" in _objects(stores, "gcs", bucket), 30)
+        uploaded("after.txt", b"2", 60)
         assert set(proxy.authorizations) == {"Bearer second"}, proxy.authorizations
     finally:
         proxy.server.stop()
