@@ -116,7 +116,7 @@ class Agent:
             shipper.write(
                 f"skyless: {url} -> {entry['path']} ({entry['mode']}, {count} object(s))\n".encode()
             )
-        if any(e.get("write_back") for e in self.storage):
+        if self.mounted or any(e.get("write_back") for e in self.storage):  # rclone needs fresh credentials
             threading.Thread(target=self.sync_storage, name="storage-sync", daemon=True).start()
 
     def sync_storage(self) -> None:

@@ -41,6 +41,8 @@ class AgentProtocolServer:
         self.metadata_notice: str | None = None
         self.cancel_after: str | None = None  # answer {"cancel": true} to statuses after this phase
         self.on_status: Any = None  # called with each status post before it is answered
+        self.fresh_storage: Any = lambda: []  # what POST /agent/{job}/storage answers (fresh credentials)
+        self.storage_requests = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,6 +85,10 @@ class AgentProtocolServer:
                 if self.headers.get("Authorization") != f"Bearer {AGENT_TOKEN}":
                     outer.unauthorized += 1
                     self._send(401)
+                    return
+                if self.path.endswith("/storage"):
+                    outer.storage_requests += 1
+                    self._send(200, json.dumps({"storage": outer.fresh_storage()}).encode())
                     return
                 if outer.fail_next_status > 0:
                     outer.fail_next_status -= 1

@@ -334,3 +334,51 @@ def test_a_gcs_mount_takes_the_token_the_agent_rewrites_once_the_old_one_expires
         assert set(proxy.authorizations) == {"Bearer second"}, proxy.authorizations
     finally:
         proxy.server.stop()
+
+
+def test_the_agent_refreshes_the_token_of_a_mount_it_only_reads(
+    stores: Settings, moto_endpoint: str, tmp_path: Path, unmount_after: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The agent asks for fresh credentials when they expire within CREDENTIAL_REFRESH_SECONDS for every
+    rclone mount, not only for one it writes back: a read-only mount lost its bucket when its token died."""
+    fuse_or_skip()
+    monkeypatch.setenv("SKYLESS_STORAGE_CREDENTIAL_SECONDS", "300")  # inside the agent's refresh window
+    bucket = f"read-{uuid.uuid4().hex[:10]}"
+    StorageBackends(stores).for_store("gcs").create(bucket)
+    put_grant(stores, Grant(bucket, "user:u-a", "", write=False))  # not skyless's: read-only once granted
+    _put(stores, "gcs", bucket, "data.txt", b"d")
+    mount = unmount_after
+    source = (
+        f"    source: gs://{bucket}\n    mode: MOUNT\n    config:\n      mount:\n        read_only: true\n"
+    )
+    task = load_pipeline(f"file_mounts:\n  {mount}:\n{source}run: ls\n").tasks[0]
+    job, home = _job(), tmp_path / "node"
+    s3 = boto3.client("s3", endpoint_url=moto_endpoint)
+    logs = f"logs-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=logs)
+    config = _config(s3, logs, job.job_id, run=f"echo read:$(cat {mount}/data.txt); sleep 8", setup=None)
+    config["storage"] = _node_entries(stores, job, task, "gcp", home)
+    (entry,) = config["storage"]
+    assert entry["write_back"] is False
+    issued = entry["credentials"]["access_token"]
+    rclone_config = Path(entry["rclone"]["credentials_file"])
+    fake, server = start_fake_gcp_metadata()
+    try:
+        with AgentProtocolServer(config, not_ready_times=0) as api:
+            api.fresh_storage = lambda: _node_entries(stores, job, task, "gcp", home)
+            agent = _start_agent(api.url, job.job_id, home, SKYLESS_STORAGE_SYNC_SECONDS="1",
+                                 SKYLESS_CLOUD="gcp", SKYLESS_GCP_METADATA_URL=fake.url)  # fmt: skip
+            try:
+                assert agent.wait(120) == 0, agent.stderr.read().decode()[-3000:]
+            finally:
+                if agent.poll() is None:
+                    agent.kill()
+                    agent.wait(10)
+            assert api.phases() == ["setting_up", "running", "succeeded"]
+    finally:
+        server.stop()
+    assert "read:d" in _shipped_log(s3, logs, f"runs/{job.job_id}/logs/1/")
+    assert api.storage_requests >= 1
+    written = rclone_config.read_text()
+    assert issued not in written and '"access_token":"downscoped-' in written, written
+    assert stat.S_IMODE(rclone_config.stat().st_mode) == 0o600
