@@ -23,9 +23,7 @@ duplicate, or one a newer decision replaced) is dropped, so duplicates never mul
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared.aws.queues import MAX_DELAY_SECONDS
@@ -37,6 +35,7 @@ from shared.jobs.deadlines import (
     deadline_state,
     history_json,
     history_of,
+    job_probes,
     policy_config,
     policy_places,
     probe_view,
@@ -55,8 +54,7 @@ from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
 from shared.optimizer.cooling import place_of
-from shared.optimizer.plan import Candidate
-from shared.optimizer.probes import Refusal, SpotProbes, spot_probes, with_refusal
+from shared.optimizer.probes import with_refusal
 from shared.spot_policy import Market, PlaceOption, SpotHistory, UseSpot, Wait, decide, next_check
 from shared.states import JobState
 from shared.store.models import JobModel
@@ -103,7 +101,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         if not places:
             break
         now = time.time()
-        probes = probes_of(wiring, job, refusals, now, history, by_key)
+        probes = job_probes(wiring.settings, job.job_id, refusals, now, history)
         decision = decide(
             deadline_state(job, None, now), places, probe_view(history, by_key, probes, config.retry), config
         )
@@ -181,7 +179,7 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     cooling, refusals = wiring.cooldowns.evidence(now)
     history = with_shared_evidence(history_of(job), by_key, cooling)
     config = policy_config(wiring.settings)
-    probes = probes_of(wiring, job, refusals, now, history, by_key)
+    probes = job_probes(wiring.settings, job.job_id, refusals, now, history)
     decision = decide(state, places, probe_view(history, by_key, probes, config.retry), config)
     if isinstance(decision, Wait):
         cause = f"deadline policy: {decision.reason}"
@@ -211,7 +209,7 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
         if market is Market.SPOT:  # the refusal is evidence: ask at once for the next place, as a launch does
             zone = place_of(candidate.cloud, candidate.region, candidate.zone)
             refusals = with_refusal(refusals, zone, now, f"{job.job_id}-{int(job.attempt)}")
-        probes = probes_of(wiring, job, refusals, now, history, by_key)
+        probes = job_probes(wiring.settings, job.job_id, refusals, now, history)
         decision = decide(state, places, probe_view(history, by_key, probes, config.retry), config)
     changes = {"policy_reason": reason, "next_check_at": check_at, "spot_history": history_json(history)}
     if not wiring.store.save_progress(job, changes):
@@ -219,33 +217,6 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     if check_at is not None:
         send_provision_at(wiring, _check_body(job), check_at)
     return Outcome.DONE
-
-
-def probes_of(
-    wiring: Wiring,
-    job: JobModel,
-    refusals: Mapping[str, Sequence[Refusal]],
-    now: float,
-    history: Mapping[str, SpotHistory],
-    by_key: Mapping[str, Candidate],
-) -> SpotProbes:
-    """The zones' waits and the job's budget. A zone's wait counts only the refusals since this job last
-    got spot there: that launch ended the outage they were evidence of, so a preemption after a long run
-    is not met with the backoff of the outage before it. The budget counts every refusal of the job."""
-    settings = wiring.settings
-    retry, per_hour = float(settings.deadline_retry_seconds), int(settings.spot_refusals_per_hour)
-    probes = spot_probes(refusals, job.job_id, now, retry=retry, per_hour=per_hour)
-    seen: dict[str, float] = {}
-    for key, candidate in by_key.items():
-        at = history.get(key, SpotHistory()).last_available
-        zone = place_of(candidate.cloud, candidate.region, candidate.zone)
-        if at is not None and at > seen.get(zone, 0.0):
-            seen[zone] = at
-    if not seen:
-        return probes
-    since = {zone: [r for r in listed if r[0] > seen.get(zone, 0.0)] for zone, listed in refusals.items()}
-    zones = spot_probes(since, job.job_id, now, retry=retry, per_hour=per_hour).zones
-    return dataclasses.replace(probes, zones=zones)
 
 
 def _wait(

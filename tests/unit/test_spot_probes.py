@@ -100,26 +100,23 @@ def test_a_zones_wait_for_a_job_counts_only_the_refusals_since_it_last_got_spot_
     """An hour of refusals, then this job got spot in the zone and ran 20 min until a preemption: the first
     refusal after it waits the retry (a new outage), not the backoff of the outage before; another job,
     which has not seen spot there, keeps the backoff; the job's hourly limit still counts every refusal."""
-    from types import SimpleNamespace
-
     from shared.config import Settings
-    from shared.jobs.deadline_launch import probes_of
-    from shared.store.models import JobModel
+    from shared.jobs.deadlines import job_probes
 
     key = place_key("aws", "us-east-1", "us-east-1a", "m5.large")
-    by_key = {key: _candidate("us-east-1a")}
     outage = [(1000.0 + 300 * i, "a-0") for i in range(12)]  # this job's refusals in the zone
     launched = outage[-1][0] + 60
     after = launched + 1200 + 300
     refusals = with_refusal({ZONE: outage}, ZONE, after, "a-1")
-    wiring = SimpleNamespace(settings=Settings(deadline_retry_seconds=300, spot_refusals_per_hour=12))
+    settings = Settings(deadline_retry_seconds=300, spot_refusals_per_hour=12)
     history = {key: SpotHistory(last_available=launched)}
 
     def probes(job_id: str, now: float, seen: dict[str, SpotHistory]) -> SpotProbes:
-        job = JobModel(job_id=job_id, owner="x")
-        return probes_of(wiring, job, refusals, now, seen, by_key)  # type: ignore[arg-type]
+        return job_probes(settings, job_id, refusals, now, seen)
 
     assert probes("a", after + 1, history).not_before(ZONE) == approx(after + RETRY)
     wait = probes("b", after + 1, {}).not_before(ZONE)
     assert wait is not None and wait - after > 2 * RETRY  # the older refusals still count (decayed)
     assert probes("a", launched, history).budget_until() is not None  # 12 in the last hour: limit holds
+    status = probes("a", after + 1, history).lines([ZONE])  # what `status` says
+    assert status[0].endswith("next probe in 5 min"), status
