@@ -10,8 +10,8 @@ moment it named, by a delayed message (never a sleeping process).
   (the safety-net time of a spot cluster still starting, a new try of spot from on-demand) the policy
   is asked about the running cluster; if its answer is another place or market, the new capacity is
   obtained first and the running attempt let go only then (shared/jobs/make_before_break.py); a refused
-  launch leaves the running cluster as it is, and the policy is asked again at once with the refusal known
-  (the next zone or region whose wait is over), as a launch does, each place and market once per check.
+  launch leaves the running cluster as it is (the policy is asked again at the next check, not at once: a
+  check trying every zone would spend the job's hourly refusals in a burst, then probe none for an hour).
   A `Wait` lets the cluster go through recovery.
 - **No recovery limit**: preemptions never take spot away from a deadline job; its policy alone (whose
   safety net keeps the deadline) decides, for as long as it wants spot.
@@ -184,33 +184,23 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     if isinstance(decision, Wait):
         cause = f"deadline policy: {decision.reason}"
         return recover_job(wiring, job, cause, preempted=False, counts_as_restart=True)
-    check_at, reason = next_check(decision), decision.reason
-    tried: set[tuple[str, Market]] = set()
-    while not isinstance(decision, Wait):
-        market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
-        stays = decision.place == current.place and market is current.market
-        if stays or (decision.place, market) in tried:
-            break
-        tried.add((decision.place, market))
+    market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
+    check_at = next_check(decision)
+    reason = decision.reason
+    if decision.place != current.place or market is not current.market:
         option = next(o for o in places if o.place == decision.place)
         planned = by_key[decision.place]
         candidate = candidate_for(option, planned, market)
         outcome, history, refused = move_when_obtained(
             wiring, job, cluster, candidate, candidates.index(planned),  # type: ignore[arg-type]
-            place=decision.place, reason=decision.reason, history=history, check_at=next_check(decision),
+            place=decision.place, reason=decision.reason, history=history, check_at=check_at,
         )  # fmt: skip
         if refused is None:
-            check_at = next_check(decision)
             if outcome is Outcome.DONE and check_at is not None:
                 send_provision_at(wiring, {**_check_body(job), "attempt": int(job.attempt) + 1}, check_at)
             return outcome
         check_at = now + float(wiring.settings.deadline_retry_seconds)  # asked again, with the refusal known
         reason = f"stayed on {current.place} ({current.market}): {refused}"
-        if market is Market.SPOT:  # the refusal is evidence: ask at once for the next place, as a launch does
-            zone = place_of(candidate.cloud, candidate.region, candidate.zone)
-            refusals = with_refusal(refusals, zone, now, f"{job.job_id}-{int(job.attempt)}")
-        probes = job_probes(wiring.settings, job.job_id, refusals, now, history)
-        decision = decide(state, places, probe_view(history, by_key, probes, config.retry), config)
     changes = {"policy_reason": reason, "next_check_at": check_at, "spot_history": history_json(history)}
     if not wiring.store.save_progress(job, changes):
         return Outcome.ALREADY_DONE

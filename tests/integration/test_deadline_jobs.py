@@ -232,40 +232,11 @@ def test_a_check_whose_spot_launch_is_refused_leaves_the_on_demand_cluster_runni
         after = view(fast, job_id)
         assert after.state == before.state and after.attempt == 0 and after.use_spot is False
         assert live_clusters(fast, job_id) == {f"{job_id}-0"}  # untouched, and no spot cluster left over
-        why = after.deadline["why"] if after.deadline else None
-        assert why is not None and ("stayed on" in why or "no spot capacity" in why), why  # zones waiting
+        assert after.deadline is not None and "stayed on" in (after.deadline["why"] or "")
     stored = store.get(job_id)
     assert stored is not None and stored.next_check_at is not None and stored.next_check_at > time.time()
     refused = json.loads(stored.spot_history)  # the refusals are the policy's evidence
     assert any(h["last_unavailable"] is not None for h in refused.values()), refused
-
-
-def test_a_check_refused_spot_in_one_zone_moves_to_the_next_zone_in_the_same_check(
-    fast: Settings, queues: QueueDriver
-):
-    rules = LocalCloud(fast.home)
-    rules.set_capacity_rules({"no_spot_capacity": ["*"]})
-    job_id = submit(fast, queues, deadline="600s", hours=500 / 3600)
-    assert view(fast, job_id).use_spot is False
-    rules.set_capacity_rules({"no_spot_capacity": ZONES[:2]})  # spot is back in the last zone only
-    job = wiring_for(fast).store.get(job_id)
-    assert job is not None and job.next_check_at is not None
-    check = {"job_id": job_id, "attempt": 0, "action": "deadline_check", "not_before": job.next_check_at}
-    time.sleep(max(0.0, float(job.next_check_at) - time.time()))
-    deliver(queues, "provision", [record(check)])
-    moved = view(fast, job_id)  # not 300 s later at the next check: asked again at once, refusals known
-    assert moved.state == JobState.SETTING_UP and moved.attempt == 1
-    assert moved.use_spot is True and moved.zone == "us-east-1c"
-    assert live_clusters(fast, job_id) == {f"{job_id}-1"}  # the on-demand cluster let go once spot was up
-    stored = wiring_for(fast).store.get(job_id)
-    assert stored is not None
-    history = json.loads(stored.spot_history)
-    refused_since = {
-        place.split(" ")[0]
-        for place, h in history.items()
-        if h["last_unavailable"] is not None and h["last_unavailable"] >= float(check["not_before"]) - 1
-    }
-    assert refused_since == set(ZONES[:2])  # each refused zone tried once in the check
 
 
 def test_a_deadline_job_keeps_spot_through_more_preemptions_than_any_limit(
