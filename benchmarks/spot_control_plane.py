@@ -150,7 +150,9 @@ class ControlPlaneRun:
     # -- the stack -----------------------------------------------------------------------------
 
     def _settings(self, home: Path) -> Settings:
-        return Settings(
+        """The product's settings from this environment (SKYLESS_SPOT_REFUSALS_PER_HOUR,
+        SKYLESS_DEADLINE_RETRY_SECONDS ... as a deployment sets them), wired to the simulated stack."""
+        return Settings.from_env(os.environ).with_(
             prefix=f"b{uuid.uuid4().hex[:10]}",
             region="us-east-1",
             endpoint_url=NOWHERE,
@@ -517,13 +519,16 @@ def main(argv: list[str]) -> int:
     traces = [load_zone_trace(Path(f)) for f in files]
     span = min(len(t.counts) * t.gap for t in traces) / HOUR - (args.deadline_hours or args.work_hours) - 1
     starts = args.start_hours or [round(i * max(span, 0) / 4, 1) for i in range(5)]
+    env = Settings.from_env(os.environ)
     if not args.json:
         print(
             f"control plane: {len(traces)} zone(s) ({', '.join(t.zone for t in traces)}), "
             f"{args.nodes} node(s), "
             f"{args.work_hours:g} h of work, deadline {args.deadline_hours or 'none'} h, restart "
             f"{args.restart_hours:g} h, on-demand ${args.on_demand_price}/h, "
-            f"spot ${args.spot_price}/h per node; policy {args.policy}"
+            f"spot ${args.spot_price}/h per node; policy {args.policy}; refused spot launches per job "
+            f"<= {env.spot_refusals_per_hour or 'any'}/h, retry {env.deadline_retry_seconds} s, reaction "
+            f"{env.deadline_reaction_seconds} s (SKYLESS_*)"
         )
         print(
             f"{'start h':>8} {'cost':>6} {'replay':>6} {'best':>6} {'finished h':>10} {'missed':>6} "

@@ -10,7 +10,9 @@ moment it named, by a delayed message (never a sleeping process).
   (the safety-net time of a spot cluster still starting, a new try of spot from on-demand) the policy
   is asked about the running cluster; if its answer is another place or market, the new capacity is
   obtained first and the running attempt let go only then (shared/jobs/make_before_break.py); a refused
-  launch leaves the running cluster as it is. A `Wait` lets the cluster go through recovery.
+  launch leaves the running cluster as it is (the policy is asked again at the next check, not at once: a
+  check trying every zone would spend the job's hourly refusals in a burst, then probe none for an hour).
+  A `Wait` lets the cluster go through recovery.
 - **No recovery limit**: preemptions never take spot away from a deadline job; its policy alone (whose
   safety net keeps the deadline) decides, for as long as it wants spot.
 
@@ -22,7 +24,6 @@ duplicate, or one a newer decision replaced) is dropped, so duplicates never mul
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared.aws.queues import MAX_DELAY_SECONDS
@@ -34,6 +35,7 @@ from shared.jobs.deadlines import (
     deadline_state,
     history_json,
     history_of,
+    job_probes,
     policy_config,
     policy_places,
     probe_view,
@@ -52,7 +54,7 @@ from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
 from shared.optimizer.cooling import place_of
-from shared.optimizer.probes import Refusal, SpotProbes, spot_probes, with_refusal
+from shared.optimizer.probes import with_refusal
 from shared.spot_policy import Market, PlaceOption, SpotHistory, UseSpot, Wait, decide, next_check
 from shared.states import JobState
 from shared.store.models import JobModel
@@ -99,7 +101,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         if not places:
             break
         now = time.time()
-        probes = probes_of(wiring, job, refusals, now)
+        probes = job_probes(wiring.settings, job.job_id, refusals, now, history)
         decision = decide(
             deadline_state(job, None, now), places, probe_view(history, by_key, probes, config.retry), config
         )
@@ -177,7 +179,7 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     cooling, refusals = wiring.cooldowns.evidence(now)
     history = with_shared_evidence(history_of(job), by_key, cooling)
     config = policy_config(wiring.settings)
-    probes = probes_of(wiring, job, refusals, now)
+    probes = job_probes(wiring.settings, job.job_id, refusals, now, history)
     decision = decide(state, places, probe_view(history, by_key, probes, config.retry), config)
     if isinstance(decision, Wait):
         cause = f"deadline policy: {decision.reason}"
@@ -205,14 +207,6 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     if check_at is not None:
         send_provision_at(wiring, _check_body(job), check_at)
     return Outcome.DONE
-
-
-def probes_of(
-    wiring: Wiring, job: JobModel, refusals: Mapping[str, Sequence[Refusal]], now: float
-) -> SpotProbes:
-    settings = wiring.settings
-    return spot_probes(refusals, job.job_id, now, retry=float(settings.deadline_retry_seconds),
-                       per_hour=int(settings.spot_refusals_per_hour))  # fmt: skip
 
 
 def _wait(

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from shared.config import Settings
 from shared.errors import UserError
 from shared.optimizer.cooling import Cooling, place_of
 from shared.optimizer.plan import Block, Candidate
-from shared.optimizer.probes import SpotProbes
+from shared.optimizer.probes import Refusal, SpotProbes, spot_probes
 from shared.spot_policy import (
     DeadlineState,
     Market,
@@ -217,6 +217,31 @@ def probe_view(
             last_available=None if seen is None else min(seen, shown),
         )
     return out
+
+
+def job_probes(
+    settings: Settings,
+    job_id: str,
+    refusals: Mapping[str, Sequence[Refusal]],
+    now: float,
+    history: Mapping[str, SpotHistory],
+) -> SpotProbes:
+    """The zones' waits and the job's hourly budget (shared/optimizer/probes.py) as this job obeys them. A
+    zone's wait counts only the refusals since the job last got spot there: that launch ended the outage they
+    were evidence of, so a preemption after a long run is not met with the backoff of the outage before it.
+    The budget counts every refusal of the job."""
+    retry, per_hour = float(settings.deadline_retry_seconds), int(settings.spot_refusals_per_hour)
+    probes = spot_probes(refusals, job_id, now, retry=retry, per_hour=per_hour)
+    seen: dict[str, float] = {}
+    for key, known in history.items():
+        zone = key.split(" ", 1)[0]  # place_key: "cloud/region/zone instance-type"
+        if known.last_available is not None and known.last_available > seen.get(zone, 0.0):
+            seen[zone] = known.last_available
+    if not seen:
+        return probes
+    since = {zone: [r for r in listed if r[0] > seen.get(zone, 0.0)] for zone, listed in refusals.items()}
+    zones = spot_probes(since, job_id, now, retry=retry, per_hour=per_hour).zones
+    return dataclasses.replace(probes, zones=zones)
 
 
 def history_of(job: JobModel) -> dict[str, SpotHistory]:

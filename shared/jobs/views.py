@@ -11,13 +11,12 @@ from typing import Any
 from shared.errors import NotFoundError, UserError
 from shared.jobs.blocks import blocks_of
 from shared.jobs.costs import cost_with
-from shared.jobs.deadlines import deadline_view
+from shared.jobs.deadlines import deadline_view, history_of, job_probes
 from shared.jobs.job_groups import group_tasks_of
 from shared.jobs.nodes import by_rank
 from shared.jobs.planning import plan_of
 from shared.optimizer.cooling import Cooling, place_of
 from shared.optimizer.plan import Block, Plan
-from shared.optimizer.probes import spot_probes
 from shared.states import is_terminal
 from shared.store.models import ClusterModel, EventModel, JobModel
 from shared.wiring import Wiring
@@ -223,10 +222,7 @@ def spot_probe_lines(wiring: Wiring, job: JobModel, now: float | None = None) ->
     zones = list(dict.fromkeys(place_of(c.cloud, c.region, c.zone) for c in candidates))
     now = time.time() if now is None else now
     _, refusals = wiring.cooldowns.evidence(now)
-    settings = wiring.settings
-    probes = spot_probes(refusals, job.job_id, now, retry=float(settings.deadline_retry_seconds),
-                         per_hour=int(settings.spot_refusals_per_hour))  # fmt: skip
-    return probes.lines(zones)
+    return job_probes(wiring.settings, job.job_id, refusals, now, history_of(job)).lines(zones)
 
 
 def with_group(wiring: Wiring, job: JobModel, view: JobView) -> JobView:

@@ -4,6 +4,8 @@ are known: what it charges is what the clusters ran, a restart paid each time th
 from __future__ import annotations
 
 import json
+import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +24,9 @@ def write_trace(folder: Path, zone: str, counts: list[int], gap: int = 600) -> P
     return path
 
 
-def control_plane(*traces: Path, deadline: str, nodes: int = 1, policy: str = "skyless") -> dict[str, Any]:
+def control_plane(
+    *traces: Path, deadline: str, nodes: int = 1, policy: str = "skyless", env: dict[str, str] | None = None
+) -> dict[str, Any]:
     argv = [
         sys.executable,
         str(ROOT / "benchmarks" / "spot_policy.py"),
@@ -47,7 +51,8 @@ def control_plane(*traces: Path, deadline: str, nodes: int = 1, policy: str = "s
         "--policy",
         policy,
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    environ = {**os.environ, **(env or {})}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT, env=environ)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1, done.stdout
@@ -92,6 +97,17 @@ def test_all_or_nothing_spot_for_a_multi_node_job(tmp_path: Path) -> None:
     row = control_plane(write_trace(tmp_path, "us-east-1a", [3] * 100 + [4] * 100), deadline="3.5", nodes=4)
     assert row["missed"] is False and row["preemptions"] == 0
     assert row["cost"] == pytest.approx(relative(0, WORK + RESTART), abs=1e-3)
+
+
+def test_the_benchmark_honours_the_products_limit_of_refused_spot_launches(tmp_path: Path) -> None:
+    """SKYLESS_SPOT_REFUSALS_PER_HOUR bounds a job's refused spot launches in the benchmark as in a
+    deployment: with no spot in 3 zones for hours, 2 per hour against no limit."""
+    traces = [write_trace(tmp_path, zone, [0] * 200) for zone in ("us-east-1a", "us-east-1b", "us-west-2a")]
+    limited = control_plane(*traces, deadline="8", env={"SKYLESS_SPOT_REFUSALS_PER_HOUR": "2"})
+    unlimited = control_plane(*traces, deadline="8", env={"SKYLESS_SPOT_REFUSALS_PER_HOUR": "0"})
+    assert not limited["missed"] and not unlimited["missed"]
+    assert 0 < limited["refused"] <= 2 * math.ceil(limited["finished_hours"])
+    assert unlimited["refused"] > limited["refused"]
 
 
 def test_a_spot_job_outlives_an_hour_without_spot_in_its_only_zone(tmp_path: Path) -> None:

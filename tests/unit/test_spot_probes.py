@@ -8,7 +8,7 @@ from pytest import approx
 
 from shared.jobs.deadlines import place_key, probe_view
 from shared.optimizer.plan import Candidate
-from shared.optimizer.probes import MAX_PROBE_GAP_SECONDS, spot_probes, with_refusal
+from shared.optimizer.probes import MAX_PROBE_GAP_SECONDS, SpotProbes, spot_probes, with_refusal
 from shared.spot_policy import SpotHistory
 
 ZONE = "aws/us-east-1/us-east-1a"
@@ -94,3 +94,29 @@ def test_when_every_zone_waits_or_the_limit_is_reached_the_policy_sees_no_spot()
     assert spent.budget_until() == 4600.0 and spent.not_before(ZONE) == 4600.0
     seen = probe_view({key: SpotHistory(last_available=1000.5)}, by_key, spent, RETRY)[key]
     assert seen.unavailable_at(4599.0, RETRY) and not seen.unavailable_at(4600.0, RETRY)
+
+
+def test_a_zones_wait_for_a_job_counts_only_the_refusals_since_it_last_got_spot_there_its_budget_all():
+    """An hour of refusals, then this job got spot in the zone and ran 20 min until a preemption: the first
+    refusal after it waits the retry (a new outage), not the backoff of the outage before; another job,
+    which has not seen spot there, keeps the backoff; the job's hourly limit still counts every refusal."""
+    from shared.config import Settings
+    from shared.jobs.deadlines import job_probes
+
+    key = place_key("aws", "us-east-1", "us-east-1a", "m5.large")
+    outage = [(1000.0 + 300 * i, "a-0") for i in range(12)]  # this job's refusals in the zone
+    launched = outage[-1][0] + 60
+    after = launched + 1200 + 300
+    refusals = with_refusal({ZONE: outage}, ZONE, after, "a-1")
+    settings = Settings(deadline_retry_seconds=300, spot_refusals_per_hour=12)
+    history = {key: SpotHistory(last_available=launched)}
+
+    def probes(job_id: str, now: float, seen: dict[str, SpotHistory]) -> SpotProbes:
+        return job_probes(settings, job_id, refusals, now, seen)
+
+    assert probes("a", after + 1, history).not_before(ZONE) == approx(after + RETRY)
+    wait = probes("b", after + 1, {}).not_before(ZONE)
+    assert wait is not None and wait - after > 2 * RETRY  # the older refusals still count (decayed)
+    assert probes("a", launched, history).budget_until() is not None  # 12 in the last hour: limit holds
+    status = probes("a", after + 1, history).lines([ZONE])  # what `status` says
+    assert status[0].endswith("next probe in 5 min"), status
