@@ -71,3 +71,18 @@ def test_a_handler_imports_no_pydantic_before_its_first_call(handler: str) -> No
 
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []
+
+
+def test_the_api_loads_jinja2_only_when_a_dashboard_page_renders() -> None:
+    probe = (
+        "import json, sys\nfrom functions.submit.app import handler\n"
+        "before = 'jinja2' in sys.modules\n"
+        "from functions.submit.dashboard.rendering import environment\n"
+        "environment().from_string('{{ 1 }}').render()\n"
+        "print(json.dumps([before, 'jinja2' in sys.modules]))\n"
+    )
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [False, True]
