@@ -19,6 +19,7 @@ function). The floor is the same measure for `import boto3; boto3.client("sqs").
 same endpoint, taken between the handler runs. Medians of --runs processes each. The CPU time of the same
 span (the process's own work; the moto server runs in this process, as AWS would run elsewhere) is
 printed as a second ratio: on a busy machine it moves far less than wall time.
+"paired CPU ratio" is min/median/max over the runs of each run's CPU against the floor run just before it.
 
 Every handler runs from bytecode, as the bundle ships it (infra/lambda_code/Makefile), whatever
 PYTHONDONTWRITEBYTECODE says: the tree is compiled first. Under the table, each handler's imports beyond
@@ -293,9 +294,9 @@ def template_globals_env() -> dict[str, str]:
 def measure(bench: Bench, cases: list[Case], runs: int) -> None:
     floors: list[float] = []
     floor_cpus: list[float] = []
-    rows = []
+    rows: list[tuple[str, float, float, float, float, float, float, float]] = []
     for case in cases:
-        imports, calls, cpus = [], [], []
+        imports, calls, cpus, paired = [], [], [], []
         for _ in range(runs):
             wall, cpu = bench.floor()
             floors.append(wall)
@@ -304,18 +305,22 @@ def measure(bench: Bench, cases: list[Case], runs: int) -> None:
             imports.append(i)
             calls.append(c)
             cpus.append(p)
+            paired.append(p / cpu)  # against the floor run just before it: the same moment's load
         totals = [i + c for i, c in zip(imports, calls, strict=True)]
-        rows.append((case.name, *(statistics.median(x) for x in (imports, calls, totals, cpus))))
+        imports_s, call_s, total, cpu = (statistics.median(x) for x in (imports, calls, totals, cpus))
+        rows.append(
+            (case.name, imports_s, call_s, total, cpu, min(paired), statistics.median(paired), max(paired))
+        )
     floor, floor_cpu = statistics.median(floors), statistics.median(floor_cpus)
-    head = ("handler", "imports", "1st call", "wall", "ratio", "CPU", "ratio")
-    print("{:<22} {:>8} {:>9} {:>8} {:>6} {:>7} {:>6}  target".format(*head))
-    for name, imports_s, call_s, total, cpu in rows:
+    head = ("handler", "imports", "1st call", "wall", "ratio", "CPU", "ratio", "paired CPU ratio")
+    print("{:<22} {:>8} {:>9} {:>8} {:>6} {:>7} {:>6}  {:<20} target".format(*head))
+    for name, imports_s, call_s, total, cpu, low, middle, high in rows:
         target = TARGETS.get(name, DEFAULT_TARGET)
         ratio, cpu_ratio = total / floor, cpu / floor_cpu
         verdicts = ["met" if r <= target else "missed" for r in (ratio, cpu_ratio)]
         figures = f"{imports_s * 1e3:>6.0f}ms {call_s * 1e3:>7.0f}ms {total * 1e3:>6.0f}ms {ratio:>5.2f}x"
-        cpu_figures = f"{cpu * 1e3:>5.0f}ms {cpu_ratio:>5.2f}x"
-        print(f"{name:<22} {figures} {cpu_figures}  <={target}x: wall {verdicts[0]}, CPU {verdicts[1]}")
+        cpu_figures = f"{cpu * 1e3:>5.0f}ms {cpu_ratio:>5.2f}x  {low:.2f}/{middle:.2f}/{high:.2f}x".ljust(36)
+        print(f"{name:<22} {figures} {cpu_figures} <={target}x: wall {verdicts[0]}, CPU {verdicts[1]}")
     spread = f"{len(floors)} runs; wall {min(floors) * 1e3:.0f}-{max(floors) * 1e3:.0f} ms"
     floor_figures = f"{floor * 1e3:>6.0f}ms  1.00x {floor_cpu * 1e3:>5.0f}ms  1.00x"
     print(f"{'floor (boto3 + 1 call)':<22} {'':>8} {'':>9} {floor_figures}  ({spread})")

@@ -44,7 +44,7 @@ def _plan_z(candidates: int = 12) -> bytes:
     plan = Plan(
         objective="cost", tasks=[TaskPlan(task_name="train", num_nodes=1, candidates=rows)], total_cost=0.42
     )
-    return zlib.compress(plan.model_dump_json().encode())
+    return zlib.compress(plan.to_json().encode())
 
 
 def _template(owner: str) -> tuple[Item, list[Item], list[Item]]:

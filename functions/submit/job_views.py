@@ -108,7 +108,7 @@ def plan_task_file(
 
 
 def dry_run(settings: Settings, body: PlanRequest, caller: User | None = None) -> dict[str, Any]:
-    return plan_task_file(settings, body, caller=caller).model_dump(mode="json")
+    return plan_task_file(settings, body, caller=caller).as_dict()
 
 
 def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJobResponse:

@@ -241,7 +241,7 @@ def _create(
     )
     plan_item = store.new_plan(
         key,
-        plan_z=zlib.compress(plan.model_dump_json().encode()),
+        plan_z=zlib.compress(plan.to_json().encode()),
         task=json.dumps(data, separators=(",", ":")),
         minimize=minimize,
         clouds=json.dumps(sorted(enabled)) if enabled else None,

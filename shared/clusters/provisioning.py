@@ -53,7 +53,7 @@ def cluster_step(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     from shared.clusters.autostop import check_autostop
 
     wiring = wiring or current_wiring()
-    message = ClusterMessage.model_validate(body)
+    message = ClusterMessage.from_body(body)
     store = cluster_store(wiring)
     cluster = store.get(message.cluster)
     if cluster is None:
@@ -82,7 +82,7 @@ def launch_cluster_nodes(
     plan_item = store.plan_item(cluster.key)
     if plan_item is None:
         return _give_up(wiring, store, cluster, "the cluster has no plan")
-    plan = Plan.model_validate_json(zlib.decompress(plan_item.plan_z))
+    plan = Plan.from_json(zlib.decompress(plan_item.plan_z))
     task = Pipeline.model_validate(json.loads(plan_item.task)).tasks[0]
     candidates = plan.tasks[0].candidates
     blocks = blocks_of(cluster)  # type: ignore[arg-type]  # reads only `blocklist`, which both records have

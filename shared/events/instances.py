@@ -8,9 +8,8 @@ VM is going or gone. Events that say nothing about a VM going away parse to None
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 STATE_CHANGE = "EC2 Instance State-change Notification"
@@ -18,9 +17,8 @@ SOURCES = ("aws.ec2", "skyless.local")
 GONE_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 
 
-class InstanceEvent(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True, kw_only=True)
+class InstanceEvent:
     instance_id: str
     kind: str  # "spot-warning" or the new state ("stopped", "terminated", ...)
     source: str
@@ -34,34 +32,28 @@ class InstanceEvent(BaseModel):
         return f"instance {self.kind}"
 
 
-class _Envelope(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    detail_type: str = Field(alias="detail-type")
-    source: str
-    region: str | None = None
-    time: str | None = None
-    detail: dict[str, Any]
-
-
 def parse_instance_event(raw: dict[str, Any] | str) -> InstanceEvent | None:
     """An EventBridge event (a dict, or the JSON body SQS delivers) -> InstanceEvent, or None."""
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw
-        envelope = _Envelope.model_validate(data)
-    except (ValueError, ValidationError):
+    except ValueError:
         return None
-    if envelope.source not in SOURCES:
+    if not isinstance(data, dict):
         return None
-    instance_id = envelope.detail.get("instance-id")
+    detail_type, source, detail = data.get("detail-type"), data.get("source"), data.get("detail")
+    region, time = data.get("region"), data.get("time")
+    if not isinstance(detail_type, str) or source not in SOURCES or not isinstance(detail, dict):
+        return None
+    if not (region is None or isinstance(region, str)) or not (time is None or isinstance(time, str)):
+        return None
+    instance_id = detail.get("instance-id")
     if not isinstance(instance_id, str) or not instance_id:
         return None
-    common = {"instance_id": instance_id, "source": envelope.source, "region": envelope.region,
-              "time": envelope.time}  # fmt: skip
-    if envelope.detail_type == SPOT_WARNING:
+    common = {"instance_id": instance_id, "source": source, "region": region, "time": time}
+    if detail_type == SPOT_WARNING:
         return InstanceEvent(kind="spot-warning", **common)
-    if envelope.detail_type == STATE_CHANGE:
-        state = envelope.detail.get("state")
+    if detail_type == STATE_CHANGE:
+        state = detail.get("state")
         if state in GONE_STATES:
             return InstanceEvent(kind=str(state), **common)
     return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 logger = logging.getLogger("skyless.sqs")
@@ -56,3 +56,32 @@ def message_body(record: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise MalformedMessage(f"the body is a JSON {type(body).__name__}, not an object")
     return body
+
+
+def body_text(body: dict[str, Any], name: str, kind: str, choices: Collection[str] = ()) -> str:
+    """`body[name]`, a string (one of `choices` when given), or MalformedMessage naming the field."""
+    value = body.get(name)
+    if not isinstance(value, str) or (choices and value not in choices):
+        wanted = " | ".join(choices) if choices else "a string"
+        raise MalformedMessage(f"not a {kind}: {name}: {value!r} is not {wanted}")
+    return value
+
+
+def body_int(body: dict[str, Any], name: str, kind: str) -> int:
+    """`body[name]` as a whole number, or MalformedMessage naming the field."""
+    value = body.get(name)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise MalformedMessage(f"not a {kind}: {name}: {value!r} is not a whole number")
+    return value
+
+
+def body_float(body: dict[str, Any], name: str, kind: str) -> float | None:
+    """`body[name]` as a number, None when absent, or MalformedMessage."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise MalformedMessage(f"not a {kind}: {name}: {value!r} is not a number")
+    return float(value)

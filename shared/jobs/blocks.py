@@ -12,12 +12,12 @@ STICKY_REASONS = ("auth",)  # blocks that survive a WAITING round (capacity may 
 
 
 def blocks_of(job: JobModel) -> list[Block]:
-    return [Block.model_validate(item) for item in json.loads(job.blocklist or "[]")]
+    return [Block.from_dict(item) for item in json.loads(job.blocklist or "[]")]
 
 
 def blocks_json(blocks: list[Block]) -> str:
     unique = list(dict.fromkeys(blocks))
-    return json.dumps([b.model_dump(exclude_defaults=True) for b in unique], separators=(",", ":"))
+    return json.dumps([b.as_dict() for b in unique], separators=(",", ":"))
 
 
 def zone_block(candidate: Candidate, reason: str) -> Block:

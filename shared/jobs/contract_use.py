@@ -229,9 +229,9 @@ def _current_reservation(job: JobModel) -> tuple[str | None, int]:
     if (
         job.plan_z
     ):  # as shared/jobs/planning.py stores it (imported from there, planning would import us back)
-        plan: Plan | None = Plan.model_validate_json(zlib.decompress(job.plan_z))
+        plan: Plan | None = Plan.from_json(zlib.decompress(job.plan_z))
     else:
-        plan = Plan.model_validate_json(job.plan) if job.plan else None
+        plan = Plan.from_json(job.plan) if job.plan else None
     if plan is None or int(job.task_index) >= len(plan.tasks):
         return None, 0
     candidates = plan.tasks[int(job.task_index)].candidates

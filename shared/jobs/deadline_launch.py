@@ -82,7 +82,7 @@ def defer_if_early(wiring: Wiring, message: ProvisionMessage) -> bool:
     """True (and the message sent on) when a `not_before` message came before its time."""
     if message.not_before is None or message.not_before <= time.time() + 1:
         return False
-    send_provision_at(wiring, message.model_dump(exclude_none=True), message.not_before)
+    send_provision_at(wiring, message.as_body(), message.not_before)
     return True
 
 

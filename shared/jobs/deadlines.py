@@ -137,12 +137,11 @@ def candidate_for(option: PlaceOption, candidate: Candidate, market: Market) -> 
     price = option.spot_price if market is Market.SPOT else option.on_demand_price
     assert price is not None, "the policy only names markets a place prices"
     per_node = price / candidate.num_nodes
-    return candidate.model_copy(
-        update={
-            "use_spot": market is Market.SPOT,
-            "hourly_price": per_node,
-            "estimated_cost": per_node * candidate.num_nodes * candidate.estimated_hours,
-        }
+    return dataclasses.replace(
+        candidate,
+        use_spot=market is Market.SPOT,
+        hourly_price=per_node,
+        estimated_cost=per_node * candidate.num_nodes * candidate.estimated_hours,
     )
 
 

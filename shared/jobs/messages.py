@@ -2,41 +2,53 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from shared.events.sqs_batch import MalformedMessage
+from shared.events.sqs_batch import body_float, body_int, body_text
 from shared.wiring import Wiring
 
-Message = TypeVar("Message", bound=BaseModel)
+ProvisionAction = Literal["launch", "teardown", "deadline_check", "group_step"]
+PROVISION_ACTIONS: tuple[ProvisionAction, ...] = ("launch", "teardown", "deadline_check", "group_step")
 
 
-class OptimizeMessage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+@dataclass(frozen=True, kw_only=True)
+class OptimizeMessage:
     job_id: str
     attempt: int
 
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> OptimizeMessage:
+        """The body (other keys ignored); a body of another shape is MalformedMessage (it never succeeds)."""
+        kind = cls.__name__
+        return cls(job_id=body_text(body, "job_id", kind), attempt=body_int(body, "attempt", kind))
 
-class ProvisionMessage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
 
+@dataclass(frozen=True, kw_only=True)
+class ProvisionMessage:
     job_id: str
     attempt: int
-    action: Literal["launch", "teardown", "deadline_check", "group_step"] = "launch"
+    action: ProvisionAction = "launch"
     cluster_id: str | None = None
     not_before: float | None = None  # epoch seconds: a deadline job's message due later than SQS can delay
 
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> ProvisionMessage:
+        """The body (other keys ignored); a body of another shape is MalformedMessage (it never succeeds)."""
+        kind = cls.__name__
+        action = body_text(body, "action", kind, PROVISION_ACTIONS) if "action" in body else "launch"
+        cluster_id = body.get("cluster_id")
+        return cls(
+            job_id=body_text(body, "job_id", kind),
+            attempt=body_int(body, "attempt", kind),
+            action=cast(ProvisionAction, action),
+            cluster_id=None if cluster_id is None else body_text(body, "cluster_id", kind),
+            not_before=body_float(body, "not_before", kind),
+        )
 
-def parse_message(model: type[Message], body: dict[str, Any]) -> Message:
-    """The body as `model`; a body of another shape is MalformedMessage (it can never succeed)."""
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise MalformedMessage(f"not a {model.__name__}: {where}: {first['msg']}") from None
+    def as_body(self) -> dict[str, Any]:
+        """The message body (fields left None are left out)."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
 
 
 def send_optimize(wiring: Wiring, job_id: str, attempt: int, delay_seconds: int = 0) -> None:

@@ -12,7 +12,7 @@ from shared.config.control_plane import ReliabilityPriorConfig
 from shared.errors import NoOfferingError, UserError
 from shared.jobs.blocks import blocks_of, sticky
 from shared.jobs.job_groups import tell_group
-from shared.jobs.messages import OptimizeMessage, parse_message, send_launch
+from shared.jobs.messages import OptimizeMessage, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
 from shared.optimizer.cooling import order_for_cooling
@@ -32,7 +32,7 @@ _prior_reads: dict[str, tuple[float, list[PlaceRecord]]] = {}
 
 def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     wiring = wiring or current_wiring()
-    message = parse_message(OptimizeMessage, body)
+    message = OptimizeMessage.from_body(body)
     job = wiring.store.get(message.job_id)
     if job is None:
         return Outcome.UNKNOWN_JOB
@@ -141,10 +141,10 @@ def candidate_text(candidate: Candidate) -> str:
 
 def plan_fields(plan: Plan) -> dict[str, Any]:
     """The job fields that store a plan (compressed: every later write of the job is billed by its size)."""
-    return {"plan_z": zlib.compress(plan.model_dump_json().encode()), "plan": None}
+    return {"plan_z": zlib.compress(plan.to_json().encode()), "plan": None}
 
 
 def plan_of(job: JobModel) -> Plan | None:
     if job.plan_z:
-        return Plan.model_validate_json(zlib.decompress(job.plan_z))
-    return Plan.model_validate_json(job.plan) if job.plan else None
+        return Plan.from_json(zlib.decompress(job.plan_z))
+    return Plan.from_json(job.plan) if job.plan else None

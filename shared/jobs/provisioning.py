@@ -29,7 +29,7 @@ from shared.jobs.launching import (
     retry_later,
     wait_or_give_up,
 )
-from shared.jobs.messages import ProvisionMessage, cluster_id_for, parse_message, send_launch
+from shared.jobs.messages import ProvisionMessage, cluster_id_for, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, make_plan, plan_fields, plan_of
 from shared.optimizer.plan import Block, Plan
@@ -43,7 +43,7 @@ LAUNCHABLE = (JobState.PLANNED, JobState.WAITING, JobState.PROVISIONING)
 
 def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     wiring = wiring or current_wiring()
-    message = parse_message(ProvisionMessage, body)
+    message = ProvisionMessage.from_body(body)
     if message.action == "deadline_check":
         return check_deadline(wiring, message)
     if message.action == "group_step":

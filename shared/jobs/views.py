@@ -117,7 +117,7 @@ def job_view(
         source_ref=job.source_ref,
         max_cost=None if job.max_cost is None else float(job.max_cost),
         budget_stop=job.budget_stop,
-        plan=plan.model_dump(mode="json") if plan else None,
+        plan=plan.as_dict() if plan else None,
         cluster=_cluster_dict(cluster) if cluster else None,
         timeline=_timeline(events, cluster if job.cluster_id == (cluster and cluster.cluster_id) else None),
         tried=[_tried_dict(b) for b in blocks_of(job)] if events is not None else [],

@@ -102,7 +102,7 @@ def with_list_prices(candidates: Sequence[Candidate], contracts: Contracts) -> l
         discount = contracts.discount_for(c.cloud, c.region, c.instance_type)
         percent = 0.0 if discount is None else discount.percent(c.use_spot)
         if percent and c.list_price is None and c.reservation is None:
-            c = c.model_copy(update={"list_price": c.hourly_price / (1 - percent / 100)})
+            c = replace(c, list_price=c.hourly_price / (1 - percent / 100))
         marked.append(c)
     return marked
 
@@ -125,9 +125,9 @@ def reserved_candidates(
             continue
         fit = _fitting_offering(choice, num_nodes, catalog, reservation, enabled_clouds, blocklist, hours)
         if fit is not None:
-            update = {"hourly_price": 0.0, "estimated_cost": 0.0, "list_price": fit.hourly_price,
-                      "reservation": reservation.id, "reservation_kind": reservation.kind}  # fmt: skip
-            found.append((free, fit.model_copy(update=update)))
+            reserved = replace(fit, hourly_price=0.0, estimated_cost=0.0, list_price=fit.hourly_price,
+                               reservation=reservation.id, reservation_kind=reservation.kind)  # fmt: skip
+            found.append((free, reserved))
     found.sort(key=lambda item: -item[0])
     return [c for _, c in found]
 

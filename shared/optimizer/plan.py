@@ -1,16 +1,23 @@
-"""The optimizer's answer: an ordered failover plan per task, and what has failed so far."""
+"""The optimizer's answer: an ordered failover plan per task, and what has failed so far.
+
+Plain dataclasses: every handler reads a job's plan and blocklist from its own rows, so these are on
+each cold start's path; the rows were written by `to_json`, and `from_json`/`from_dict` read them back
+(unknown keys ignored, numbers as the fields' types), without a schema to build first.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+_FLOATS = ("accelerator_count", "vcpus", "memory_gib", "hourly_price", "estimated_hours", "estimated_cost")
 
 
-class Candidate(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
     """One place to launch a task's nodes. The provisioner walks a task's candidates in order."""
-
-    model_config = ConfigDict(frozen=True)
 
     cloud: str
     region: str
@@ -34,8 +41,19 @@ class Candidate(BaseModel):
     def place(self) -> str:
         return "/".join(p for p in (self.cloud, self.region, self.zone) if p)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Candidate:
+        known = _known(cls, data)
+        for name in _FLOATS:
+            known[name] = float(known[name])
+        if known.get("list_price") is not None:
+            known["list_price"] = float(known["list_price"])
+        known["num_nodes"] = int(known["num_nodes"])
+        return cls(**known)
 
-class TaskPlan(BaseModel):
+
+@dataclass(kw_only=True)
+class TaskPlan:
     task_name: str | None
     num_nodes: int
     candidates: list[Candidate]  # best first; candidates[0] is the chosen one
@@ -44,19 +62,44 @@ class TaskPlan(BaseModel):
     def chosen(self) -> Candidate:
         return self.candidates[0]
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TaskPlan:
+        candidates = [Candidate.from_dict(c) for c in data["candidates"]]
+        return cls(task_name=data.get("task_name"), num_nodes=int(data["num_nodes"]), candidates=candidates)
 
-class Plan(BaseModel):
+
+@dataclass(kw_only=True)
+class Plan:
     objective: str  # "cost" or "time"
     tasks: list[TaskPlan]  # in pipeline order
     egress_cost: float = 0.0
     total_cost: float  # estimated, all tasks, egress included
-    notes: list[str] = []  # why the order is what it is beyond price (e.g. zones cooling after preemptions)
+    notes: list[str] = field(default_factory=list)  # why the order is what it is beyond price
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Plan:
+        return cls(
+            objective=str(data["objective"]),
+            tasks=[TaskPlan.from_dict(t) for t in data["tasks"]],
+            egress_cost=float(data.get("egress_cost", 0.0)),
+            total_cost=float(data["total_cost"]),
+            notes=[str(n) for n in data.get("notes", [])],
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Plan:
+        return cls.from_dict(json.loads(text))
 
 
-class Block(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Block:
     """A place that failed. Fields left None widen the block (zone < region < cloud)."""
-
-    model_config = ConfigDict(frozen=True)
 
     cloud: str
     region: str | None = None
@@ -72,6 +115,19 @@ class Block(BaseModel):
         if self.zone is not None and zone != self.zone:
             return False
         return self.instance_family is None or instance_family_of(instance_type) == self.instance_family
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Block:
+        return cls(**_known(cls, data))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields that differ from their defaults (what a blocklist row keeps)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
+
+def _known(cls: type[Any], data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
 
 
 def instance_family_of(instance_type: str) -> str:

@@ -281,6 +281,8 @@ def test_malformed_submit_queue_records_are_dropped_with_one_log_line_each(
         (optimize_handler, '{"job_id": "job-0123456789ab", "attempt": "first"}'),
         (optimize_handler, '"job-0123456789ab"'),
         (provision_handler, '{"job_id": "job-0123456789ab", "attempt": 0, "action": "explode"}'),
+        (provision_handler, '{"cluster": "cl-0123456789ab", "action": "explode"}'),
+        (provision_handler, '{"cluster": "cl-0123456789ab", "action": "start", "incarnation": "two"}'),
         (provision_handler, "not json at all"),
     ],
 )

@@ -121,12 +121,12 @@ def test_an_autostop_longer_than_sqs_delays_is_a_chain_of_checks(
     assert queues.delayed_count("provision") == 1  # the first check, 900 s away (SQS's most)
     # The check arrives (as if 900 s had passed): 300 s are left, so it sends the next link and waits.
     early = ClusterMessage(cluster=cluster.key, action="autostop", idle_since=float(idle.idle_since))
-    assert cluster_step(early.model_dump(), wiring_for(stack)) == "retry_later"
+    assert cluster_step(early.as_body(), wiring_for(stack)) == "retry_later"
     assert queues.delayed_count("provision") == 2
     assert ClusterStore(stack).get(cluster.key).state == "UP"
     # A check of an idle period that is over (a job ran since) is stale, whenever it comes.
     operations.exec_on_cluster(stack, owner=OWNER, name="dev", command="true")
-    assert cluster_step(early.model_dump(), wiring_for(stack)) == "stale"
+    assert cluster_step(early.as_body(), wiring_for(stack)) == "stale"
 
 
 def test_autostop_zero_stops_at_once_when_idle_and_duplicated_checks_stop_once(

@@ -53,8 +53,8 @@ def test_a_plan_stored_as_text_by_an_older_version_still_reads(stack: Settings, 
     assert job is not None
     plan = plan_of(job)
     assert plan is not None
-    job.update(actions=[store.jobs.plan.set(plan.model_dump_json()), store.jobs.plan_z.remove()])
+    job.update(actions=[store.jobs.plan.set(plan.to_json()), store.jobs.plan_z.remove()])
     older = store.get(job_id)
     assert older is not None and older.plan_z is None
     assert plan_of(older) == plan
-    assert get_job(wiring_for(stack), job_id, owner=None).plan == plan.model_dump(mode="json")
+    assert get_job(wiring_for(stack), job_id, owner=None).plan == plan.as_dict()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,42 @@ def test_a_jobs_launch_path_does_not_import_the_named_clusters_path() -> None:
 
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"loaded": [], "missing": []}
+
+
+def template_handlers() -> list[str]:
+    template = (ROOT / "infra" / "template.yaml").read_text()
+    return sorted(set(re.findall(r"^\s+Handler: (\S+)$", template, re.MULTILINE)))
+
+
+# The API validates its bodies with pydantic models and the catalog refresh is hourly: every other handler
+# reads only our own rows and messages, so none of them builds a pydantic schema before its first call.
+WITH_PYDANTIC = {"functions.submit.app.handler", "functions.catalog_refresh.handler.handler"}
+
+
+@pytest.mark.parametrize("handler", [h for h in template_handlers() if h not in WITH_PYDANTIC])
+def test_a_handler_imports_no_pydantic_before_its_first_call(handler: str) -> None:
+    module, attribute = handler.rsplit(".", 1)
+    probe = (
+        f"import json, sys\nfrom {module} import {attribute}\n"
+        "print(json.dumps(sorted(set(sys.modules) & {'pydantic.main', 'pydantic_core'})))\n"
+    )
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []
+
+
+def test_the_api_loads_jinja2_only_when_a_dashboard_page_renders() -> None:
+    probe = (
+        "import json, sys\nfrom functions.submit.app import handler\n"
+        "before = 'jinja2' in sys.modules\n"
+        "from functions.submit.dashboard.rendering import environment\n"
+        "environment().from_string('{{ 1 }}').render()\n"
+        "print(json.dumps([before, 'jinja2' in sys.modules]))\n"
+    )
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [False, True]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
 import pytest
 from memory_stack import MemoryQueueDriver
@@ -69,7 +70,7 @@ def test_a_deadline_policy_counts_another_jobs_refusal_as_its_own(stack: Setting
     here = Candidate(cloud="aws", region="us-east-1", zone="us-east-1a", instance_type="m5.large",
                      use_spot=True, hourly_price=0.03, num_nodes=1, accelerator=None, accelerator_count=0,
                      vcpus=2, memory_gib=8, estimated_hours=1, estimated_cost=0.03)  # fmt: skip
-    there = here.model_copy(update={"zone": "us-east-1b"})
+    there = replace(here, zone="us-east-1b")
     by_key = {place_key("aws", "us-east-1", c.zone, "m5.large"): c for c in (here, there)}
     history = with_shared_evidence({}, by_key, cooling)
     refused = history[place_key("aws", "us-east-1", "us-east-1a", "m5.large")]

@@ -7,9 +7,9 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-
 if TYPE_CHECKING:
+    from jinja2 import Environment
+
     from functions.submit.dashboard.page_routes import PageRequest
 
 STATIC_FILES = {"style.css": "text/css; charset=utf-8", "dashboard.js": "text/javascript; charset=utf-8"}
@@ -58,6 +58,9 @@ def _money(value: float | None) -> str:
 
 @cache
 def environment() -> Environment:
+    # Imported here: only the dashboard's pages render templates, not the API's routes.
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
     env = Environment(
         loader=PackageLoader("functions.submit.dashboard", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
