@@ -1,7 +1,9 @@
 """The `skyless` command: each area of the product registers its own verbs, loaded when one of them runs.
 
 `skyless --help` lists every verb from the table below without importing any area, so it loads typer and
-nothing of ours; `skyless status` imports job_commands alone. tests/unit/test_cli_lazy_verbs.py holds the
+nothing of ours; `skyless status` imports job_commands alone. Help and usage errors are click's plain text,
+as `sky`'s are: typer's rich panels would load rich's markdown and syntax modules (~0.1 s of CPU) for every
+`--help`. tests/unit/test_cli_lazy_verbs.py holds the
 table to what the areas register.
 """
 
@@ -13,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
+
+from cli.typer_params import defer_adapters
 
 if TYPE_CHECKING:  # typer's own (vendored) click, which its groups are built on
     from typer._click import Command, Context, HelpFormatter
@@ -114,9 +118,11 @@ VERBS: dict[str, tuple[str, str]] = {
 
 def area_verbs(module: str) -> TyperGroup:
     """Every verb one area registers, as click builds them (imports that area and what it needs)."""
-    area = typer.Typer()
+    area = typer.Typer(rich_markup_mode=None)  # its groups (`skyless jobs ...`) inherit it
     importlib.import_module(f"cli.{module}").register(area)
-    return typer.main.get_group(area)
+    group = typer.main.get_group(area)
+    defer_adapters(group)
+    return group
 
 
 verb_loaded = False  # the verb to run is imported (its area's module and what that needs)
@@ -127,6 +133,7 @@ class LazyVerbs(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        defer_adapters(self)
         self._areas: dict[str, TyperGroup] = {}
         self._listing = False
 
@@ -160,6 +167,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 
