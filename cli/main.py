@@ -116,10 +116,16 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
-def area_verbs(module: str) -> TyperGroup:
-    """Every verb one area registers, as click builds them (imports that area and what it needs)."""
+def area_verbs(module: str, verb: str | None = None) -> TyperGroup:
+    """Every verb one area registers, as click builds them (imports that area and what it needs); with
+    `verb`, that verb alone (typer reads every parameter's annotations of what it builds)."""
     area = typer.Typer(rich_markup_mode=None)  # its groups (`skyless jobs ...`) inherit it
     importlib.import_module(f"cli.{module}").register(area)
+    if verb is not None:
+        commands = [command for command in area.registered_commands if command.name == verb]
+        groups = [group for group in area.registered_groups if group.name == verb]
+        if commands or groups:
+            area.registered_commands, area.registered_groups = commands, groups
     group = typer.main.get_group(area)
     defer_adapters(group)
     return group
@@ -134,7 +140,7 @@ class LazyVerbs(TyperGroup):
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         defer_adapters(self)
-        self._areas: dict[str, TyperGroup] = {}
+        self._verbs: dict[str, TyperGroup] = {}
         self._listing = False
 
     def list_commands(self, ctx: Context) -> list[str]:
@@ -146,11 +152,11 @@ class LazyVerbs(TyperGroup):
         module, help_text = VERBS[cmd_name]
         if self._listing:
             return TyperCommand(cmd_name, help=help_text)
-        if module not in self._areas:
-            self._areas[module] = area_verbs(module)
+        if cmd_name not in self._verbs:
+            self._verbs[cmd_name] = area_verbs(module, cmd_name)
         global verb_loaded
         verb_loaded = True  # from here on, Ctrl-C is the verb's to handle (cli/__init__.py)
-        return self._areas[module].get_command(ctx, cmd_name)
+        return self._verbs[cmd_name].get_command(ctx, cmd_name)
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self._listing = True
