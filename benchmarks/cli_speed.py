@@ -12,9 +12,10 @@ the previous commit's worktree) in the same runs. Prints min, median and max CPU
 from wait4) over --runs processes (>= 5) and the ratio of each verb to the floor, and to `sky`, per run:
 min, median, max.
 
-`sky` (0.14) is a client of its API server: the warm-up runs each `sky` verb once unmeasured, which starts a
-local server if none answers (stopped at the end with `sky api stop` when this script started it); a `sky`
-verb that fails there (e.g. `show-gpus` offline without its AWS catalog) is left out and said so.
+`sky` (0.14) is a client of its API server: the warm-up runs each `sky` verb once unmeasured (twice if it
+fails), which starts a local server if none answers (stopped at the end with `sky api stop` when this
+script started it); a `sky` verb that fails there twice (e.g. `show-gpus` offline without its AWS catalog)
+is left out and said so.
 """
 
 from __future__ import annotations
@@ -111,11 +112,14 @@ def main() -> None:
             if sky:
                 started_server = not sky_server_answers(sky, base)
                 for verb, words in VERBS.items():
-                    try:
-                        cpu_seconds([sky, *SKY_VERBS.get(verb, words)], base)
-                        sky_verbs[verb] = SKY_VERBS.get(verb, words)
-                    except VerbFailed as failure:
-                        sky_failed[verb] = str(failure)
+                    for _ in range(2):  # the first verb that needs sky's server starts it: on a loaded
+                        try:  # machine that start can outlast the verb's own wait, not the next
+                            cpu_seconds([sky, *SKY_VERBS.get(verb, words)], base)
+                            sky_verbs[verb] = SKY_VERBS.get(verb, words)
+                            sky_failed.pop(verb, None)
+                            break
+                        except VerbFailed as failure:
+                            sky_failed[verb] = str(failure)
             floor: list[float] = []
             times: dict[tuple[str, str], list[float]] = {}
             for _ in range(runs):
