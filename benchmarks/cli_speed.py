@@ -108,7 +108,9 @@ def main() -> None:
             for tree_env in trees.values():  # compile bytecode, warm the runtime's first answers: unmeasured
                 for words in VERBS.values():
                     cpu_seconds([str(entry), *words], tree_env)
-            sky_verbs, sky_failed, started_server = {}, {}, False
+            sky_verbs: dict[str, list[str]] = {}
+            sky_failed: dict[str, str] = {}
+            started_server = False
             if sky:
                 started_server = not sky_server_answers(sky, base)
                 for verb, words in VERBS.items():
