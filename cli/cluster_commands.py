@@ -27,7 +27,7 @@ from cli.log_streams import write_log
 from cli.ssh_config import remove_host
 from shared.errors import UserError
 
-if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+if TYPE_CHECKING:  # the API client and its models load when a verb calls the API, not with the command
     from cli.api_client import SkylessClient
     from cli.api_rows import ClusterRow
 

@@ -29,7 +29,7 @@ from cli.money_format import dollars
 from shared.errors import UserError
 from shared.states import LIVE
 
-if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+if TYPE_CHECKING:  # the API client and its models load when a verb calls the API, not with the command
     from cli.api_client import SkylessClient
     from cli.api_rows import JobRow
     from shared.api.models import JobDetail, JobSummary, TimelineEvent
