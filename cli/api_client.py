@@ -14,47 +14,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
-
-from shared.api.cluster_models import (
-    ClusterCancelResponse,
-    ClusterDetail,
-    ClusterJob,
-    ClusterLaunchResponse,
-    ClusterList,
-    ClusterLogsResponse,
-    ClusterQueue,
-    ClusterView,
-    SshAccess,
-)
-from shared.api.models import (
-    JobDetail,
-    JobList,
-    JobSummary,
-    LogsResponse,
-    SubmitJobResponse,
-    UploadResponse,
-)
+from cli.api_http import ApiError, ApiHttp, ApiUnreachableError, put_upload
 from shared.errors import UserError
 
-if TYPE_CHECKING:  # loaded by the calls that answer them, not by every verb
+if TYPE_CHECKING:  # each loads with the call that answers it: printing a table needs none of them
+    from cli.api_rows import ClusterRow, JobPage
     from shared.api.budget_models import BudgetResponse
+    from shared.api.cluster_models import (
+        ClusterDetail,
+        ClusterJob,
+        ClusterLaunchResponse,
+        ClusterLogsResponse,
+        ClusterView,
+        SshAccess,
+    )
     from shared.api.cost_models import CostReportResponse
+    from shared.api.models import (
+        JobDetail,
+        JobList,
+        JobSummary,
+        LogsResponse,
+        SubmitJobResponse,
+        UploadResponse,
+    )
     from shared.api.report_models import ProviderScorecardResponse
     from shared.api.storage_models import BucketView
 
+__all__ = ["ApiError", "ApiUnreachableError", "SkylessClient"]
+
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED"})
 SKIPPED_IN_WORKDIR = frozenset({".git", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"})
-
-
-class ApiError(UserError):
-    """The API answered with an error: its status, and the message/field/line it named."""
-
-    status_code: int = 0
-
-
-class ApiUnreachableError(UserError):
-    """Nothing answered at the API's URL."""
 
 
 class SkylessClient:
@@ -64,16 +53,12 @@ class SkylessClient:
         api_key: str | None,
         *,
         timeout: float = 30.0,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(
-            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
-        )
+        self.http = ApiHttp(base_url, api_key, timeout=timeout)
+        self.base_url = self.http.base_url
 
     def close(self) -> None:
-        self._http.close()
+        pass  # each call opens and closes its own connection
 
     def __enter__(self) -> SkylessClient:
         return self
@@ -123,6 +108,8 @@ class SkylessClient:
             body["max_cost_action"] = max_cost_action
         if data_gb:
             body["data_gb"] = data_gb
+        from shared.api.models import SubmitJobResponse
+
         return SubmitJobResponse.model_validate(self._call("POST", "/jobs", json=body))
 
     def plan(
@@ -162,9 +149,26 @@ class SkylessClient:
         cursor: str | None = None,
     ) -> JobList:
         """One page of `list_jobs`; its `cursor` (None on the last page) asks for the next."""
+        from shared.api.models import JobList
+
+        return JobList.model_validate(
+            self.job_rows(state=state, since=since, name=name, limit=limit, cursor=cursor)
+        )
+
+    def job_rows(
+        self,
+        *,
+        state: str | None = None,
+        since: str | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> JobPage:
+        """`job_page` as the API's JSON, for a table (no model built)."""
         filters = {"state": state, "since": since, "name": name, "limit": limit, "cursor": cursor}
         params = {key: value for key, value in filters.items() if value not in (None, "")}
-        return JobList.model_validate(self._call("GET", "/jobs", params=params))
+        page: JobPage = self._call("GET", "/jobs", params=params)
+        return page
 
     def cost_report(self, *, days: int = 7, by: str = "cloud", all_users: bool = False) -> CostReportResponse:
         """What jobs cost in the last `days` UTC days, per attempt and against on-demand; `all_users`
@@ -201,9 +205,13 @@ class SkylessClient:
         return ProviderScorecardResponse.model_validate(answer)
 
     def get_job(self, job_id: str) -> JobDetail:
+        from shared.api.models import JobDetail
+
         return JobDetail.model_validate(self._call("GET", f"/jobs/{_segment(job_id)}"))
 
     def cancel_job(self, job_id: str) -> JobDetail:
+        from shared.api.models import JobDetail
+
         return JobDetail.model_validate(self._call("POST", f"/jobs/{_segment(job_id)}/cancel"))
 
     def read_logs(self, job_id: str, *, rank: int = 0, after: str | None = None) -> LogsResponse:
@@ -211,6 +219,8 @@ class SkylessClient:
         if after:
             params["after"] = after
         data = self._call("GET", f"/jobs/{_segment(job_id)}/logs", params=params)
+        from shared.api.models import LogsResponse
+
         return LogsResponse.model_validate(data)
 
     # named clusters
@@ -244,6 +254,8 @@ class SkylessClient:
         if down is not None:
             body["down"] = down
         answer = self._call("POST", f"/clusters/{_segment(name)}/launch", json=body)
+        from shared.api.cluster_models import ClusterLaunchResponse
+
         return ClusterLaunchResponse.model_validate(answer)
 
     def exec_on_cluster(
@@ -265,15 +277,28 @@ class SkylessClient:
         body["file_mount_keys"] = file_mount_keys or {}
         given = (("task", task), ("command", command), ("workdir_key", workdir_key))
         body.update({k: v for k, v in given if v})
+        from shared.api.cluster_models import ClusterJob
+
         return ClusterJob.model_validate(self._call("POST", f"/clusters/{_segment(name)}/exec", json=body))
 
     def list_clusters(self) -> list[ClusterView]:
-        return ClusterList.model_validate(self._call("GET", "/clusters")).clusters
+        from shared.api.cluster_models import ClusterList
+
+        return ClusterList.model_validate({"clusters": self.cluster_rows()}).clusters
+
+    def cluster_rows(self) -> list[ClusterRow]:
+        """`list_clusters` as the API's JSON, for a table (no model built)."""
+        rows: list[ClusterRow] = self._call("GET", "/clusters")["clusters"]
+        return rows
 
     def get_cluster(self, name: str) -> ClusterDetail:
+        from shared.api.cluster_models import ClusterDetail
+
         return ClusterDetail.model_validate(self._call("GET", f"/clusters/{_segment(name)}"))
 
     def cluster_queue(self, name: str) -> list[ClusterJob]:
+        from shared.api.cluster_models import ClusterQueue
+
         return ClusterQueue.model_validate(self._call("GET", f"/clusters/{_segment(name)}/queue")).jobs
 
     def cluster_logs(
@@ -283,26 +308,36 @@ class SkylessClient:
         if after:
             params["after"] = after
         path = f"/clusters/{_segment(name)}/jobs/{_segment(str(job))}/logs"
+        from shared.api.cluster_models import ClusterLogsResponse
+
         return ClusterLogsResponse.model_validate(self._call("GET", path, params=params))
 
     def cancel_cluster_job(self, name: str, job: int | str) -> list[int]:
         """Cancel one job of the cluster ("all": every live job); answers the numbers cancelled."""
         path = f"/clusters/{_segment(name)}/jobs/{_segment(str(job))}/cancel"
+        from shared.api.cluster_models import ClusterCancelResponse
+
         return ClusterCancelResponse.model_validate(self._call("POST", path)).cancelled
 
     def cluster_action(self, name: str, action: str) -> ClusterView:
         """`stop`, `start` or `down`."""
+        from shared.api.cluster_models import ClusterView
+
         return ClusterView.model_validate(self._call("POST", f"/clusters/{_segment(name)}/{action}"))
 
     def set_autostop(self, name: str, idle_minutes: int, *, down: bool = False) -> ClusterView:
         body = {"idle_minutes": idle_minutes, "down": down}
         path = f"/clusters/{_segment(name)}/autostop"
+        from shared.api.cluster_models import ClusterView
+
         return ClusterView.model_validate(self._call("POST", path, json=body))
 
     def ssh_access(
         self, name: str, *, public_key: str | None = None, caller_cidr: str | None = None
     ) -> SshAccess:
         body = {k: v for k, v in (("public_key", public_key), ("caller_cidr", caller_cidr)) if v}
+        from shared.api.cluster_models import SshAccess
+
         return SshAccess.model_validate(self._call("POST", f"/clusters/{_segment(name)}/ssh", json=body))
 
     # buckets skyless made (`skyless storage ls | delete`)
@@ -327,6 +362,8 @@ class SkylessClient:
         body: dict[str, Any] = {"filename": filename}
         if size_bytes is not None:
             body["size_bytes"] = size_bytes
+        from shared.api.models import UploadResponse
+
         return UploadResponse.model_validate(self._call("POST", "/uploads", json=body))
 
     def upload_workdir(self, workdir: Path) -> str:
@@ -339,31 +376,14 @@ class SkylessClient:
 
     def _put_upload(self, payload: bytes, filename: str, field: str) -> str:
         upload = self.create_upload(filename=filename, size_bytes=len(payload))
-        try:
-            answer = httpx.put(upload.url, content=payload, headers=upload.headers, timeout=300.0)
-        except httpx.HTTPError as exc:
-            raise ApiUnreachableError(f"could not upload: {exc}", field=field) from exc
-        if answer.status_code >= 300:
-            raise ApiError(f"the upload was refused ({answer.status_code})", field=field)
+        put_upload(upload.url, payload, upload.headers, field=field)
         return upload.key
 
     def openapi(self) -> dict[str, Any]:
         return self._call("GET", "/openapi.json")
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            answer = self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ApiUnreachableError(
-                f"cannot reach the skyless API at {self.base_url}: {exc}",
-                hint="check --api-url / SKYLESS_API_URL, or start the local runtime with `skyless local up`",
-            ) from exc
-        if answer.status_code >= 400:
-            raise _error_from(answer)
-        try:
-            return answer.json()
-        except ValueError as exc:
-            raise ApiError(f"the API answered {answer.status_code} with a body that is not JSON") from exc
+        return self.http.call(method, path, **kwargs)
 
 
 def tar_workdir(workdir: Path) -> bytes:
@@ -400,24 +420,3 @@ def _task_body(
 
 def _segment(job_id: str) -> str:
     return quote(job_id, safe="")
-
-
-def _error_from(answer: httpx.Response) -> ApiError:
-    try:
-        data = answer.json()
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and "message" in data:
-        error = ApiError(
-            str(data.get("message")),
-            file=data.get("file"),
-            line=data.get("line"),
-            field=data.get("field"),
-            hint=data.get("hint"),
-        )
-    elif isinstance(data, dict) and "Message" in data:  # Chalice's own errors (404 route, 405, 415)
-        error = ApiError(str(data["Message"]))
-    else:
-        error = ApiError(f"the API answered {answer.status_code} {answer.reason_phrase}")
-    error.status_code = answer.status_code
-    return error

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from shared.errors import UserError
 
@@ -69,6 +68,8 @@ def _read_config_file(path: Path) -> tuple[str, str | None] | None:
         return None
     except OSError as exc:
         raise UserError(f"cannot read the config file: {exc}", file=str(path)) from exc
+    import yaml  # only with a config file (most commands run without one)
+
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:

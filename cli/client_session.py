@@ -14,7 +14,7 @@ from cli.client_config import resolve_api
 from cli.console import stderr_console
 from shared.errors import UserError
 
-if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+if TYPE_CHECKING:  # the API client and its models load when a verb calls the API, not with the command
     from cli.api_client import SkylessClient
 
 errors = stderr_console()
@@ -23,7 +23,7 @@ errors = stderr_console()
 @contextmanager
 def client_session(api_url: str | None, api_key: str | None) -> Iterator[SkylessClient]:
     """A client of the configured API; any UserError in the block is printed and exits 2."""
-    from cli.api_client import SkylessClient  # httpx and the API models: only once a verb calls the API
+    from cli.api_client import SkylessClient  # the HTTP client: only once a verb calls the API
 
     try:
         target = resolve_api(api_url, api_key)

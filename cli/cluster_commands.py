@@ -27,9 +27,9 @@ from cli.log_streams import write_log
 from cli.ssh_config import remove_host
 from shared.errors import UserError
 
-if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+if TYPE_CHECKING:  # the API client and its models load when a verb calls the API, not with the command
     from cli.api_client import SkylessClient
-    from shared.api.cluster_models import ClusterView
+    from cli.api_rows import ClusterRow
 
 console = stdout_console()
 errors = stderr_console()
@@ -188,28 +188,28 @@ def _read_job_logs(
 # -- status, queue, logs, cancel (called from job_commands for cluster names) -------------------
 
 
-def print_clusters(clusters: list[ClusterView]) -> None:
+def print_clusters(clusters: list[ClusterRow]) -> None:
     table = Table(title=f"{len(clusters)} cluster(s)")
     for column in ("NAME", "STATE", "INFRA", "RESOURCES", "AUTOSTOP", "$/HR", "COST SO FAR", "JOBS", "SINCE"):
         table.add_column(column, no_wrap=column in ("NAME", "STATE"))
     for c in clusters:
-        infra = "/".join(p for p in (c.cloud, c.region, c.zone) if p) or "-"
-        resources = f"{c.num_nodes}x {c.instance_type}" if c.instance_type else "-"
-        if c.accelerator:
-            resources += f" ({c.accelerator}:{c.accelerator_count:g})"
-        if c.use_spot:
+        infra = "/".join(p for p in (c["cloud"], c["region"], c["zone"]) if p) or "-"
+        resources = f"{c['num_nodes']}x {c['instance_type']}" if c["instance_type"] else "-"
+        if c["accelerator"]:
+            resources += f" ({c['accelerator']}:{c['accelerator_count']:g})"
+        if c["use_spot"]:
             resources += " [spot]"
-        hourly = f"${c.hourly_price * c.num_nodes:.3f}" if c.hourly_price is not None else "-"
+        hourly = c["hourly_price"]
         table.add_row(
-            escape(c.name),
-            _styled(c.state, CLUSTER_STATE_STYLE),
+            escape(c["name"]),
+            _styled(c["state"], CLUSTER_STATE_STYLE),
             infra,
             resources,
-            c.autostop,
-            hourly,
-            f"${c.cost:.4f}",
-            str(c.active_jobs),
-            _age(c.up_since or c.created_at),
+            c["autostop"],
+            f"${hourly * c['num_nodes']:.3f}" if hourly is not None else "-",
+            f"${c['cost']:.4f}",
+            str(c["active_jobs"]),
+            _age(c["up_since"] or c["created_at"]),
         )
     console.print(table)
 

@@ -29,8 +29,9 @@ from cli.money_format import dollars
 from shared.errors import UserError
 from shared.states import LIVE
 
-if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+if TYPE_CHECKING:  # the API client and its models load when a verb calls the API, not with the command
     from cli.api_client import SkylessClient
+    from cli.api_rows import JobRow
     from shared.api.models import JobDetail, JobSummary, TimelineEvent
 
 __all__ = ["PreparedLaunch", "local_file_mounts", "local_workdirs", "prepare_launch"]  # their old home
@@ -103,16 +104,16 @@ def queue(
         states = (
             ",".join(state) if state else (",".join(sorted(s.value for s in LIVE)) if skip_finished else None)
         )
-        page = client.job_page(state=states, since=since, name=name, limit=limit, cursor=cursor)
+        page = client.job_rows(state=states, since=since, name=name, limit=limit, cursor=cursor)
     if as_json:
-        typer.echo(json.dumps([job.model_dump(mode="json") for job in page.jobs], indent=2))
+        typer.echo(json.dumps(page["jobs"], indent=2))
         return
-    _print_jobs(page.jobs)
-    if page.cursor:
-        typer.echo(f"More jobs: skyless queue --cursor '{page.cursor}' (with the same filters)")
+    _print_jobs(page["jobs"])
+    if page["cursor"]:
+        typer.echo(f"More jobs: skyless queue --cursor '{page['cursor']}' (with the same filters)")
 
 
-def _print_jobs(jobs: list[JobSummary]) -> None:
+def _print_jobs(jobs: list[JobRow]) -> None:
     table = Table(title=f"{len(jobs)} job(s)")
     columns = (
         "ID",
@@ -132,24 +133,24 @@ def _print_jobs(jobs: list[JobSummary]) -> None:
         )
     for job in jobs:
         table.add_row(
-            job.job_id,
-            _escape(job.name or "-"),
-            _state(job.state),
-            _place(job),
-            job.instance_type or "-",
-            _yes_no(job.use_spot),
-            str(job.recoveries),
-            dollars(job.cost),
+            job["job_id"],
+            _escape(job["name"] or "-"),
+            _state(job["state"]),
+            "/".join(p for p in (job["cloud"], job["region"]) if p) or "-",
+            job["instance_type"] or "-",
+            _yes_no(job["use_spot"]),
+            str(job["recoveries"]),
+            dollars(job["cost"]),
             _escape(_source(job)),
-            _age(job.created_at),
+            _age(job["created_at"]),
         )
     console.print(table)
 
 
-def _source(job: JobSummary) -> str:
-    if job.source is None:
+def _source(job: JobRow) -> str:
+    if job["source"] is None:
         return "-"
-    return f"{job.source} {job.source_ref}" if job.source_ref else job.source
+    return f"{job['source']} {job['source_ref']}" if job["source_ref"] else job["source"]
 
 
 def status(
@@ -201,14 +202,10 @@ def status(
         raise typer.Exit(code)
     with _client(api_url, api_key) as client:
         if not names:
-            clusters = client.list_clusters()
-            jobs = client.list_jobs() if show_managed_jobs else []
+            clusters = client.cluster_rows()
+            jobs = client.job_rows()["jobs"] if show_managed_jobs else []
             if as_json:
-                dumped = {
-                    "clusters": [cluster.model_dump(mode="json") for cluster in clusters],
-                    "jobs": [job.model_dump(mode="json") for job in jobs],
-                }
-                typer.echo(json.dumps(dumped, indent=2))
+                typer.echo(json.dumps({"clusters": clusters, "jobs": jobs}, indent=2))
                 return
             cluster_commands.print_clusters(clusters)
             if show_managed_jobs:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from cli.log_streams import LogStreams
 
-if TYPE_CHECKING:  # httpx and the API models load when a verb calls the API, not with the command
+if TYPE_CHECKING:  # the API client and its models load when a verb calls the API, not with the command
     from cli.api_client import SkylessClient
     from shared.api.models import JobDetail
 

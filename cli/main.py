@@ -1,7 +1,9 @@
 """The `skyless` command: each area of the product registers its own verbs, loaded when one of them runs.
 
 `skyless --help` lists every verb from the table below without importing any area, so it loads typer and
-nothing of ours; `skyless status` imports job_commands alone. tests/unit/test_cli_lazy_verbs.py holds the
+nothing of ours; `skyless status` imports job_commands alone. Help and usage errors are click's plain text,
+as `sky`'s are: typer's rich panels would load rich's markdown and syntax modules (~0.1 s of CPU) for every
+`--help`. tests/unit/test_cli_lazy_verbs.py holds the
 table to what the areas register.
 """
 
@@ -13,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
+
+from cli.typer_params import defer_adapters
 
 if TYPE_CHECKING:  # typer's own (vendored) click, which its groups are built on
     from typer._click import Command, Context, HelpFormatter
@@ -112,11 +116,19 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
-def area_verbs(module: str) -> TyperGroup:
-    """Every verb one area registers, as click builds them (imports that area and what it needs)."""
-    area = typer.Typer()
+def area_verbs(module: str, verb: str | None = None) -> TyperGroup:
+    """Every verb one area registers, as click builds them (imports that area and what it needs); with
+    `verb`, that verb alone (typer reads every parameter's annotations of what it builds)."""
+    area = typer.Typer(rich_markup_mode=None)  # its groups (`skyless jobs ...`) inherit it
     importlib.import_module(f"cli.{module}").register(area)
-    return typer.main.get_group(area)
+    if verb is not None:
+        commands = [command for command in area.registered_commands if command.name == verb]
+        groups = [group for group in area.registered_groups if group.name == verb]
+        if commands or groups:
+            area.registered_commands, area.registered_groups = commands, groups
+    group = typer.main.get_group(area)
+    defer_adapters(group)
+    return group
 
 
 verb_loaded = False  # the verb to run is imported (its area's module and what that needs)
@@ -127,7 +139,8 @@ class LazyVerbs(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self._areas: dict[str, TyperGroup] = {}
+        defer_adapters(self)
+        self._verbs: dict[str, TyperGroup] = {}
         self._listing = False
 
     def list_commands(self, ctx: Context) -> list[str]:
@@ -139,11 +152,11 @@ class LazyVerbs(TyperGroup):
         module, help_text = VERBS[cmd_name]
         if self._listing:
             return TyperCommand(cmd_name, help=help_text)
-        if module not in self._areas:
-            self._areas[module] = area_verbs(module)
+        if cmd_name not in self._verbs:
+            self._verbs[cmd_name] = area_verbs(module, cmd_name)
         global verb_loaded
         verb_loaded = True  # from here on, Ctrl-C is the verb's to handle (cli/__init__.py)
-        return self._areas[module].get_command(ctx, cmd_name)
+        return self._verbs[cmd_name].get_command(ctx, cmd_name)
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self._listing = True
@@ -160,6 +173,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 

@@ -19,6 +19,7 @@ from typer.core import TyperCommand
 from cli.main import VERBS, area_verbs
 
 ROOT = Path(__file__).resolve().parents[2]
+COMMAND_MODULES = ("cli.main", "cli.typer_params")  # the command itself, before any area
 HEAVY = ("boto3", "botocore", "moto", "httpx", "shared.api", "local_runtime")
 PROBE = """
 import json, sys
@@ -60,7 +61,7 @@ def test_help_lists_every_verb_and_imports_no_area() -> None:
     for verb in VERBS:
         assert f" {verb} " in text
     assert _loaded(modules, (*HEAVY, "pydantic")) == []
-    assert [name for name in modules if name.startswith("cli.") and name != "cli.main"] == []
+    assert [name for name in modules if name.startswith("cli.") and name not in COMMAND_MODULES] == []
 
 
 def test_a_verbs_help_loads_its_area_without_the_api_client() -> None:
@@ -72,22 +73,44 @@ def test_a_verbs_help_loads_its_area_without_the_api_client() -> None:
     assert _loaded(modules, HEAVY) == []  # pydantic may load here: typer's own parameter adapters import it
 
 
-def test_status_against_a_deployed_api_loads_httpx_but_never_moto_or_the_local_runtime() -> None:
+def test_status_against_a_deployed_api_calls_it_without_httpx_pydantic_or_the_local_runtime() -> None:
     with socket.socket() as sock:  # a port nothing listens on: the call is made and refused
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     code, _, modules = _run(["status"], SKYLESS_API_URL=f"http://127.0.0.1:{port}", SKYLESS_API_KEY="sky_x")
 
     assert code == 2
-    assert "httpx" in modules
-    assert _loaded(modules, ("boto3", "botocore", "moto", "local_runtime")) == []
+    assert "http.client" in modules
+    assert _loaded(modules, (*HEAVY, "pydantic")) == []
+
+
+def test_a_value_typed_on_the_line_is_still_checked_by_typer() -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(app, ["queue", "--limit", "0", "--api-url", "http://127.0.0.1:9"])
+
+    assert result.exit_code == 2
+    assert "Invalid value for '--limit'" in result.output
+
+
+def test_the_table_rows_name_the_fields_of_the_api_models_they_stand_for() -> None:
+    from typing import get_type_hints
+
+    from cli.api_rows import ClusterRow, JobPage, JobRow
+    from shared.api.cluster_models import ClusterView
+    from shared.api.models import JobList, JobSummary
+
+    for row, model in ((JobRow, JobSummary), (JobPage, JobList), (ClusterRow, ClusterView)):
+        assert sorted(get_type_hints(row)) == sorted(model.model_fields), row.__name__
 
 
 def test_an_unknown_verb_is_refused_without_loading_an_area() -> None:
     code, _, modules = _run(["stauts"])
 
     assert code == 2
-    assert [name for name in modules if name.startswith("cli.") and name != "cli.main"] == []
+    assert [name for name in modules if name.startswith("cli.") and name not in COMMAND_MODULES] == []
 
 
 @pytest.mark.parametrize("module", sorted({module for module, _ in VERBS.values()}))
@@ -108,7 +131,7 @@ def test_the_lazy_help_screen_is_the_one_every_area_registered_at_once_would_pri
 
     from cli.main import app
 
-    eager = typer.Typer(name="skyless", help=app.info.help, add_completion=False)
+    eager = typer.Typer(name="skyless", help=app.info.help, add_completion=False, rich_markup_mode=None)
     for module in dict.fromkeys(module for module, _ in VERBS.values()):
         importlib.import_module(f"cli.{module}").register(eager)
     runner = CliRunner()
