@@ -32,7 +32,15 @@ from shared.store.users import find_user
 from shared.wiring import wiring_for
 
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
-TASK = "name: train\nresources:\n  cloud: aws\n  region: us-east-1\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n"
+TASK = """
+name: train
+resources:
+  cloud: aws
+  region: us-east-1
+  cpus: 2+
+  use_spot: true
+run: python train.py
+"""
 PREEMPTIONS = 22
 
 
@@ -122,7 +130,9 @@ def test_a_plain_spot_jobs_refused_launches_stop_at_its_hourly_limit_and_it_wait
     assert any("the limit of 2/h" in line for line in view(limited, job_id).spot_probes)
 
 
-def test_a_copy_of_an_earlier_waits_launch_message_is_dropped(settings: Settings, queues: QueueDriver) -> None:
+def test_a_copy_of_an_earlier_waits_launch_message_is_dropped(
+    settings: Settings, queues: QueueDriver
+) -> None:
     LocalCloud(settings.home).set_capacity_rules({"no_spot_capacity": ["*"]})
     job_id = submit(settings, queues, "alice")
     before = wiring_for(settings).store.get(job_id)
