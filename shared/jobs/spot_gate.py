@@ -11,9 +11,10 @@ follow too (shared/optimizer/probes.py):
 - **Nothing left: the job waits until a place may be probed again** (the earliest zone wait or the cap's
   end), a delayed launch message that carries its time. The job is never failed for it: SkyPilot's managed
   jobs retry a launch without limit (`sky/jobs/recovery_strategy.py`: `launch()` is
-  `_launch(max_retry=None)`, recovery's last step retries forever). A first launch gives up after
-  SKYLESS_MAX_WAIT_RETRIES rounds as before, but a round counts only once the job has itself been refused
-  (in the round, or in the last hour): a job held back by other jobs' refusals alone waits without limit.
+  `_launch(max_retry=None)`, recovery's last step retries forever), and spot capacity comes back: a round
+  in which only spot was short (refused or held back) does not count against a first launch's
+  SKYLESS_MAX_WAIT_RETRIES; one with another failure (on-demand without capacity, quota, a transient error)
+  counts as before.
 """
 
 from __future__ import annotations
@@ -89,13 +90,6 @@ class SpotGate:
         times = [probes.not_before(place) for place in self.seen]
         return min((t for t in times if t is not None), default=now)
 
-    def refused_this_job(self, now: float | None = None) -> bool:
-        """True when the job has spot launches of its own refused in the last hour (the evidence holds it
-        back for its own refusals, not only for other jobs')."""
-        if self.refusals is None:
-            return False
-        return self._probes(time.time() if now is None else now).budget.used > 0
-
     def stored(self, blocks: list[Block]) -> list[Block]:
         """`blocks` without this step's holds: the evidence, not the job, keeps them."""
         return [b for b in blocks if b not in self.held]
@@ -130,5 +124,5 @@ def wait_for_capacity(
     if gate.other_failed:
         wake = min(wake, now + wait_delay(int(job.wait_rounds)))
     why = "no candidate had capacity" if tried else "every spot place of the plan waits on refused launches"
-    counted = bool(tried) or gate.refused_this_job(now)
-    return wait_or_give_up(wiring, job, blocks, tried, until=max(wake, now + 1), counted=counted, why=why)
+    until = max(wake, now + 1)
+    return wait_or_give_up(wiring, job, blocks, tried, until=until, counted=gate.other_failed, why=why)

@@ -181,3 +181,25 @@ def test_a_plain_spot_job_preempted_22_times_recovers_around_zones_another_job_f
             report_agent_status(wiring_for(slow), AgentReport(bob, node["instance_id"], phase))
     assert view(slow, bob).state == JobState.SUCCEEDED
     deliver(queues, "provision")  # the last cluster's teardown
+
+
+def test_a_plain_spot_job_with_no_spot_anywhere_keeps_waiting_past_a_first_launchs_rounds(
+    settings: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a zone refused once waits 1 s, twice 2 s, ...; no hourly cap (it would hold the job an hour)
+    quick = settings.with_(deadline_retry_seconds=1, spot_refusals_per_hour=0)
+    for name, value in quick.to_env().items():
+        monkeypatch.setenv(name, value)
+    LocalCloud(quick.home).set_capacity_rules({"no_spot_capacity": ["*"]})
+    job_id = submit(quick, queues, "alice")
+    store = wiring_for(quick).store
+    for _ in range(3):  # each past SKYLESS_MAX_WAIT_RETRIES=1: SkyPilot's managed jobs retry without limit
+        job = store.get(job_id)
+        assert job is not None and job.state == JobState.WAITING, job and job.reason
+        assert float(job.next_check_at) - time.time() < 20  # the zones' wait, not a backoff of its own
+        time.sleep(max(0.0, float(job.next_check_at) - time.time()) + 0.2)
+        wake(queues, job_id, not_before=float(job.next_check_at))  # its own launch message, when due
+    refused = refused_by(quick, job_id)
+    assert len(refused) >= 3 and min(refused.values()) == 4  # every zone probed again in each round
+    job = store.get(job_id)
+    assert job is not None and job.state == JobState.WAITING and job.reason is None
