@@ -197,7 +197,7 @@ class JobDetail(JobSummary):
     )
     spot_probes: list[str] = Field(
         default_factory=list,
-        description="A deadline job's spot probing: each zone of its plan with refused spot launches in "
+        description="A spot job's probing: each zone of its plan with refused spot launches in "
         "the last 10 minutes (by any job) and when spot is tried there next; its hourly limit when reached.",
     )
 

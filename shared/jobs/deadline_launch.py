@@ -70,10 +70,11 @@ def send_provision_at(wiring: Wiring, body: dict[str, Any], at: float) -> None:
 
 
 def superseded_wait(job: JobModel, message: ProvisionMessage) -> bool:
-    """True for a launch message of a deadline job's wait that is not its current one: a copy delivered
+    """True for a launch message of a job's timed wait (a deadline job's, or a plain spot job's waiting on
+    the evidence, shared/jobs/spot_gate.py) that is not its current one: a copy delivered
     again after the job already woke (and perhaps waited anew). Each copy would otherwise walk the places
     and wait again, sending one more launch each round: refused launches doubling with every round."""
-    if not job.deadline_at or JobState(job.state) != JobState.WAITING or message.not_before is None:
+    if JobState(job.state) != JobState.WAITING or message.not_before is None:
         return False
     return job.next_check_at is None or abs(float(job.next_check_at) - float(message.not_before)) > 1e-3
 

@@ -195,26 +195,43 @@ def keep_progress(
     return wiring.store.save_progress(job, changes, message)
 
 
-def wait_or_give_up(wiring: Wiring, job: JobModel, blocks: list[Block], tried: list[str]) -> Outcome:
-    """A first launch gives up after `max_wait_retries` rounds; a job recovering from a preemption waits
-    for capacity without limit, as SkyPilot's managed-job recovery retries forever."""
+def wait_or_give_up(
+    wiring: Wiring,
+    job: JobModel,
+    blocks: list[Block],
+    tried: list[str],
+    *,
+    until: float | None = None,
+    counted: bool = True,
+    why: str = "no candidate had capacity",
+) -> Outcome:
+    """A first launch gives up after `max_wait_retries` counted rounds; a job recovering from a preemption
+    waits for capacity without limit, as SkyPilot's managed-job recovery retries forever. The wait is the
+    round's backoff, or `until` (epoch seconds: the launch message carries it, and it is the job's one
+    pending launch, so a copy of an earlier wait's message is dropped); a round not `counted` (the job was
+    refused nothing itself) neither gives up nor grows the backoff."""
     rounds = int(job.wait_rounds)
-    if rounds >= wiring.settings.max_wait_retries and not int(job.recoveries or 0):
+    if counted and rounds >= wiring.settings.max_wait_retries and not int(job.recoveries or 0):
         summary = "; ".join(tried[-5:])
         reason = f"no capacity anywhere after {rounds + 1} rounds ({summary})"
         return fail_provisioning(wiring, job, reason, JobState.FAILED_NO_RESOURCE)
-    delay = wait_delay(rounds)
-    moved = wiring.store.move(
-        job,
-        JobState.WAITING,
-        f"no candidate had capacity; retrying in {delay} s",
-        changes={"wait_rounds": rounds + 1, "candidate_index": 0, "blocklist": blocks_json(blocks)},
-        detail={"tried": tried[-10:]},
-    )
+    delay = wait_delay(rounds) if until is None else max(1, math.ceil(until - time.time()))
+    changes = {"wait_rounds": rounds + int(counted), "candidate_index": 0, "blocklist": blocks_json(blocks)}
+    if until is not None:
+        changes["next_check_at"] = until
+    message = f"{why}; retrying in {_span(delay)}"
+    moved = wiring.store.move(job, JobState.WAITING, message, changes=changes, detail={"tried": tried[-10:]})
     if not moved:
         return Outcome.ALREADY_DONE
-    send_launch(wiring, job.job_id, int(job.attempt), delay_seconds=delay)
+    body = {"job_id": job.job_id, "attempt": int(job.attempt), "action": "launch"}
+    if until is not None:
+        body["not_before"] = until  # sent on until due: SQS delays stop at 900 s
+    wiring.queues.provision.send(body, delay_seconds=min(MAX_DELAY_SECONDS, delay))
     return Outcome.RETRY_LATER
+
+
+def _span(seconds: int) -> str:
+    return f"{seconds} s" if seconds < 600 else f"{seconds // 60} min"
 
 
 def fail_provisioning(

@@ -27,11 +27,11 @@ from shared.jobs.launching import (
     note_spot_refusal,
     record_launch,
     retry_later,
-    wait_or_give_up,
 )
 from shared.jobs.messages import ProvisionMessage, cluster_id_for, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, make_plan, plan_fields, plan_of
+from shared.jobs.spot_gate import SpotGate, wait_for_capacity
 from shared.optimizer.plan import Block, Plan
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
@@ -104,6 +104,7 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
     if plan is None:
         return fail_provisioning(wiring, job, "no plan to provision")
     blocks = blocks_of(job)
+    gate = SpotGate.of(wiring, job.job_id, int(job.attempt))  # spot only where the shared evidence allows
     tried: list[str] = []
     index = int(job.candidate_index)
     replanned: Plan | None = None  # a plan made in this step, stored with the step's outcome
@@ -115,32 +116,40 @@ def _walk_candidates(wiring: Wiring, job: JobModel) -> Outcome:
             if is_blocked(candidate, blocks):
                 index += 1
                 continue
+            held = gate.hold(candidate)
+            if held is not None:
+                blocks.append(held)
+                index += 1
+                continue
             if launches >= MAX_LAUNCHES_PER_STEP:
-                return _continue_later(wiring, job, index, blocks, replanned)
+                return _continue_later(wiring, job, index, gate.stored(blocks), replanned)
             launches += 1
             try:
                 nodes = launch_candidate(wiring, job, candidate)
             except TransientCloudError as error:
                 note_refusal(wiring, job, candidate, "transient", error.message)
+                gate.failed(candidate, error)
                 if int(job.transient_retries) < wiring.settings.max_transient_retries:
-                    return retry_later(wiring, job, index, blocks, error, replanned)
+                    return retry_later(wiring, job, index, gate.stored(blocks), error, replanned)
                 blocks.append(zone_block(candidate, f"transient: {error.message}"))
                 tried.append(tried_text(candidate, error.message))
             except InvalidLaunchError as error:
                 return fail_provisioning(wiring, job, f"{candidate_text(candidate)}: {error.message}")
             except CloudError as error:
                 note_spot_refusal(wiring, job, candidate, error)
+                gate.failed(candidate, error)
                 block = block_for(candidate, error)
                 note_refusal(wiring, job, candidate, block.reason.split(":", 1)[0], error.message)
                 blocks.append(block)
                 tried.append(tried_text(candidate, error.message))
             else:
-                return record_launch(wiring, job, candidate, index, blocks, nodes, tried, replanned)
+                stored = gate.stored(blocks)
+                return record_launch(wiring, job, candidate, index, stored, nodes, tried, replanned)
             index += 1
-        blocks = compact_blocks(blocks, wiring.catalog)
+        blocks = compact_blocks(gate.stored(blocks), wiring.catalog) + list(gate.held)
         answer = replan_after_failures(wiring, job, blocks)
         if answer is None:
-            return wait_or_give_up(wiring, job, blocks, tried)
+            return wait_for_capacity(wiring, job, gate.stored(blocks), tried, gate)
         replanned, blocks = answer
         plan, index = replanned, 0
 

@@ -208,17 +208,15 @@ def get_job(wiring: Wiring, job_id: str, *, owner: str | None) -> JobView:
 
 
 def spot_probe_lines(wiring: Wiring, job: JobModel, now: float | None = None) -> list[str]:
-    """For a live deadline job whose plan has spot: each spot zone of the plan with refusals in the last
-    10 minutes or a wait, and when it is probed next; the job's hourly limit when reached. One read."""
+    """For a live job whose plan has spot (a deadline job's plan is priced for both markets): each spot zone
+    of the plan with refusals in the last 10 minutes or a wait, and when it is probed next; the job's hourly
+    limit when reached. One read."""
     plan = plan_of(job)
-    if (
-        not job.deadline_at
-        or is_terminal(job.state)
-        or plan is None
-        or int(job.task_index) >= len(plan.tasks)
-    ):
+    if is_terminal(job.state) or plan is None or int(job.task_index) >= len(plan.tasks):
         return []
     candidates = plan.tasks[int(job.task_index)].candidates
+    if not job.deadline_at and not any(c.use_spot for c in candidates):
+        return []
     zones = list(dict.fromkeys(place_of(c.cloud, c.region, c.zone) for c in candidates))
     now = time.time() if now is None else now
     _, refusals = wiring.cooldowns.evidence(now)

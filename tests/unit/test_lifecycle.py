@@ -150,7 +150,7 @@ def test_with_no_capacity_anywhere_the_job_waits_with_a_delayed_message_then_fai
     stack: Settings, queues: QueueDriver
 ):
     LocalCloud(stack.home).set_capacity_rules({"no_capacity": ["*"]})
-    job_id = launch(stack, queues)
+    job_id = launch(stack, queues, SPOT_TASK.replace("use_spot: true", "use_spot: false"))  # spot waits on
     assert state_of(stack, job_id) == JobState.WAITING
     assert queues.delayed_count("provision") == 1
     store = wiring_for(stack).store
