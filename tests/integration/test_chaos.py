@@ -16,6 +16,7 @@ from chaos.run import ChaosConfig, run_chaos
 from moto import mock_aws
 
 from shared.config import Settings
+from shared.store.memory import MemoryJobStore
 from shared.store.models import models_for
 
 STORMY = {"preemptions_per_hour": 400.0, "storms_per_hour": 20.0, "crash_rate": 0.06, "work": 4}
@@ -36,7 +37,10 @@ def chaos_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 
 def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
-    report = run_chaos(chaos_settings, ChaosConfig(jobs=20, seed=11, **STORMY))
+    # the mix before droughts and their moves (the test below has those, on the faster store)
+    kinds = ("simple", "spot", "spot-2-nodes", "spot-or-on-demand", "pipeline", "deadline")
+    mix = dict(zip(kinds, (0.15, 0.3, 0.2, 0.1, 0.1, 0.15), strict=True))
+    report = run_chaos(chaos_settings, ChaosConfig(jobs=20, seed=11, tasks=mix, drought_seconds=0, **STORMY))
     summary = report.summary()
     # the chaos happened ...
     assert report.crashes > 20 and report.crash_points == report.crash_points_possible, summary
@@ -51,3 +55,26 @@ def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
     assert report.vms_left_after_reconcile == [] and report.vms_left_after_reaper == [], summary
     assert report.illegal_moves == [], summary
     assert report.handler_errors == [], report.handler_errors[:2]
+
+
+def test_chaos_moves_running_jobs_made_before_break_within_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deadline jobs that start on on-demand while spot is refused in their region, and are moved to spot
+    (the new cluster obtained first) when it is offered again, under the same faults: the extra cluster
+    the move boots is counted, and the bounds on it hold. On the memory store (the contract-tested twin of
+    DynamoDB's), so the run is large enough to move several jobs."""
+    monkeypatch.setenv("SKYLESS_AGENT_SECRET", "chaos")
+    settings = Settings(prefix=f"chaos{uuid.uuid4().hex[:8]}", home=tmp_path, providers="*=sim",
+                        endpoint_url="http://127.0.0.1:9")  # fmt: skip
+    mix = {"deadline-move": 0.5, "spot": 0.3, "spot-2-nodes": 0.2}
+    report = run_chaos(settings, ChaosConfig(jobs=40, seed=3, tasks=mix, **STORMY), MemoryJobStore())
+    summary = report.summary()
+    assert report.spot_refused > 0 and report.crashes > 40, summary  # the drought and the crashes happened
+    assert report.moves_in_timelines >= 3, summary  # ... moves were made ...
+    assert report.extra_clusters >= report.moves_in_timelines and report.moves >= 3, summary
+    assert report.extra_cluster_too_long == {} and report.extra_ran_task == {}, summary  # ... within bounds
+    assert report.three_live_clusters == {} and report.two_running_tasks == {}, summary
+    assert report.unfenced_launches == {} and report.lost == [] and report.stuck == [], summary
+    assert report.vms_left_after_reconcile == [] and report.vms_left_after_reaper == [], summary
+    assert report.illegal_moves == [] and report.handler_errors == [], report.handler_errors[:2]
