@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chaos.clock import SimClock
 from chaos.run import ChaosConfig, run_chaos
+from chaos.sim_cloud import Monitor
 from moto import mock_aws
 
 from shared.config import Settings
@@ -78,3 +80,26 @@ def test_chaos_moves_running_jobs_made_before_break_within_the_bound(
     assert report.unfenced_launches == {} and report.lost == [] and report.stuck == [], summary
     assert report.vms_left_after_reconcile == [] and report.vms_left_after_reaper == [], summary
     assert report.illegal_moves == [] and report.handler_errors == [], report.handler_errors[:2]
+
+
+def test_the_monitor_finds_a_task_started_on_an_extra_beside_a_live_earlier_cluster() -> None:
+    """The checker's check: the made-before-break counts and findings from a hand-made cloud history."""
+    clock = SimClock()
+    monitor = Monitor(clock, attempt_of=lambda job_id: 0)
+    monitor.cluster_changed("job-a", "job-a-0", True, 0)
+    monitor.task_changed("job-a", "job-a-0", True)
+    monitor.cluster_changed("job-a", "job-a-1", True, 1)  # made before break: booting beside the running one
+    clock.advance(120)
+    monitor.task_changed("job-a", "job-a-0", False)
+    monitor.cluster_changed("job-a", "job-a-0", False)  # the break: the job moves onto the extra
+    monitor.task_changed("job-a", "job-a-1", True)
+    assert (monitor.extra_clusters, monitor.moves, monitor.extras_let_go) == (1, 1, 0)
+    assert monitor.extra_ran_task == {} and monitor.unfenced_launches == {}
+    assert 119 < monitor.extra_seconds < 121
+    monitor.cluster_changed("job-b", "job-b-0", True, 0)
+    monitor.cluster_changed("job-b", "job-b-1", True, 1)
+    monitor.task_changed("job-b", "job-b-1", True)  # the extra's task began while -0 was still up
+    clock.advance(901)
+    monitor.close()
+    assert monitor.extra_ran_task == {"job-b": ["job-b-0", "job-b-1"]}
+    assert set(monitor.extra_cluster_too_long) == {"job-b"}
