@@ -189,7 +189,8 @@ class SimCloud:
             return
         node.running = False
         cluster = self.clusters[node.spec.cluster_id]
-        if not any(n.running for n in cluster):
+        if not any(n.running for n in cluster):  # its task, if it ran one, ended with the last VM
+            self.monitor.task_changed(node.spec.job_id, node.spec.cluster_id, False)
             self.monitor.cluster_changed(node.spec.job_id, node.spec.cluster_id, False)
 
     def preemption_event(self, node: SimNode) -> dict[str, Any]:
