@@ -22,7 +22,7 @@ is split into waves of `--wave` jobs, each on fresh tables (jobs of one wave sha
 cool-downs); the counts are summed over waves. `--store memory` is shared/store/memory.py, held to
 DynamoDB's conditions by tests/unit/test_job_store_contract.py: a 100-job wave took 26 s here where the
 DynamoDB store's took many minutes; 1,000 jobs in one wave (`--wave 1000`) share every zone, storm and
-cool-down (6 to 7 min here).
+cool-down (1.5 to 7 min here, with the machine less or more loaded).
 """
 
 from __future__ import annotations
