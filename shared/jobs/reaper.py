@@ -10,11 +10,15 @@ the partition `reaper-marks`: `wiring.reaper_marks`, shared/store/reaper_marks.p
 on clouds that report no launch time. A kill is recorded once, in the job's timeline, or under the partition
 `reaper` when the job is gone: the mark's conditional move from "suspect" to "killed" decides which of two
 overlapping sweeps writes it.
+
+Clusters are looked at in a random order: a sweep that dies part-way leaves different ones for the next
+sweep, never the same tail (at scale, with the chaos run's crashes, no sweep got through the whole list).
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -105,7 +109,7 @@ def reap_orphans(
         known = marks.of_provider(provider.name)
         for gone in set(known) - set(clusters):
             marks.forget(provider.name, gone)  # that cluster is gone
-        for cluster_id, (job_id, attempt, nodes) in sorted(clusters.items()):
+        for cluster_id, (job_id, attempt, nodes) in random.sample(sorted(clusters.items()), len(clusters)):
             if job_id not in jobs:
                 jobs[job_id] = wiring.store.get(job_id) if job_id else None
             reason = orphan_reason(jobs[job_id], cluster_id, attempt)
@@ -130,6 +134,8 @@ def reap_orphans(
             report.killed.append(cluster_id)
             if marks.claim_kill(mark):  # one of two overlapping sweeps records the kill
                 _record_kill(wiring, jobs[job_id], job_id, provider.name, cluster_id, reason, nodes)
+    for found in (report.killed, report.in_grace, report.owned):
+        found.sort()  # what the sweep did, in a stable order (it went through them at random)
     return report
 
 

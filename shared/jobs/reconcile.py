@@ -3,11 +3,15 @@ Heartbeats and the clouds' own listings (by tag) are the ground truth; our recor
 
 VMs a cloud runs that no record knows of are the orphan reaper's (shared/jobs/reaper.py, its own schedule): it
 gives them a grace period and records each kill. This sweep ends only clusters we recorded whose job is over
-(a teardown that was lost)."""
+(a teardown that was lost).
+
+Jobs are checked in a random order: a sweep that dies part-way (a crash, the Lambda's time limit) leaves
+different jobs unchecked each time, never the same tail of the listing."""
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -39,13 +43,13 @@ def reconcile(now: float | None = None, wiring: Wiring | None = None) -> dict[st
     done: dict[str, list[str]] = defaultdict(list)
     live = wiring.store.live_jobs()
     budgets = BudgetSweep(wiring, now, live)
-    for job in live:
+    for job in random.sample(live, len(live)):
         _check_job(wiring, job, now, done)
         verdict = budgets.check(job)
         if verdict is not None:
             done[f"budget_{verdict}"].append(job.job_id)
     _close_cluster_records(wiring, done, just_ended={*done.get("recovered", []), *done.get("failed", [])})
-    return dict(done)
+    return {kind: sorted(ids) for kind, ids in done.items()}  # in a stable order (checked at random)
 
 
 def _check_job(wiring: Wiring, job: JobModel, now: float, done: dict[str, list[str]]) -> None:

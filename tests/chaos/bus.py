@@ -39,6 +39,7 @@ class ChaosBus:
         self.extra_copy_rate = extra_copy_rate
         self.late = late  # mean lateness of a copy, seconds
         self.waiting: list[Copy] = []  # a heap by visible_at
+        self.ready: list[Copy] = []  # visible, in no order (taken at random)
         self.sent = 0
         self.delivered = 0
         self._seq = itertools.count()
@@ -53,12 +54,13 @@ class ChaosBus:
     def take(self) -> Copy | None:
         """A random copy among the visible ones (removed), or None."""
         now = self.clock.now()
-        visible = [c for c in self.waiting if c.visible_at <= now]
-        if not visible:
+        while self.waiting and self.waiting[0].visible_at <= now:
+            self.ready.append(heapq.heappop(self.waiting))
+        if not self.ready:
             return None
-        chosen = self.rng.choice(visible)
-        self.waiting.remove(chosen)
-        heapq.heapify(self.waiting)
+        index = self.rng.randrange(len(self.ready))
+        self.ready[index], self.ready[-1] = self.ready[-1], self.ready[index]
+        chosen = self.ready.pop()
         chosen.deliveries += 1
         self.delivered += 1
         return chosen
@@ -68,10 +70,16 @@ class ChaosBus:
         heapq.heappush(self.waiting, copy)
 
     def next_visible_at(self) -> float | None:
+        if self.ready:
+            return self.clock.now()
         return self.waiting[0].visible_at if self.waiting else None
 
     def has_visible(self) -> bool:
-        return bool(self.waiting) and self.waiting[0].visible_at <= self.clock.now()
+        return bool(self.ready) or (bool(self.waiting) and self.waiting[0].visible_at <= self.clock.now())
+
+    def pending(self) -> bool:
+        """Copies not delivered yet (visible or not)."""
+        return bool(self.ready or self.waiting)
 
 
 class BusQueue:

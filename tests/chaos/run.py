@@ -28,6 +28,7 @@ from chaos.clock import SimClock
 from chaos.faults import FaultInjector, Faulty, SimulatedCrash
 from chaos.memory_objects import MemoryObjects
 from chaos.sim_cloud import Monitor, SimCloud, SimRegistry
+from shared.budgets.records import MemoryBudgets
 from shared.config import Settings
 from shared.errors import ConflictError
 from shared.jobs.cancellation import cancel_job
@@ -38,10 +39,15 @@ from shared.jobs.reaper import reap_orphans
 from shared.jobs.reconcile import reconcile
 from shared.jobs.submission import SubmitJob, new_job_id, submit_job
 from shared.states import ALLOWED, IllegalTransition, JobState, is_terminal
+from shared.store.contract_records import MemoryContractRecords
 from shared.store.cooldowns import CooldownStore
 from shared.store.jobs import DynamoJobStore as JobStore
+from shared.store.memory import MemoryJobStore
+from shared.store.memory_records import MemoryNotificationStore, MemoryReaperMarks, MemoryScheduleStore
 from shared.wiring import Wiring, install_wiring, uninstall_wiring, wiring_for
 
+DROUGHT_REGION = "aws/us-east-1"
+DEADLINES = {"deadline": ("3h", 0.5), "deadline-move": ("2h", 70 / 60)}  # (deadline, hours of work)
 TASKS = {
     "simple": "name: simple\nresources:\n  cpus: 1+\nrun: echo hi\n",
     "spot": "name: spot\nresources:\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n",
@@ -51,6 +57,12 @@ TASKS = {
         "    - use_spot: true\n    - use_spot: false\nrun: python train.py\n"
     ),
     "deadline": "name: deadline\nresources:\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n",
+    # a tighter deadline in one region, which spot droughts visit: on-demand while spot is refused there, then
+    # moved to spot (made before break) when the policy's check finds it offered again
+    "deadline-move": (
+        f"name: deadline-move\nresources:\n  cloud: {DROUGHT_REGION.split('/')[0]}\n"
+        f"  region: {DROUGHT_REGION.split('/')[1]}\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n"
+    ),
     "pipeline": (
         "name: prep\nresources:\n  cpus: 1+\n  use_spot: true\nrun: python prep.py\n---\n"
         "name: train\nresources:\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n"
@@ -62,6 +74,10 @@ HANDLERS: dict[str, Callable[[dict[str, Any], Wiring], Any]] = {
     "spot_watch": watch_instance_event,
     "teardown": provision_job,
 }
+
+
+DONE_CHECK_SECONDS = 60.0
+MOVE_WORDS = "obtained on"  # shared/jobs/make_before_break.py's cause: "N node(s) obtained on P (M) first"
 
 
 @dataclass
@@ -80,10 +96,11 @@ class ChaosConfig:
     work: int = 6  # heartbeats a task runs, at most (each 2-10 s)
     task_fail_rate: float = 0.03
     drain_hours: float = 12.0  # after the last submission, how long jobs get to finish
+    drought_seconds: float = 1200.0  # DROUGHT_REGION refuses spot this long, offers it as long, and so on
     tasks: dict[str, float] = field(
         default_factory=lambda: {
-            "simple": 0.15, "spot": 0.3, "spot-2-nodes": 0.2, "spot-or-on-demand": 0.1, "pipeline": 0.1,
-            "deadline": 0.15,
+            "simple": 0.15, "spot": 0.25, "spot-2-nodes": 0.2, "spot-or-on-demand": 0.1, "pipeline": 0.1,
+            "deadline": 0.1, "deadline-move": 0.1,
         }
     )  # fmt: skip
 
@@ -115,8 +132,16 @@ class ChaosReport:
     storms: int
     stale_agents_stopped: int
     simulated_hours: float
-    extra_clusters: int = 0
-    extra_seconds: float = 0.0
+    extra_clusters: int = 0  # extra (made-before-break) clusters booted beside a live one
+    extra_seconds: float = 0.0  # the longest one was live beside an earlier one
+    moves: int = 0  # extras the job then ran on alone (the cloud's ground truth)
+    moves_in_timelines: int = 0  # "obtained ... first" moves the jobs' timelines record (the product's word)
+    extras_let_go: int = 0  # extras terminated before the job moved onto them
+    moves_refused: int = 0  # launches refused while the job had a live cluster (it stayed put)
+    spot_refused: int = 0  # spot launches refused by droughts
+    extra_ran_task: dict[str, list[str]] = field(default_factory=dict)  # a task began on an extra
+    stories: dict[str, list[str]] = field(default_factory=dict)  # job -> what happened, for each finding
+    sweeps: dict[str, tuple[int, int]] = field(default_factory=dict)  # reconcile/reaper: (completed, crashed)
     reasons: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -126,6 +151,7 @@ class ChaosReport:
             or self.stuck
             or self.unfenced_launches
             or self.extra_cluster_too_long
+            or self.extra_ran_task
             or self.three_live_clusters
             or self.two_running_tasks
             or self.vms_left_after_reconcile
@@ -144,6 +170,12 @@ class ChaosReport:
             "three_live_clusters": len(self.three_live_clusters),
             "extra_clusters_booted": self.extra_clusters,
             "extra_cluster_max_seconds": round(self.extra_seconds, 1),
+            "extra_ran_task": len(self.extra_ran_task),
+            "moves": self.moves,
+            "moves_in_timelines": self.moves_in_timelines,
+            "extras_let_go": self.extras_let_go,
+            "moves_refused": self.moves_refused,
+            "spot_refused": self.spot_refused,
             "two_running_tasks": len(self.two_running_tasks),
             "vms_left_after_reconcile": len(self.vms_left_after_reconcile),
             "vms_left_after_reaper": len(self.vms_left_after_reaper),
@@ -163,7 +195,7 @@ class ChaosReport:
 
 
 class ChaosRun:
-    def __init__(self, settings: Settings, config: ChaosConfig) -> None:
+    def __init__(self, settings: Settings, config: ChaosConfig, store: MemoryJobStore | None = None) -> None:
         self.settings = settings
         self.config = config
         self.rng = random.Random(config.seed)
@@ -176,7 +208,7 @@ class ChaosRun:
         self.cloud = SimCloud(random.Random(config.seed + 3), self.monitor, config.transient_rate)
         self.fleet = AgentFleet(settings, random.Random(config.seed + 4), self.monitor, config.work,
                                 config.task_fail_rate)  # fmt: skip
-        self.raw_store = JobStore(settings)
+        self.raw_store: JobStore | MemoryJobStore = JobStore(settings) if store is None else store
         self.monitor.attempt_of = self._attempt_of
         self.wiring = self._wiring()
         self.jobs: dict[str, str] = {}  # submitted job id -> task kind
@@ -187,6 +219,10 @@ class ChaosRun:
         self.storms = 0
         self._agenda: list[tuple[float, int, str, Any]] = []  # (due, seq, kind, payload)
         self._seq = itertools.count()
+        self._submits_left = 0
+        self.completed_runs: Counter[str] = Counter()  # operations (by label) that ran to the end
+        self.crashed_runs: Counter[str] = Counter()  # ... that a crash ended
+        self._done_checked = float("-inf")
 
     def _wiring(self) -> Wiring:
         inject = self.injector
@@ -195,12 +231,19 @@ class ChaosRun:
         )
         queues = BusQueues(*(Faulty(BusQueue(self.bus, k), inject, f"queue.{k}") for k in HANDLERS))
         providers = SimRegistry(Faulty(self.cloud, inject, "cloud", frozenset({"preemption_event", "kill"})))
-        wiring = Wiring(self.settings, store, queues, MemoryObjects(), providers)  # type: ignore[arg-type]
-        cooldowns = Faulty(
-            CooldownStore(self.settings), inject, "cooldowns", frozenset({"preemption_update"})
-        )
-        wiring.__dict__["cooldowns"] = cooldowns
-        return wiring
+        raw = self.raw_store
+        if isinstance(raw, MemoryJobStore):  # and the other records in memory too
+            records: dict[str, Any] = {
+                "schedule_records": MemoryScheduleStore(), "notification_records": MemoryNotificationStore(),
+                "reaper_mark_records": MemoryReaperMarks(), "budget_records": MemoryBudgets(),
+                "contract_records": MemoryContractRecords(),
+            }  # fmt: skip
+            cooldown_record: Any = raw.cooldowns
+        else:
+            records, cooldown_record = {}, CooldownStore(self.settings)
+        cooldowns = Faulty(cooldown_record, inject, "cooldowns", frozenset({"preemption_update"}))
+        objects = MemoryObjects()
+        return Wiring(self.settings, store, queues, objects, providers, cooldowns, **records)  # type: ignore[arg-type]
 
     def _attempt_of(self, job_id: str) -> int | None:
         job = self.raw_store.get(job_id)
@@ -241,9 +284,12 @@ class ChaosRun:
         for _ in range(config.jobs):
             arrival += self.rng.expovariate(1 / config.arrival_seconds)
             self.at(arrival, "submit", self.rng.choices(kinds, weights)[0])
+            self._submits_left += 1
         last_arrival = arrival
         calm_at = last_arrival + 600  # no new preemptions, storms or outages after this
         self._schedule_chaos(start, calm_at)
+        if config.drought_seconds > 0:
+            self.at(start, "drought", True)
         self.at(start + 60, "reconcile")
         self.at(start + 300, "reaper")
         deadline = last_arrival + config.drain_hours * 3600
@@ -290,6 +336,10 @@ class ChaosRun:
             self._preempt_one()
         elif kind == "storm":
             self._storm(calm_at)
+        elif kind == "drought":
+            (self.cloud.no_spot.add if payload else self.cloud.no_spot.discard)(DROUGHT_REGION)
+            if payload or now + self.config.drought_seconds < calm_at:
+                self.at(min(calm_at, now + self.config.drought_seconds), "drought", not payload)
         elif kind == "capacity_back":
             self.cloud.out_of_capacity.discard(payload)
         elif kind == "cancel":
@@ -300,6 +350,7 @@ class ChaosRun:
         try:
             call()
         except SimulatedCrash:
+            self.crashed_runs[label] += 1
             return False
         except IllegalTransition as error:
             self.illegal.append(f"{label}: {error}")
@@ -307,13 +358,17 @@ class ChaosRun:
         except Exception as error:
             self.handler_errors.append(f"{label}: {error!r}\n{traceback.format_exc(limit=6)}")
             return False
+        self.completed_runs[label] += 1
         return True
 
     # -- what users, queues and agents do ------------------------------------------------------
 
     def _submit(self, kind: str) -> None:
+        self._submits_left -= 1
         job_id = new_job_id()
-        deadline = {"deadline": "3h", "hours": 0.5} if kind == "deadline" else {}  # its policy moves it
+        deadline: dict[str, Any] = {}
+        if kind in DEADLINES:  # its policy moves it
+            deadline = dict(zip(("deadline", "hours"), DEADLINES[kind], strict=True))
         command = SubmitJob.from_text(owner="chaos", task_text=TASKS[kind], job_id=job_id, **deadline)
         for _ in range(20):  # the client retries a failed request with the same id
             ok = self._guard("submit", lambda: submit_job(wiring_for(self.settings), command))
@@ -322,7 +377,7 @@ class ChaosRun:
         else:
             return
         self.jobs[job_id] = kind
-        if kind == "deadline":
+        if kind in DEADLINES:
             self.fleet.long_jobs.add(job_id)  # runs long enough for the policy's checks to move it
         if self.rng.random() < self.config.cancels:
             self.at(self.clock.now() + self.rng.uniform(5, 600), "cancel", job_id)
@@ -387,16 +442,19 @@ class ChaosRun:
     # -- the end -------------------------------------------------------------------------------
 
     def _all_done(self) -> bool:
-        if self.bus.waiting or len(self.jobs) < self._submitted_target():
+        """No submission to come, no message in flight, no live job; the store is asked at most once per
+        simulated DONE_CHECK_SECONDS (a listing of every job: asked at every step, the run was quadratic)."""
+        if self.bus.pending() or self._submits_left:
             return False
+        if self.clock.now() < self._done_checked + DONE_CHECK_SECONDS:
+            return False
+        self._done_checked = self.clock.now()
         return not any(self.raw_store.live_jobs())
-
-    def _submitted_target(self) -> int:
-        return sum(1 for _, _, kind, _ in self._agenda if kind == "submit") + len(self.jobs)
 
     def _finish(self, start: float) -> ChaosReport:
         self.injector.enabled = False
         self.cloud.out_of_capacity.clear()
+        self.cloud.no_spot.clear()
         reconcile(wiring=self.wiring)
         after_reconcile = self._vms_left()
         reap_orphans(self.wiring)
@@ -407,6 +465,7 @@ class ChaosRun:
         outcomes: Counter[str] = Counter()
         reasons: Counter[str] = Counter()
         lost, stuck = [], []
+        moves_in_timelines = 0
         for job_id in self.jobs:
             job = self.raw_store.get(job_id)
             if job is None:
@@ -417,7 +476,9 @@ class ChaosRun:
                 stuck.append(f"{job_id} {job.state}")
             elif job.state == JobState.FAILED:
                 reasons[_reason_kind(job.reason)] += 1
-            self.illegal.extend(self._timeline_problems(job_id))
+            problems, moved = self._timeline_problems(job_id)
+            self.illegal.extend(problems)
+            moves_in_timelines += moved
         return ChaosReport(
             jobs=len(self.jobs),
             outcomes=outcomes,
@@ -447,7 +508,30 @@ class ChaosRun:
             reasons=reasons,
             extra_clusters=self.monitor.extra_clusters,
             extra_seconds=self.monitor.extra_seconds,
+            moves=self.monitor.moves,
+            moves_in_timelines=moves_in_timelines,
+            extras_let_go=self.monitor.extras_let_go,
+            moves_refused=self.cloud.refused_beside_live,
+            spot_refused=self.cloud.spot_refused,
+            extra_ran_task=dict(self.monitor.extra_ran_task),
+            stories=self._stories(start),
+            sweeps={k: (self.completed_runs[k], self.crashed_runs[k]) for k in ("reconcile", "reaper")},
         )
+
+    def _stories(self, start: float) -> dict[str, list[str]]:
+        """For each job of a ground-truth finding: the cloud's and its agents' changes and its timeline, in
+        order (seconds since the run began)."""
+        monitor = self.monitor
+        found = {*monitor.unfenced_launches, *monitor.extra_cluster_too_long, *monitor.three_live_clusters,
+                 *monitor.two_running_tasks, *monitor.extra_ran_task}  # fmt: skip
+        stories = {}
+        for job_id in sorted(found):
+            lines = list(monitor.changes.get(job_id, []))
+            for event in self.raw_store.timeline(job_id):
+                at = float(event.at.split("#", 1)[0])
+                lines.append((at, f"{event.kind}: {event.state or ''} {event.message}"[:240]))
+            stories[job_id] = [f"{at - start:8.1f} {line}" for at, line in sorted(lines, key=lambda x: x[0])]
+        return stories
 
     def _vms_left(self) -> list[str]:
         """Running VMs that are not their live job's current cluster."""
@@ -460,9 +544,11 @@ class ChaosRun:
                 )
         return left
 
-    def _timeline_problems(self, job_id: str) -> list[str]:
-        """State events must follow allowed moves, one version after another."""
+    def _timeline_problems(self, job_id: str) -> tuple[list[str], int]:
+        """State events must follow allowed moves, one version after another; and the made-before-break
+        moves the timeline records."""
         events = [e for e in self.raw_store.timeline(job_id) if e.kind == "state"]
+        moved = sum(1 for e in events if e.state == JobState.RECOVERING and MOVE_WORDS in (e.message or ""))
         problems = []
         states = [e.state for e in events]
         if states and states[0] not in (JobState.PENDING, JobState.PLANNED):
@@ -473,7 +559,7 @@ class ChaosRun:
         versions = [int(e.at.rsplit("#v", 1)[1]) for e in events if "#v" in e.at]
         if versions != sorted(set(versions)):
             problems.append(f"{job_id}: versions {versions}")
-        return problems
+        return problems, moved
 
 
 def _reason_kind(reason: str | None) -> str:
@@ -481,8 +567,11 @@ def _reason_kind(reason: str | None) -> str:
     return " ".join(text.split()[:4])
 
 
-def run_chaos(settings: Settings, config: ChaosConfig) -> ChaosReport:
-    return ChaosRun(settings, config).run()
+def run_chaos(settings: Settings, config: ChaosConfig, store: MemoryJobStore | None = None) -> ChaosReport:
+    """`store`: None for the real one (DynamoJobStore: the tables of `settings` must exist), or a
+    MemoryJobStore (held to DynamoDB's conditions by tests/unit/test_job_store_contract.py), with every
+    other record in memory too."""
+    return ChaosRun(settings, config, store).run()
 
 
 def report_json(report: ChaosReport) -> str:

@@ -49,29 +49,40 @@ EXTRA_CLUSTER_SECONDS = 900.0  # how long a job may have an extra cluster bootin
 @dataclass
 class Monitor:
     """Invariants on the cloud's ground truth, checked at every change: one running task per job; besides
-    the cluster running it, at most one extra cluster (made before break), live at most
-    EXTRA_CLUSTER_SECONDS."""
+    the cluster running it, at most one extra cluster (made before break: a later attempt's), only booting
+    (no task starts on it while an earlier cluster of the job is live), live beside it at most
+    EXTRA_CLUSTER_SECONDS. It also counts what the bound was tested on: extras booted, how each ended (the
+    job moved onto it: a made-before-break move; or it was let go), and the longest one."""
 
     clock: Any
     live: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # job -> clusters running
     tasks: dict[str, set[str]] = field(
         default_factory=lambda: defaultdict(set)
     )  # job -> clusters running its task
+    attempts: dict[str, int] = field(default_factory=dict)  # cluster -> its attempt
     extra_since: dict[str, float] = field(default_factory=dict)  # job -> when it got a second live cluster
+    extra_of: dict[str, str] = field(default_factory=dict)  # job -> the later of its two live clusters
     extra_seconds: float = 0.0  # the longest any job had one
     extra_clusters: int = 0  # times a job had a second live cluster
+    moves: int = 0  # ... that ended with the job on the later one alone (the break after the make)
+    extras_let_go: int = 0  # ... that ended with the later one gone (cancelled, or left by a crash)
     extra_cluster_too_long: dict[str, list[str]] = field(default_factory=dict)  # job -> the clusters
+    extra_ran_task: dict[str, list[str]] = field(default_factory=dict)  # a task began beside an earlier one
     attempt_of: Any = None  # job id -> the job's attempt now (the store's word), for telling the two apart
     unfenced_launches: dict[str, list[str]] = field(default_factory=dict)  # launched beside an earlier one
     three_live_clusters: dict[str, list[str]] = field(default_factory=dict)
     two_running_tasks: dict[str, list[str]] = field(default_factory=dict)
+    changes: dict[str, list[tuple[float, str]]] = field(default_factory=lambda: defaultdict(list))  # per job
 
     def cluster_changed(
         self, job_id: str, cluster_id: str, running: bool, attempt: int | None = None
     ) -> None:
         live = self.live[job_id]
         (live.add if running else live.discard)(cluster_id)
+        if attempt is not None:
+            self.attempts[cluster_id] = attempt
         now = float(self.clock.now())
+        self.changes[job_id].append((now, f"cloud: {cluster_id} {'up' if running else 'gone'}"))
         if running and len(live) > 1 and attempt is not None and self.attempt_of is not None:
             current = self.attempt_of(job_id)  # made before break: launched while the job is still before it
             if current is not None and attempt <= current and job_id not in self.unfenced_launches:
@@ -80,8 +91,14 @@ class Monitor:
             self.three_live_clusters[job_id] = sorted(live)
         if len(live) > 1 and job_id not in self.extra_since:
             self.extra_since[job_id] = now
+            self.extra_of[job_id] = max(live, key=lambda c: self.attempts.get(c, -1))
             self.extra_clusters += 1
         elif len(live) <= 1 and job_id in self.extra_since:
+            extra = self.extra_of.pop(job_id)
+            if live == {extra}:
+                self.moves += 1
+            else:
+                self.extras_let_go += 1
             self._overlap_ended(job_id, now - self.extra_since.pop(job_id), cluster_id)
 
     def close(self) -> None:
@@ -96,9 +113,15 @@ class Monitor:
             self.extra_cluster_too_long[job_id] = sorted(self.live[job_id] | {cluster_id} - {""})
 
     def task_changed(self, job_id: str, cluster_id: str, running: bool) -> None:
+        now = float(self.clock.now())
+        self.changes[job_id].append((now, f"task: on {cluster_id} {'started' if running else 'ended'}"))
         (self.tasks[job_id].add if running else self.tasks[job_id].discard)(cluster_id)
         if len(self.tasks[job_id]) > 1 and job_id not in self.two_running_tasks:
             self.two_running_tasks[job_id] = sorted(self.tasks[job_id])
+        mine = self.attempts.get(cluster_id, -1)
+        earlier = [c for c in self.live[job_id] if self.attempts.get(c, -1) < mine]
+        if running and earlier and job_id not in self.extra_ran_task:
+            self.extra_ran_task[job_id] = sorted([*earlier, cluster_id])
 
 
 class SimCloud:
@@ -112,6 +135,9 @@ class SimCloud:
         self.nodes: dict[str, SimNode] = {}
         self.by_job: dict[str, list[str]] = defaultdict(list)
         self.out_of_capacity: set[str] = set()  # places (cloud/region/zone) with no room now
+        self.no_spot: set[str] = set()  # regions (cloud/region) refusing every spot launch now
+        self.spot_refused = 0  # spot launches refused for that
+        self.refused_beside_live = 0  # launches refused for capacity while the job had a live cluster
         self.launch_requests = 0
         self.fresh: list[SimNode] = []  # launched since the run last booted agents
         self._ids = 0
@@ -124,8 +150,11 @@ class SimCloud:
         if existing is not None:
             return [n.as_node() for n in existing]  # the same attempt again: what it launched
         place = "/".join(p for p in (spec.cloud, spec.region, spec.zone) if p)
-        if place in self.out_of_capacity:
-            raise NoCapacityError(f"sim: no capacity in {place}")
+        drought = spec.use_spot and f"{spec.cloud}/{spec.region}" in self.no_spot
+        if place in self.out_of_capacity or drought:
+            self.spot_refused += drought
+            self.refused_beside_live += bool(self.monitor.live.get(spec.job_id))
+            raise NoCapacityError(f"sim: no {'spot ' if drought else ''}capacity in {place}")
         if self.rng.random() < self.transient_rate:
             raise TransientCloudError(f"sim: throttled in {place}")
         nodes = []
@@ -160,7 +189,8 @@ class SimCloud:
             return
         node.running = False
         cluster = self.clusters[node.spec.cluster_id]
-        if not any(n.running for n in cluster):
+        if not any(n.running for n in cluster):  # its task, if it ran one, ended with the last VM
+            self.monitor.task_changed(node.spec.job_id, node.spec.cluster_id, False)
             self.monitor.cluster_changed(node.spec.job_id, node.spec.cluster_id, False)
 
     def preemption_event(self, node: SimNode) -> dict[str, Any]:
@@ -197,6 +227,9 @@ class SimRegistry:
 
     def build(self, name: str) -> Any:
         return self.provider
+
+    def provider_name(self, cloud: str) -> str | None:
+        return "sim"
 
     def served_clouds(self) -> set[str] | None:
         return None

@@ -12,10 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chaos.clock import SimClock
 from chaos.run import ChaosConfig, run_chaos
+from chaos.sim_cloud import Monitor
 from moto import mock_aws
 
 from shared.config import Settings
+from shared.store.memory import MemoryJobStore
 from shared.store.models import models_for
 
 STORMY = {"preemptions_per_hour": 400.0, "storms_per_hour": 20.0, "crash_rate": 0.06, "work": 4}
@@ -36,7 +39,10 @@ def chaos_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 
 def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
-    report = run_chaos(chaos_settings, ChaosConfig(jobs=20, seed=11, **STORMY))
+    # the mix before droughts and their moves (the test below has those, on the faster store)
+    kinds = ("simple", "spot", "spot-2-nodes", "spot-or-on-demand", "pipeline", "deadline")
+    mix = dict(zip(kinds, (0.15, 0.3, 0.2, 0.1, 0.1, 0.15), strict=True))
+    report = run_chaos(chaos_settings, ChaosConfig(jobs=20, seed=11, tasks=mix, drought_seconds=0, **STORMY))
     summary = report.summary()
     # the chaos happened ...
     assert report.crashes > 20 and report.crash_points == report.crash_points_possible, summary
@@ -51,3 +57,49 @@ def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
     assert report.vms_left_after_reconcile == [] and report.vms_left_after_reaper == [], summary
     assert report.illegal_moves == [], summary
     assert report.handler_errors == [], report.handler_errors[:2]
+
+
+def test_chaos_moves_running_jobs_made_before_break_within_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deadline jobs that start on on-demand while spot is refused in their region, and are moved to spot
+    (the new cluster obtained first) when it is offered again, under the same faults: the extra cluster
+    the move boots is counted, and the bounds on it hold. On the memory store (the contract-tested twin of
+    DynamoDB's), so the run is large enough to move several jobs."""
+    monkeypatch.setenv("SKYLESS_AGENT_SECRET", "chaos")
+    settings = Settings(prefix=f"chaos{uuid.uuid4().hex[:8]}", home=tmp_path, providers="*=sim",
+                        endpoint_url="http://127.0.0.1:9")  # fmt: skip
+    mix = {"deadline-move": 0.5, "spot": 0.3, "spot-2-nodes": 0.2}
+    report = run_chaos(settings, ChaosConfig(jobs=60, seed=3, tasks=mix, **STORMY), MemoryJobStore())
+    summary = report.summary()
+    assert report.spot_refused > 0 and report.crashes > 40, summary  # the drought and the crashes happened
+    assert report.moves_in_timelines >= 1, summary  # ... moves were made (3 to 7 in 40 jobs; once 0) ...
+    assert report.extra_clusters >= report.moves_in_timelines and report.moves >= 1, summary
+    assert report.extra_cluster_too_long == {} and report.extra_ran_task == {}, summary  # ... within bounds
+    assert report.three_live_clusters == {} and report.two_running_tasks == {}, summary
+    assert report.unfenced_launches == {} and report.lost == [] and report.stuck == [], summary
+    assert report.vms_left_after_reconcile == [] and report.vms_left_after_reaper == [], summary
+    assert report.illegal_moves == [] and report.handler_errors == [], report.handler_errors[:2]
+
+
+def test_the_monitor_finds_a_task_started_on_an_extra_beside_a_live_earlier_cluster() -> None:
+    """The checker's check: the made-before-break counts and findings from a hand-made cloud history."""
+    clock = SimClock()
+    monitor = Monitor(clock, attempt_of=lambda job_id: 0)
+    monitor.cluster_changed("job-a", "job-a-0", True, 0)
+    monitor.task_changed("job-a", "job-a-0", True)
+    monitor.cluster_changed("job-a", "job-a-1", True, 1)  # made before break: booting beside the running one
+    clock.advance(120)
+    monitor.task_changed("job-a", "job-a-0", False)
+    monitor.cluster_changed("job-a", "job-a-0", False)  # the break: the job moves onto the extra
+    monitor.task_changed("job-a", "job-a-1", True)
+    assert (monitor.extra_clusters, monitor.moves, monitor.extras_let_go) == (1, 1, 0)
+    assert monitor.extra_ran_task == {} and monitor.unfenced_launches == {}
+    assert 119 < monitor.extra_seconds < 121
+    monitor.cluster_changed("job-b", "job-b-0", True, 0)
+    monitor.cluster_changed("job-b", "job-b-1", True, 1)
+    monitor.task_changed("job-b", "job-b-1", True)  # the extra's task began while -0 was still up
+    clock.advance(901)
+    monitor.close()
+    assert monitor.extra_ran_task == {"job-b": ["job-b-0", "job-b-1"]}
+    assert set(monitor.extra_cluster_too_long) == {"job-b"}

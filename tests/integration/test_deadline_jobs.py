@@ -17,6 +17,7 @@ from functions.provision.handler import handler as provision_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.errors import UserError
+from shared.jobs import make_before_break
 from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.deadlines import deadline_fields, parse_deadline
 from shared.jobs.submission import SubmitJob, submit_job
@@ -268,3 +269,44 @@ def test_copies_of_a_waiting_jobs_launch_wake_it_once(fast: Settings, queues: Qu
     assert queues.delayed_count("provision") == 1  # one walk, one new wait: copies do not multiply
     deliver(queues, "provision", [record(body, "-late")])  # the old wait's copy, late
     assert queues.delayed_count("provision") == 1
+
+
+class LambdaDied(BaseException):
+    """The step's process ended here (no `except Exception` in the code under test catches it)."""
+
+
+def test_a_move_whose_step_dies_after_the_job_moved_is_finished_by_the_follow_up_it_sent_first(
+    fast: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+):
+    """Found by the chaos run at 1,000 jobs: the check is stale once the job is on the next attempt, so a
+    step that died between the move and the fence left both clusters up until reconcile's redrive."""
+    rules = LocalCloud(fast.home)
+    rules.set_capacity_rules({"no_spot_capacity": ["*"]})
+    job_id = submit(fast, queues, deadline="600s", hours=500 / 3600)  # spot is gone: on-demand
+    store = wiring_for(fast).store
+    job = store.get(job_id)
+    assert job is not None and job.next_check_at is not None
+    rules.set_capacity_rules({})
+    at = float(job.next_check_at)
+    check = {"job_id": job_id, "attempt": 0, "action": "deadline_check", "not_before": at}
+    time.sleep(max(0.0, at - time.time()))
+
+    def dies(*args: Any, **kwargs: Any) -> None:
+        raise LambdaDied
+
+    with monkeypatch.context() as patch:
+        patch.setattr(make_before_break, "fence_earlier_attempts", dies)
+        with pytest.raises(LambdaDied):
+            provision_handler(queues.event([record(check)]), None)
+    moved = store.get(job_id)
+    assert moved is not None and moved.state == JobState.RECOVERING and moved.attempt == 1
+    assert live_clusters(fast, job_id) == {f"{job_id}-0", f"{job_id}-1"}  # the extra, and the old one
+    deliver(queues, "provision", [record(check, "-again")])  # the check's redelivery: stale now
+    assert store.get(job_id).state == JobState.RECOVERING  # type: ignore[union-attr]
+    follow_up = queues.receive("optimize", wait_seconds=make_before_break.FOLLOW_UP_SECONDS + 5)
+    assert [json.loads(r["body"]) for r in follow_up] == [{"job_id": job_id, "attempt": 1}]
+    deliver(queues, "optimize", follow_up)
+    deliver(queues, "provision")  # the launch: fences attempt 0, finds the obtained nodes again
+    done = view(fast, job_id)
+    assert done.state == JobState.SETTING_UP and done.attempt == 1 and done.use_spot is True
+    assert live_clusters(fast, job_id) == {f"{job_id}-1"}
