@@ -22,7 +22,7 @@ from shared.config import Settings
 from shared.states import JobState, transition
 from shared.store.cooldowns import CooldownStore
 from shared.store.cost_rollup_items import add_pieces, marker, read_pieces, rollup_model
-from shared.store.cost_rollups import END_MARK, AttemptFacts, CostPiece, cluster_pieces, write_groups
+from shared.store.cost_rollups import AttemptFacts, CostPiece, cluster_pieces, write_groups
 from shared.store.job_store import CompanionUpdate, NodeFields
 from shared.store.live_index import (
     LIVE_CLUSTER,
@@ -329,9 +329,9 @@ class DynamoJobStore:
                     raise
         try:
             with TransactWrite(connection=self.models.connection) as tx:
-                tx.update(cluster, actions, condition=self.clusters.state == "UP")
                 if facts is not None:  # the backfill of a stack made before rollups skips this cluster
-                    tx.save(marker(model, cluster.cluster_id, END_MARK, int(now + self.retention_seconds)))
+                    actions.append(self.clusters.rolled_up.set(True))
+                tx.update(cluster, actions, condition=self.clusters.state == "UP")
                 add_pieces(tx, model, last)
         except TransactWriteError as error:
             if _is_condition_failure(error):

@@ -115,6 +115,7 @@ class ClusterModel(Model):
     terminated_at = NumberAttribute(null=True)
     live = UnicodeAttribute(null=True)  # set only while UP: the sweeps' sparse index
     expires_at = NumberAttribute(null=True)  # DynamoDB TTL, set when TERMINATED
+    rolled_up = BooleanAttribute(null=True)  # set with TERMINATED when the cost rollups counted the attempt
 
 
 class NodeRefModel(Model):
