@@ -357,6 +357,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         before_calls, before_units, before_wru, before_beats = counter.snapshot()
         api_requests_before = player.requests
         submitted: dict[str, float] = {}
+        answered: dict[str, float] = {}
         job_ids: list[str] = []
 
         def submit(task: str) -> str:
@@ -364,7 +365,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             answer = api.post("/jobs", json={"task": task, "filename": "bench.yaml"})
             answer.raise_for_status()
             job_id = answer.json()["job_id"]
-            submitted[job_id] = started
+            submitted[job_id], answered[job_id] = started, time.perf_counter()
             return job_id
 
         with ThreadPoolExecutor(args.concurrency) as pool:
@@ -380,6 +381,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         after_calls, after_units, after_wru, after_beats = counter.snapshot()
         simple_states = job_states(api, job_ids)
         submit_latency = [launches.wait_for(j, 1)[0] - submitted[j] for j in job_ids]
+        submit_parts = [
+            parts
+            for j in job_ids
+            if (parts := submit_breakdown(hops, j, submitted[j], answered[j], launches.wait_for(j, 1)[0]))
+        ]
         lifecycle_calls = after_calls - before_calls
         lifecycle_units = after_units - before_units
         lifecycle_write_units = after_wru - before_wru
@@ -435,6 +441,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "simple_states": dict(simple_states),
         "spot_states": dict(spot_states),
         "submit_latency": submit_latency,
+        "submit_parts": submit_parts,
         "preempt_latency": preempt_latency,
         "preempt_parts": preempt_parts,
         "preempt_steps": {name: list(values) for name, values in step_seconds.items()},
@@ -486,6 +493,29 @@ def breakdown(
         "event -> spot_watch (EventBridge, SQS, poll)": spot[0] - sent,
         "spot_watch, then queues": asked - spot[0],
     }
+
+
+def submit_breakdown(
+    hops: HopLog, job_id: str, sent: float, answered: float, asked: float
+) -> dict[str, float] | None:
+    """Where one submission's time went: up to the provision invocation (the API validates, plans, records and
+    enqueues; SQS; the dispatcher's poll), then that invocation up to the launch request. The API's answer
+    reaches the client about when provision starts (the message is polled before the answer is read)."""
+    provision = hops.first("provision", job_id, sent)
+    if provision is None:
+        return None
+    return {
+        "POST /jobs until provision starts (API, SQS, poll)": provision[0] - sent,
+        "provision until launch request": asked - provision[0],
+        "(POST /jobs answered: overlaps the first part)": answered - sent,
+    }
+
+
+def print_parts(title: str, samples: list[dict[str, float]], ms: Callable[[list[float], float], str]) -> None:
+    print(f"  {title} (p50 / p99 of each part):")
+    for part in dict.fromkeys(k for parts in samples for k in parts):
+        values = [parts[part] for parts in samples if part in parts]
+        print(f"    {part:48s} {ms(values, 50)}  {ms(values, 99)}")
 
 
 STEPS = (
@@ -581,6 +611,8 @@ def report(result: dict[str, Any]) -> None:
         f"  submit -> launch request          p50 {ms(result['submit_latency'], 50)}   "
         f"p99 {ms(result['submit_latency'], 99)}"
     )
+    if result.get("submit_parts"):
+        print_parts("where a submission's time goes", result["submit_parts"], ms)
     if result["preempt_latency"]:
         print(
             f"  preemption -> replacement launch  p50 {ms(result['preempt_latency'], 50)}   "
