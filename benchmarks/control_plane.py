@@ -103,6 +103,7 @@ class CallCounter:
         self.calls: Counter[tuple[str, str]] = Counter()
         self.units: Counter[tuple[str, str]] = Counter()
         self.write_units = 0
+        self.heartbeat_items = 0  # UpdateItems that set only a node's heartbeat_at (an agent's sign of life)
         self.local = threading.local()
         self.sizer: Any = None  # a DynamoDB client for reading stored item sizes; set once the stack is up
 
@@ -147,9 +148,11 @@ class CallCounter:
         elif key == ("sqs", "SendMessageBatch"):
             items = len(params.get("Entries", []))
         units = self.dynamodb_write_units(model.name, params) if key[0] == "dynamodb" else 0
+        heartbeat = key == ("dynamodb", "UpdateItem") and is_heartbeat_write(params)
         with self.lock:
             self.units[key] += items
             self.write_units += units
+            self.heartbeat_items += heartbeat
 
     def dynamodb_write_units(self, operation: str, params: dict[str, Any]) -> int:
         if operation == "TransactWriteItems":
@@ -182,9 +185,16 @@ class CallCounter:
             item = self.sizer.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
         return item_size(item or key)
 
-    def snapshot(self) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], int]:
+    def snapshot(self) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], int, int]:
         with self.lock:
-            return Counter(self.calls), Counter(self.units), self.write_units
+            return Counter(self.calls), Counter(self.units), self.write_units, self.heartbeat_items
+
+
+def is_heartbeat_write(params: dict[str, Any]) -> bool:
+    """An UpdateItem of a cluster record that sets a node's heartbeat_at and nothing else."""
+    names = list(params.get("ExpressionAttributeNames", {}).values())
+    sets_one = str(params.get("UpdateExpression", "")).count("=") == 1
+    return len(names) == 3 and {"nodes", "heartbeat_at"} <= set(names) and sets_one
 
 
 @dataclass
@@ -344,9 +354,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     player = AgentPlayer(info.api_url)
     try:
         # -- simple jobs: submit -> launch request, and the calls of a whole lifecycle -----------------
-        before_calls, before_units, before_wru = counter.snapshot()
+        before_calls, before_units, before_wru, before_beats = counter.snapshot()
         api_requests_before = player.requests
         submitted: dict[str, float] = {}
+        answered: dict[str, float] = {}
         job_ids: list[str] = []
 
         def submit(task: str) -> str:
@@ -354,7 +365,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             answer = api.post("/jobs", json={"task": task, "filename": "bench.yaml"})
             answer.raise_for_status()
             job_id = answer.json()["job_id"]
-            submitted[job_id] = started
+            submitted[job_id], answered[job_id] = started, time.perf_counter()
             return job_id
 
         with ThreadPoolExecutor(args.concurrency) as pool:
@@ -367,12 +378,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for future in futures:
                 future.result()
         wait_until_quiet(runtime, counter)
-        after_calls, after_units, after_wru = counter.snapshot()
+        after_calls, after_units, after_wru, after_beats = counter.snapshot()
         simple_states = job_states(api, job_ids)
         submit_latency = [launches.wait_for(j, 1)[0] - submitted[j] for j in job_ids]
+        submit_parts = [
+            parts
+            for j in job_ids
+            if (parts := submit_breakdown(hops, j, submitted[j], answered[j], launches.wait_for(j, 1)[0]))
+        ]
         lifecycle_calls = after_calls - before_calls
         lifecycle_units = after_units - before_units
         lifecycle_write_units = after_wru - before_wru
+        heartbeat_items = after_beats - before_beats
         api_requests = args.jobs + (player.requests - api_requests_before)  # submits + agent requests
         simple_handler_seconds = dict(handler_seconds)
         simple_handler_calls = dict(handler_calls)
@@ -424,12 +441,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "simple_states": dict(simple_states),
         "spot_states": dict(spot_states),
         "submit_latency": submit_latency,
+        "submit_parts": submit_parts,
         "preempt_latency": preempt_latency,
         "preempt_parts": preempt_parts,
         "preempt_steps": {name: list(values) for name, values in step_seconds.items()},
         "calls": lifecycle_calls,
         "units": lifecycle_units,
         "write_units": lifecycle_write_units,
+        "heartbeat_items": heartbeat_items,
         "api_requests": api_requests,
         "handler_seconds": simple_handler_seconds,
         "handler_calls": simple_handler_calls,
@@ -474,6 +493,29 @@ def breakdown(
         "event -> spot_watch (EventBridge, SQS, poll)": spot[0] - sent,
         "spot_watch, then queues": asked - spot[0],
     }
+
+
+def submit_breakdown(
+    hops: HopLog, job_id: str, sent: float, answered: float, asked: float
+) -> dict[str, float] | None:
+    """Where one submission's time went: up to the provision invocation (the API validates, plans, records and
+    enqueues; SQS; the dispatcher's poll), then that invocation up to the launch request. The API's answer
+    reaches the client about when provision starts (the message is polled before the answer is read)."""
+    provision = hops.first("provision", job_id, sent)
+    if provision is None:
+        return None
+    return {
+        "POST /jobs until provision starts (API, SQS, poll)": provision[0] - sent,
+        "provision until launch request": asked - provision[0],
+        "(POST /jobs answered: overlaps the first part)": answered - sent,
+    }
+
+
+def print_parts(title: str, samples: list[dict[str, float]], ms: Callable[[list[float], float], str]) -> None:
+    print(f"  {title} (p50 / p99 of each part):")
+    for part in dict.fromkeys(k for parts in samples for k in parts):
+        values = [parts[part] for parts in samples if part in parts]
+        print(f"    {part:48s} {ms(values, 50)}  {ms(values, 99)}")
 
 
 STEPS = (
@@ -569,6 +611,8 @@ def report(result: dict[str, Any]) -> None:
         f"  submit -> launch request          p50 {ms(result['submit_latency'], 50)}   "
         f"p99 {ms(result['submit_latency'], 99)}"
     )
+    if result.get("submit_parts"):
+        print_parts("where a submission's time goes", result["submit_parts"], ms)
     if result["preempt_latency"]:
         print(
             f"  preemption -> replacement launch  p50 {ms(result['preempt_latency'], 50)}   "
@@ -605,9 +649,14 @@ def report(result: dict[str, Any]) -> None:
     api_invocations = result["api_requests"] / jobs
     handler_gb_s = sum(result["handler_seconds"].values()) / jobs * LAMBDA_MEMORY_GB
     print()
+    beats = result["heartbeat_items"] / jobs
     print(
-        f"  DynamoDB writes      {ddb_write_calls:.2f} calls, {ddb_writes:.2f} items written "
-        f"(target <= 12), {ddb_write_units:.2f} billed write units (1 KB steps, x2 in transactions)"
+        f"  DynamoDB writes      {ddb_write_calls:.2f} calls, {ddb_writes:.2f} items written, "
+        f"{ddb_write_units:.2f} billed write units (1 KB steps, x2 in transactions)"
+    )
+    print(
+        f"    of the items: {ddb_writes - beats:.2f} the job's steps (target <= 12) + {beats:.2f} heartbeat "
+        "writes (a report >= silent_after/3 after the last one recorded: agents this script plays late)"
     )
     print(f"  DynamoDB read units  {ddb_reads:.2f}")
     print(f"  queue messages sent  {messages:.2f}  (target <= 6)")

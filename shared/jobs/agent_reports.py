@@ -311,7 +311,8 @@ def _move_if_step_complete(
         return _on_all_succeeded(wiring, job, cluster, node_update)
     started = all(p in ("running", "succeeded") for p in phases)
     if phase in ("running", "succeeded") and state == JobState.SETTING_UP and started:
-        moved = wiring.store.move(job, JobState.RUNNING, "every node is running", also_update=node_update)
+        # The last node's own `running` is not written: the job's RUNNING says it (shared/jobs/nodes.py).
+        moved = wiring.store.move(job, JobState.RUNNING, "every node is running")
         if moved:
             tell_group(wiring, job)
         return moved

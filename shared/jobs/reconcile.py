@@ -22,7 +22,7 @@ from shared.jobs.budget_checks import BudgetSweep
 from shared.jobs.costs import end_cluster
 from shared.jobs.job_groups import step_group
 from shared.jobs.messages import send_launch, send_optimize
-from shared.jobs.nodes import nodes_of
+from shared.jobs.nodes import nodes_of, task_running_on
 from shared.jobs.outcomes import Outcome
 from shared.jobs.recovery import fail_job, recover_job
 from shared.states import HAS_NODES, JobState, is_terminal
@@ -87,6 +87,7 @@ def _check_nodes(
     except CloudError as error:  # the cloud cannot answer now: judge by heartbeats alone
         logger.warning("describe %s failed: %s", cluster.cluster_id, error)
         listed = {instance_id: "running" for instance_id in nodes_of(cluster)}
+    started = task_running_on(job, cluster)  # the last node's own `running` is not written: the job says it
     for instance_id, node in nodes_of(cluster).items():
         if node.get("phase") in ("succeeded", "failed"):
             continue
@@ -97,7 +98,7 @@ def _check_nodes(
             done["recovered"].append(job.job_id)
             return
         last = float(node.get("heartbeat_at") or cluster.launched_at)
-        booting = node.get("phase") == "launched" and last <= float(cluster.launched_at)  # never heard from
+        booting = not started and node.get("phase") == "launched" and last <= float(cluster.launched_at)
         allowed = settings.boot_grace_seconds if booting else settings.silent_after_seconds
         if now - last > allowed:
             since = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

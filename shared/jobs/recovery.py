@@ -19,7 +19,7 @@ from shared.jobs.costs import cost_with
 from shared.jobs.deadlines import cluster_ended
 from shared.jobs.job_groups import tell_group
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
-from shared.jobs.nodes import nodes_of
+from shared.jobs.nodes import nodes_of, task_running_on
 from shared.jobs.outcomes import Outcome
 from shared.jobs.task_records import load_pipeline_of
 from shared.jobs.tokens import attempt_fields
@@ -125,7 +125,7 @@ def task_started(cluster: ClusterModel | None) -> bool:
 def lost_in_a_row(job: JobModel, cluster: ClusterModel | None, *, preempted: bool) -> int:
     """The crash-loop count once this attempt ends: reset by a task that started, kept by a preemption
     (or a restart the task's own failure asked for), one more for an attempt lost at boot."""
-    if task_started(cluster):
+    if task_started(cluster) or (cluster is not None and task_running_on(job, cluster)):
         return 0
     return int(job.lost_in_a_row or 0) + (0 if preempted else 1)
 

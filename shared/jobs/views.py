@@ -13,7 +13,7 @@ from shared.jobs.blocks import blocks_of
 from shared.jobs.costs import cost_with
 from shared.jobs.deadlines import deadline_view, history_of, job_probes
 from shared.jobs.job_groups import group_tasks_of
-from shared.jobs.nodes import by_rank
+from shared.jobs.nodes import by_rank, node_phases
 from shared.jobs.planning import plan_of
 from shared.optimizer.cooling import Cooling, place_of
 from shared.optimizer.plan import Block, Plan
@@ -118,7 +118,7 @@ def job_view(
         max_cost=None if job.max_cost is None else float(job.max_cost),
         budget_stop=job.budget_stop,
         plan=plan.as_dict() if plan else None,
-        cluster=_cluster_dict(cluster) if cluster else None,
+        cluster=_cluster_dict(job, cluster) if cluster else None,
         timeline=_timeline(events, cluster if job.cluster_id == (cluster and cluster.cluster_id) else None),
         tried=[_tried_dict(b) for b in blocks_of(job)] if events is not None else [],
         cooling=[_cooling_dict(c) for c in cooling or []],
@@ -168,7 +168,8 @@ def _cost_so_far(job: JobModel, cluster: ClusterModel | None) -> float:
     return float(job.cost or 0)
 
 
-def _cluster_dict(cluster: ClusterModel) -> dict[str, Any]:
+def _cluster_dict(job: JobModel, cluster: ClusterModel) -> dict[str, Any]:
+    phases = node_phases(job, cluster)
     return {
         "cluster_id": cluster.cluster_id,
         "state": cluster.state,
@@ -179,7 +180,11 @@ def _cluster_dict(cluster: ClusterModel) -> dict[str, Any]:
         "instance_type": cluster.instance_type,
         "use_spot": cluster.use_spot,
         "nodes": [
-            {"instance_id": iid, **{k: (float(v) if k == "heartbeat_at" else v) for k, v in node.items()}}
+            {
+                "instance_id": iid,
+                **{k: (float(v) if k == "heartbeat_at" else v) for k, v in node.items()},
+                "phase": phases[iid],
+            }
             for iid, node in by_rank(cluster)
         ],
     }

@@ -9,8 +9,9 @@ transaction as the cluster's conditional UP -> TERMINATED write: an attempt that
 a late message, the reconcile sweep after a crash) is counted once, and a crash between two calls leaves the
 cluster UP for the next try. An attempt longer than `DAYS_PER_WRITE` days writes its earlier whole days first,
 each group guarded by a marker item (`costs#done#<cluster id>` / `<first day>`) put in its own transaction;
-the last group's marker (`end`) goes with the cluster's write, so the backfill of a stack made before rollups
-(shared/jobs/rollup_backfill.py) knows which attempts are counted.
+the last group's marker is the cluster record's `rolled_up` flag, set in its end write (no item of its own),
+so the backfill of a stack made before rollups (shared/jobs/rollup_backfill.py) knows which attempts are
+counted. (Stacks ended attempts with an `end` marker item before the flag; the backfill still honours those.)
 
 An attempt counts on the day it started (`attempts`), and a job on the day and cloud its first cluster
 started (`jobs`); money and hours are split between days in proportion to the hours on each.
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 ROLLUP_PREFIX = "costs#"
 DONE_PREFIX = "costs#done#"
-END_MARK = "end"  # the marker of an attempt's last group, written with its cluster's end
+END_MARK = "end"  # the marker item of an attempt's last group, as written before the cluster's `rolled_up`
 DAYS_PER_WRITE = 45  # two items a day, plus the cluster (or a marker): within a transaction's 100 items
 COUNTERS = ("cost", "on_demand_cost", "spot_cost", "hours", "attempts", "jobs")
 

@@ -2,6 +2,12 @@
 conditional write (expected state AND version), taken together with its timeline event in one DynamoDB
 transaction. A write whose condition fails changed nothing and answers False: the caller treats it as
 "someone already did this" (a duplicate, a late or an out-of-order message), never as an error.
+
+Two timeline events are not items of their own: a job's first (PENDING or PLANNED) is kept in the job's item,
+and a launch's (SETTING_UP) in the cluster record it creates, written in the same write (two items less a
+job). `timeline` puts them back in order. The events table's stream therefore never carries them: no
+notification or `status.json` follows those states (shared/notifications/events.py `topic_of`,
+shared/jobs/run_status.py).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
+from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
@@ -22,7 +28,7 @@ from shared.config import Settings
 from shared.states import JobState, transition
 from shared.store.cooldowns import CooldownStore
 from shared.store.cost_rollup_items import add_pieces, marker, read_pieces, rollup_model
-from shared.store.cost_rollups import END_MARK, AttemptFacts, CostPiece, cluster_pieces, write_groups
+from shared.store.cost_rollups import AttemptFacts, CostPiece, cluster_pieces, write_groups
 from shared.store.job_store import CompanionUpdate, NodeFields
 from shared.store.live_index import (
     LIVE_CLUSTER,
@@ -36,6 +42,10 @@ from shared.store.live_index import owner_state as owner_state_key
 from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel, models_for
 
 CONDITION_FAILED = "ConditionalCheckFailed"
+FIRST_STATES_KEPT = ("PENDING", "PLANNED")  # a job's first event, kept in its item (the stream ignores these)
+LAUNCH_STATE_KEPT = "SETTING_UP"  # a launch's event, kept in the cluster record the launch creates
+JOB_PREFIX = "job-"  # other partitions (named clusters, the reaper's records) keep no events aside
+EVENT_FIELDS = ("at", "kind", "message", "state", "detail")
 
 
 def _event_key(now: float, suffix: str) -> str:
@@ -78,11 +88,17 @@ class DynamoJobStore:
         ).items():
             setattr(job, name, value)
         event = self._event(job.job_id, now, f"v{job.version:05d}", "state", message, job.state, detail)
+        kept = job.state in FIRST_STATES_KEPT
+        if kept:
+            job.first_event = _kept(event)
         try:
-            with TransactWrite(connection=self.models.connection) as tx:
-                tx.save(job, condition=self.jobs.job_id.does_not_exist())
-                tx.save(event)
-        except TransactWriteError as error:
+            if kept:
+                job.save(condition=self.jobs.job_id.does_not_exist())
+            else:
+                with TransactWrite(connection=self.models.connection) as tx:
+                    tx.save(job, condition=self.jobs.job_id.does_not_exist())
+                    tx.save(event)
+        except (PutError, TransactWriteError) as error:
             if _is_condition_failure(error):
                 return False
             raise
@@ -138,16 +154,23 @@ class DynamoJobStore:
             attribute = getattr(self.jobs, name)
             actions.append(attribute.remove() if value is None else attribute.set(value))
         condition = (self.jobs.state == job.state) & (self.jobs.version == job.version)
+        saves = [self._indexed(record, now) for record in also_save]
+        event = None
+        if message is not None:
+            state = values.get("state")
+            kind = "state" if state and state != job.state else "note"
+            suffix = f"v{new_version:05d}"
+            event = self._event(job.job_id, now, suffix, kind, message, state or job.state, detail)
+            launched = [r for r in saves if isinstance(r, ClusterModel)]
+            if kind == "state" and state == LAUNCH_STATE_KEPT and len(launched) == 1:
+                launched[0].launch_event, event = _kept(event), None
         try:
             with TransactWrite(connection=self.models.connection) as tx:
                 tx.update(job, actions, condition=condition)
-                if message is not None:
-                    state = values.get("state")
-                    kind = "state" if state and state != job.state else "note"
-                    suffix = f"v{new_version:05d}"
-                    tx.save(self._event(job.job_id, now, suffix, kind, message, state or job.state, detail))
-                for record in also_save:
-                    tx.save(self._indexed(record, now))
+                if event is not None:
+                    tx.save(event)
+                for record in saves:
+                    tx.save(record)
                 for target, target_actions in map(self._companion, also_update):
                     tx.update(target, target_actions)
         except TransactWriteError as error:
@@ -236,7 +259,26 @@ class DynamoJobStore:
         self._event(job_id, now, uuid.uuid4().hex[:8], kind, message, None, detail).save()
 
     def timeline(self, job_id: str) -> list[EventModel]:
-        return list(self.events.query(job_id, consistent_read=True))
+        """The events table's, with the job's first and its launches' (kept in its records) in their place:
+        a query, and for a job a GetItem of it and a BatchGetItem of its attempts' clusters."""
+        events = list(self.events.query(job_id, consistent_read=True))
+        job = self.get(job_id) if job_id.startswith(JOB_PREFIX) else None
+        if job is None:
+            return events
+        kept = [job.first_event] if job.first_event is not None else []
+        clusters = self.clusters.batch_get(
+            [f"{job_id}-{n}" for n in range(int(job.attempt) + 1)], consistent_read=True
+        )
+        kept += [c.launch_event for c in clusters if c.launch_event is not None]
+        events += [self._unkept(job_id, fields, job.expires_at) for fields in kept]
+        return sorted(events, key=lambda e: e.at)
+
+    def _unkept(self, job_id: str, fields: Any, expires_at: float | None) -> EventModel:
+        plain = fields.as_dict() if hasattr(fields, "as_dict") else dict(fields)
+        event = self.events(job_id=job_id, expires_at=expires_at)
+        for name in EVENT_FIELDS:
+            setattr(event, name, plain.get(name))
+        return event
 
     def _event(
         self,
@@ -329,9 +371,9 @@ class DynamoJobStore:
                     raise
         try:
             with TransactWrite(connection=self.models.connection) as tx:
-                tx.update(cluster, actions, condition=self.clusters.state == "UP")
                 if facts is not None:  # the backfill of a stack made before rollups skips this cluster
-                    tx.save(marker(model, cluster.cluster_id, END_MARK, int(now + self.retention_seconds)))
+                    actions.append(self.clusters.rolled_up.set(True))
+                tx.update(cluster, actions, condition=self.clusters.state == "UP")
                 add_pieces(tx, model, last)
         except TransactWriteError as error:
             if _is_condition_failure(error):
@@ -374,3 +416,11 @@ def _days_since(since: float, now: float | None = None) -> list[str]:
         if day_of(moment) <= day_of(since):
             return days
         moment -= 86400
+
+
+def _kept(event: EventModel) -> dict[str, Any]:
+    """The fields of a timeline event kept inside another record (its key there is the record's)."""
+    fields = {name: getattr(event, name) for name in EVENT_FIELDS}
+    if hasattr(fields["detail"], "as_dict"):
+        fields["detail"] = fields["detail"].as_dict()
+    return {name: value for name, value in fields.items() if value is not None}

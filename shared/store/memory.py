@@ -26,7 +26,6 @@ from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
 from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, PrunedCooldowns, entry
 from shared.store.cost_rollups import (
-    END_MARK,
     AttemptFacts,
     CostPiece,
     cluster_pieces,
@@ -372,9 +371,9 @@ class MemoryJobStore:
                 stored.cluster_id, "TERMINATED", now, self.retention_seconds
             ).items():
                 setattr(stored, name, value)
-            self._clusters[cluster.cluster_id] = stored.serialize()
             if facts is not None:
-                self._rollup_markers.add((cluster.cluster_id, END_MARK))
+                stored.rolled_up = True
+            self._clusters[cluster.cluster_id] = stored.serialize()
             self._add_pieces(last)
         return True
 

@@ -39,6 +39,7 @@ class JobModel(Model):
     version = NumberAttribute(default=0)
     attempt = NumberAttribute(default=0)
     task = UnicodeAttribute(null=True)  # pipeline JSON (validated), when small
+    first_event: MapAttribute[str, Any] = MapAttribute(null=True)  # its first timeline event (store/jobs.py)
     task_key = UnicodeAttribute(null=True)  # bucket key of the pipeline JSON, when large
     task_index = NumberAttribute(default=0)  # which task of the pipeline runs now
     plan = UnicodeAttribute(null=True)  # Plan JSON, as jobs planned before plan_z have it
@@ -115,6 +116,8 @@ class ClusterModel(Model):
     terminated_at = NumberAttribute(null=True)
     live = UnicodeAttribute(null=True)  # set only while UP: the sweeps' sparse index
     expires_at = NumberAttribute(null=True)  # DynamoDB TTL, set when TERMINATED
+    rolled_up = BooleanAttribute(null=True)  # set with TERMINATED when the cost rollups counted the attempt
+    launch_event: MapAttribute[str, Any] = MapAttribute(null=True)  # its launch event (store/jobs.py)
 
 
 class NodeRefModel(Model):

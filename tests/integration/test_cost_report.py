@@ -23,6 +23,8 @@ from shared.jobs.provisioning import teardown_cluster
 from shared.jobs.rollup_backfill import backfill_rollups
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState
+from shared.store.cost_rollup_items import marker, rollup_model
+from shared.store.cost_rollups import END_MARK
 from shared.store.users import create_user, find_user
 from shared.wiring import wiring_for
 
@@ -306,6 +308,24 @@ def test_a_stack_made_before_rollups_gets_its_past_attempts_rolled_up_once_by_th
 
     assert missing.total.cost == pytest.approx(0.34, abs=1e-3) and missing.total.jobs == 1
     assert report.total.cost == pytest.approx(3 * 0.34, abs=1e-3) and report.total.jobs == 2
+
+
+def test_the_backfill_counts_neither_an_attempt_flagged_rolled_up_nor_one_with_an_end_marker_item(
+    stack: Settings, cli_api: list[str]
+) -> None:
+    """The live path flags the cluster record; a stack from before the flag put an `end` marker item."""
+    owner = _owner(stack, cli_api)
+    flagged = _finished_job(stack, owner, "flagged", spot=False, hours=1)
+    legacy = _finished_job(stack, owner, "legacy", spot=False, hours=1, before_rollups=True)
+    rollups = rollup_model(stack)
+    marker(rollups, f"{legacy}-0", END_MARK, int(time.time()) + 3600).save()  # as the old live path wrote it
+    before = cost_report(stack, owner=owner, days=7)
+
+    assert backfill_rollups(stack, always=True) == 0
+
+    record = wiring_for(stack).store.cluster(f"{flagged}-0")
+    assert record is not None and record.rolled_up
+    assert cost_report(stack, owner=owner, days=7).total.cost == pytest.approx(before.total.cost)
 
 
 def test_cost_report_refuses_a_bad_grouping_naming_the_option(cli_api: list[str]) -> None:

@@ -20,6 +20,7 @@ from functions.spot_watch.handler import handler as spot_watch_handler
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import AgentReport, report_agent_status
+from shared.jobs.nodes import nodes_of
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
@@ -143,3 +144,23 @@ def test_an_attempt_whose_task_started_resets_the_crash_loop_count(settings: Set
         assert relaunch(settings, queues, job_id).state == JobState.SETTING_UP
     job = wiring_for(settings).store.get(job_id)
     assert job is not None and int(job.lost_in_a_row) == settings.crash_loop_limit - 1
+
+
+def test_a_running_jobs_last_node_is_started_by_the_jobs_state_not_by_a_write_of_its_own(
+    settings: Settings, queues: QueueDriver
+):
+    """The move to RUNNING writes the job and its event, not the last node's phase (one item less a job):
+    the view, the crash-loop count and the sweep's boot grace take the job's state for it."""
+    job_id = launch(settings, queues)
+    report(settings, job_id, "running")
+    shown = view(settings, job_id)
+    cluster = wiring_for(settings).store.cluster(shown.cluster["cluster_id"])  # type: ignore[index]
+    assert cluster is not None and shown.state == JobState.RUNNING
+    assert [n["phase"] for n in nodes_of(cluster).values()] == ["launched"]
+    assert [n["phase"] for n in shown.cluster["nodes"]] == ["running"]  # type: ignore[index]
+    reconcile_handler(json.loads((EVENTS / "scheduled_event.json").read_text()), None)  # then it fell silent
+    store = wiring_for(settings).store
+    job = store.get(job_id)
+    assert job is not None and job.state == JobState.RECOVERING and int(job.lost_in_a_row) == 0
+    recovering = [e for e in store.timeline(job_id) if e.state == JobState.RECOVERING][-1]
+    assert "silent since" in recovering.message and recovering.detail["preempted"] is True  # not lost at boot

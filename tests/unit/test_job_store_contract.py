@@ -89,6 +89,42 @@ def test_a_created_job_reads_back_with_its_first_event(under_test: StoreUnderTes
     ]
 
 
+def test_the_timeline_lists_every_event_in_order_with_its_detail_across_attempts(
+    under_test: StoreUnderTest,
+) -> None:
+    """DynamoDB keeps a job's first event in its item and a launch's in its cluster record (one item less
+    each): the timeline reads the same as if each were an item of its own."""
+    store = under_test.store
+    job = new_job(store)
+    assert store.create(job, "submitted", {"notes": ["a note"]})
+    assert store.move(job, JobState.PLANNED, "planned")
+    stale = store.get(job.job_id)
+    first = cluster_of(store, job, "i-1")
+    assert store.move(job, JobState.SETTING_UP, "launched 1", changes={"cluster_id": first.cluster_id},
+                      detail={"instances": ["i-1"]}, also_save=[first])  # fmt: skip
+    assert store.move(job, JobState.RUNNING, "running")
+    lost = cluster_of(store, job, "i-9")
+    lost.cluster_id = f"{job.job_id}-1"
+    assert stale is not None and not store.move(stale, JobState.SETTING_UP, "late", also_save=[lost])
+    assert store.move(job, JobState.RECOVERING, "preempted", changes={"attempt": 1, "cluster_id": None})
+    assert store.move(job, JobState.PLANNED, "replanned")
+    second = cluster_of(store, job, "i-2")
+    second.cluster_id, second.attempt = f"{job.job_id}-1", 1
+    assert store.move(job, JobState.SETTING_UP, "launched 2", changes={"cluster_id": second.cluster_id},
+                      detail={"instances": ["i-2"]}, also_save=[second])  # fmt: skip
+
+    events = store.timeline(job.job_id)
+
+    assert [(e.message, e.state) for e in events] == [
+        ("submitted", "PENDING"), ("planned", "PLANNED"), ("launched 1", "SETTING_UP"),
+        ("running", "RUNNING"), ("preempted", "RECOVERING"), ("replanned", "PLANNED"),
+        ("launched 2", "SETTING_UP"),
+    ]  # fmt: skip
+    assert [e.at for e in events] == sorted(e.at for e in events) and all(e.kind == "state" for e in events)
+    assert events[0].detail["notes"] == ["a note"] and events[-1].detail["instances"] == ["i-2"]
+    assert {e.job_id for e in events} == {job.job_id}
+
+
 def test_creating_an_existing_id_answers_false_and_keeps_the_first(under_test: StoreUnderTest) -> None:
     store = under_test.store
     created(store, name="first")
