@@ -14,12 +14,27 @@ from shared.config import Settings
 from shared.store.cost_rollups import (
     COUNTERS,
     DONE_PREFIX,
+    PLACES,
     CostPiece,
     piece_of_item,
     rollup_keys,
     rollup_partitions,
 )
 from shared.store.models import _bind
+
+
+class DecimalNumberAttribute(NumberAttribute):
+    """A float written in plain decimal notation, to PLACES places (shared/store/cost_rollups.py). pynamodb
+    writes 5e-06, which DynamoDB takes but moto's ADD cannot add to (it reads a number without a "." as an
+    int), and moto stores a new number below 1e-6 as 5E-7, which no later ADD can read: on the local runtime
+    a very short attempt's teardown transaction was refused for ever. Every value written is 0 or at least
+    1e-6, and so is every sum."""
+
+    def serialize(self, value: float) -> str:
+        if isinstance(value, float):
+            text = f"{value:.{PLACES}f}".rstrip("0").rstrip(".")
+            return "0" if text in ("", "-0") else text
+        return super().serialize(value)
 
 
 class CostRollupItem(Model):
@@ -30,10 +45,10 @@ class CostRollupItem(Model):
 
     job_id = UnicodeAttribute(hash_key=True)  # the partition: costs#all#<month> | costs#user#<owner>#<month>
     at = UnicodeAttribute(range_key=True)
-    cost = NumberAttribute(null=True)
-    on_demand_cost = NumberAttribute(null=True)
-    spot_cost = NumberAttribute(null=True)
-    hours = NumberAttribute(null=True)
+    cost = DecimalNumberAttribute(null=True)
+    on_demand_cost = DecimalNumberAttribute(null=True)
+    spot_cost = DecimalNumberAttribute(null=True)
+    hours = DecimalNumberAttribute(null=True)
     attempts = NumberAttribute(null=True)
     jobs = NumberAttribute(null=True)
     expires_at = NumberAttribute(null=True)  # only on the markers of long attempts' earlier days
@@ -47,7 +62,8 @@ def rollup_model(settings: Settings) -> type[CostRollupItem]:
 def add_pieces(tx: TransactWrite, model: type[CostRollupItem], pieces: list[CostPiece]) -> None:
     """ADD each piece to its two copies, inside the caller's transaction."""
     for piece in pieces:
-        values = {name: round(value, 9) for name, value in piece.counters().items() if value}
+        values = {name: round(value, PLACES) for name, value in piece.counters().items()}
+        values = {name: value for name, value in values.items() if value}
         for partition, sort_key in rollup_keys(piece):
             actions: list[Action] = [getattr(model, name).add(value) for name, value in values.items()]
             if actions:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 ROLLUP_PREFIX = "costs#"
 DONE_PREFIX = "costs#done#"
 END_MARK = "end"  # the marker item of an attempt's last group, as written before the cluster's `rolled_up`
+PLACES = 6  # counters are kept to a micro-dollar (and 3.6 ms of an hour)
 DAYS_PER_WRITE = 45  # two items a day, plus the cluster (or a marker): within a transaction's 100 items
 COUNTERS = ("cost", "on_demand_cost", "spot_cost", "hours", "attempts", "jobs")
 

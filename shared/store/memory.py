@@ -26,6 +26,7 @@ from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
 from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, PrunedCooldowns, entry
 from shared.store.cost_rollups import (
+    PLACES,
     AttemptFacts,
     CostPiece,
     cluster_pieces,
@@ -382,7 +383,7 @@ class MemoryJobStore:
             for partition, sort_key in rollup_keys(piece):
                 item = self._rollups.setdefault(partition, {}).setdefault(sort_key, {})
                 for name, value in piece.counters().items():
-                    item[name] = item.get(name, 0) + round(value, 9)
+                    item[name] = item.get(name, 0) + round(value, PLACES)
 
     def cost_pieces(self, first_day: str, last_day: str, owner: str | None) -> list[CostPiece]:
         """As DynamoJobStore's: one range query per month partition, reading the items in range."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pynamodb.transactions import TransactWrite
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
@@ -23,8 +24,8 @@ from shared.jobs.provisioning import teardown_cluster
 from shared.jobs.rollup_backfill import backfill_rollups
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import JobState
-from shared.store.cost_rollup_items import marker, rollup_model
-from shared.store.cost_rollups import END_MARK
+from shared.store.cost_rollup_items import add_pieces, marker, read_pieces, rollup_model
+from shared.store.cost_rollups import END_MARK, CostPiece
 from shared.store.users import create_user, find_user
 from shared.wiring import wiring_for
 
@@ -358,3 +359,21 @@ def test_queue_shows_cost_and_source_and_filters(stack: Settings, cli_api: list[
     assert "2 job(s)" in recent.output and "0 job(s)" in future.output
     assert bad_state.exit_code == 2 and "state" in bad_state.output and "sleeping" in bad_state.output
     assert bad_since.exit_code == 2 and "since" in bad_since.output
+
+
+def test_an_attempt_of_a_few_milliseconds_is_rolled_up_on_the_local_endpoint(stack: Settings) -> None:
+    """A tiny float is written as 5e-07 by default; moto's ADD could not add that, and refused the teardown.
+    Counts are kept to the micro-dollar (and 3.6 ms): less rounds to nothing."""
+    model = rollup_model(stack)
+    tiny = CostPiece(
+        day="2026-11-20", owner="u-a", cloud="aws", cost=5e-06, on_demand_cost=1.2e-05, hours=2e-09
+    )
+    for _ in range(3):  # the second ADD adds to what the first stored
+        with TransactWrite(connection=model._get_connection().connection) as tx:
+            add_pieces(tx, model, [tiny])
+
+    pieces = read_pieces(stack, "2026-11-20", "2026-11-20", "u-a")[0]
+
+    assert [(p.cost, p.on_demand_cost, p.hours) for p in pieces] == [
+        pytest.approx((1.5e-05, 3.6e-05, 0.0), abs=1e-12)
+    ]
