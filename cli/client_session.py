@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from cli import is_interrupt
 from cli.client_config import resolve_api
 from cli.console import stderr_console
 from shared.errors import UserError
@@ -32,6 +33,8 @@ def client_session(api_url: str | None, api_key: str | None) -> Iterator[Skyless
     except UserError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError) as exc:
+        if not is_interrupt(exc):
+            raise
         errors.print("interrupted")
         raise typer.Exit(130) from None

@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli import cluster_commands, sky_config, sky_flags, task_options
+from cli import cluster_commands, is_interrupt, sky_config, sky_flags, task_options
 from cli.api_client import SkylessClient
 from cli.client_config import ApiKey, ApiUrl
 from cli.client_session import client_session
@@ -115,7 +115,9 @@ def launch(
     del yes  # skyless never asks for confirmation
     try:
         _launch(**{k: v for k, v in locals().items() if k != "yes"})
-    except KeyboardInterrupt:  # before anything was submitted (after, follow_job says how to cancel)
+    except (KeyboardInterrupt, RuntimeError) as error:  # before anything was submitted (after: follow_job's)
+        if not is_interrupt(error):
+            raise
         errors.print("interrupted: nothing was submitted")
         raise typer.Exit(130) from None
 
@@ -249,33 +251,40 @@ def _launch(**o: Any) -> None:
             max_cost_action=o["max_cost_action"],
             data_gb=data_gb,
         )
-        console.print(f"Job [bold]{job.job_id}[/bold] submitted ({job.state}).")
-        if o["max_cost"] is not None:
-            console.print(
-                f"Cost cap ${o['max_cost']:.2f} (skyless only; SkyPilot has none): "
-                "notices at 50/80/100 %, then "
-                + (
-                    "the job is stopped at a checkpoint."
-                    if o["max_cost_action"] == "stop"
-                    else "a warning only."
-                )
-            )
-        if o["deadline"] is not None:
-            console.print(
-                "Deadline job (skyless only; SkyPilot has none): spot while the deadline is safe, "
-                "on-demand when it must."
-            )
-        if detach:
-            console.print(f"Follow it with: skyless logs {job.job_id}")
-            return
-        try:
-            final = follow_job(client, job.job_id)
-        except KeyboardInterrupt:
+        try:  # from here on the job exists: Ctrl-C leaves it running and says how to cancel it
+            final = _follow_submitted(client, job.job_id, job.state, o, detach)
+        except (KeyboardInterrupt, RuntimeError) as error:
+            if not is_interrupt(error):
+                raise
             errors.print(
                 f"Stopped following; the job keeps running. Cancel it with: skyless cancel {job.job_id}"
             )
             raise typer.Exit(130) from None
+        if final is None:
+            return
     raise typer.Exit(0 if final == "SUCCEEDED" else 1)
+
+
+def _follow_submitted(
+    client: SkylessClient, job_id: str, state: str, o: dict[str, Any], detach: bool
+) -> str | None:
+    """Say what was submitted, then follow the job to its end (its final state; None with --detach)."""
+    console.print(f"Job [bold]{job_id}[/bold] submitted ({state}).")
+    if o["max_cost"] is not None:
+        console.print(
+            f"Cost cap ${o['max_cost']:.2f} (skyless only; SkyPilot has none): "
+            "notices at 50/80/100 %, then "
+            + ("the job is stopped at a checkpoint." if o["max_cost_action"] == "stop" else "a warning only.")
+        )
+    if o["deadline"] is not None:
+        console.print(
+            "Deadline job (skyless only; SkyPilot has none): spot while the deadline is safe, "
+            "on-demand when it must."
+        )
+    if detach:
+        console.print(f"Follow it with: skyless logs {job_id}")
+        return None
+    return follow_job(client, job_id)
 
 
 def _upload(client: SkylessClient, prepared: PreparedLaunch) -> tuple[str | None, dict[str, str]]:

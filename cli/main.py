@@ -9,13 +9,16 @@ table to what the areas register.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
 
+from cli import hand_ctrl_c_to_the_verb, is_interrupt
 from cli.typer_params import defer_adapters
 
 if TYPE_CHECKING:  # typer's own (vendored) click, which its groups are built on
@@ -128,10 +131,33 @@ def area_verbs(module: str, verb: str | None = None) -> TyperGroup:
             area.registered_commands, area.registered_groups = commands, groups
     group = typer.main.get_group(area)
     defer_adapters(group)
+    _verbs_own_ctrl_c(group)
     return group
 
 
-verb_loaded = False  # the verb to run is imported (its area's module and what that needs)
+def _verbs_own_ctrl_c(command: Command) -> None:
+    """Each verb's callback takes Ctrl-C over from the start-up handler (cli/__init__.py) as it starts."""
+    subcommands = getattr(command, "commands", None)
+    if subcommands is not None:  # a group: its verbs' callbacks, not its own
+        for sub in subcommands.values():
+            _verbs_own_ctrl_c(sub)
+        return
+    callback = command.callback
+    if callback is None:
+        return
+
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        hand_ctrl_c_to_the_verb()
+        try:
+            return callback(*args, **kwargs)
+        except RuntimeError as error:  # a Ctrl-C the verb did not see as one (cli.is_interrupt)
+            if not is_interrupt(error):
+                raise
+            sys.stderr.write("interrupted\n")
+            raise typer.Exit(130) from None
+
+    command.callback = run
 
 
 class LazyVerbs(TyperGroup):
@@ -154,8 +180,6 @@ class LazyVerbs(TyperGroup):
             return TyperCommand(cmd_name, help=help_text)
         if cmd_name not in self._verbs:
             self._verbs[cmd_name] = area_verbs(module, cmd_name)
-        global verb_loaded
-        verb_loaded = True  # from here on, Ctrl-C is the verb's to handle (cli/__init__.py)
         return self._verbs[cmd_name].get_command(ctx, cmd_name)
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
