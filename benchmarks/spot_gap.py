@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import json
 import math
 import statistics
 import sys
@@ -184,6 +185,10 @@ def run_length_oracle(traces: Sequence[AvailabilityTrace]) -> Policy:
     return policy
 
 
+def _row(schedule: Schedule) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in dataclasses.asdict(schedule).items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -197,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--start-hours", default=None, help="comma separated offsets (overrides --starts)")
     parser.add_argument("--on-demand-price", type=float, default=3.06)
     parser.add_argument("--spot-price", type=float, default=round(3.06 / 3.1, 4))
+    parser.add_argument("--json", action="store_true", help="one JSON line per start")
     args = parser.parse_args(argv)
     files = args.trace or sorted(DEFAULT_TRACES.glob("*.json"))
     if not files:
@@ -218,13 +224,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     work, overhead, deadline = args.work_hours * HOUR, args.restart_hours * HOUR, deadline_hours * HOUR
     all_on_demand = args.on_demand_price * n * (args.work_hours + args.restart_hours)
     oracle = run_length_oracle(traces)
-    print(
+
+    def say(text: str) -> None:
+        if not args.json:
+            print(text)
+
+    say(
         f"{len(zones)} zone(s) ({', '.join(z.zone for z in zones)}), {n} node(s), {args.work_hours:g} h of "
         f"work due in {deadline_hours:g} h, restart {args.restart_hours:g} h; replay of skyless's decide "
         "against the best possible schedule (cost relative to all on-demand; hours of on-demand and spot "
         "clusters, overheads included; launches; slack unused at the end)"
     )
-    print(
+    say(
         f"{'start h':>7} | {'skyless':>7} {'od h':>5} {'spot h':>6} {'launch':>6} {'unused':>6} | "
         f"{'best':>6} {'od h':>5} {'spot h':>6} {'launch':>6} {'unused':>6} | {'gap':>6} | {'oracle':>6}"
     )
@@ -252,7 +263,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         best = Schedule(dollars / all_on_demand, od, spot, launches, unused)
         rows.append((mine, best, told.cost / all_on_demand, ours.missed or told.missed))
-        print(
+        if args.json:
+            oracle_cost = round(told.cost / all_on_demand, 4)
+            print(
+                json.dumps(
+                    {"start_hours": start, "skyless": _row(mine), "best": _row(best), "oracle": oracle_cost}
+                )
+            )
+        say(
             f"{start:7.1f} | {mine.cost:7.3f} {mine.on_demand_hours:5.1f} {mine.spot_hours:6.1f} "
             f"{mine.launches:6d} {mine.unused_hours:6.1f} | {best.cost:6.3f} {best.on_demand_hours:5.1f} "
             f"{best.spot_hours:6.1f} {best.launches:6d} {best.unused_hours:6.1f} | "
@@ -263,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     oracle_mean = statistics.mean(r[2] for r in rows)
     extra_od = statistics.mean(r[0].on_demand_hours - r[1].on_demand_hours for r in rows)
     extra_launches = statistics.mean(r[0].launches - r[1].launches for r in rows)
-    print(
+    say(
         f"\nskyless {ours_mean:.3f} = {ours_mean / best_mean:.3f}x the best {best_mean:.3f}; with the "
         f"run-length oracle {oracle_mean:.3f} = {oracle_mean / best_mean:.3f}x; per start, skyless runs "
         f"{extra_od:+.1f} h of on-demand and {extra_launches:+.1f} launches against the best; "
