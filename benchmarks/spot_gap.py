@@ -8,10 +8,11 @@ work due in 60 h, restart 0.2 h: the setting where skyless is farthest from the 
 For each start point, replayed through the product's `decide` (`shared.spot_policy.replay`) beside the
 best possible schedule (the dynamic program of `shared.spot_policy.optimal`, here keeping each label's
 schedule): cost relative to all on-demand, on-demand hours, spot hours, launches and the slack left unused
-at the end. Then the same replay with a **run-length oracle**: the history the policy is given says, for
-each place with capacity at the moment, that its spot run will last exactly as long as the trace says
-(everything else the policy sees is unchanged). The distance from that oracle to skyless is what better
-run-length estimates alone could recover; the rest is what no estimate of run lengths can.
+at the end. Then the same replay with oracles: the history the policy is given says, for each place with
+capacity at the moment, that its spot run will last exactly as long as the trace says ("runs told") and,
+also, with no capacity anywhere, that the outage ends exactly when the trace says ("+outages"); everything
+else the policy sees is unchanged. The distance from an oracle to skyless is what better estimates alone
+could recover; the oracle's own distance to the best is what the policy's rules lose even knowing them.
 """
 
 from __future__ import annotations
@@ -160,29 +161,46 @@ def summarize_steps(
     return od, spot, launches, max(0.0, deadline_after - end) / HOUR
 
 
-def run_length_oracle(traces: Sequence[AvailabilityTrace]) -> Policy:
+def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool) -> Policy:
     """`decide`, given a history in which every place with capacity now is expected to run exactly as long
-    as its trace says (the mean run of `SpotHistory` set to it; nothing else changed)."""
+    as its trace says (the mean run of `SpotHistory` set to it) and, with `outages`, when no place has
+    capacity, the outage is expected to last exactly until the first place has it again (the mean outage
+    set to it, the outage's age hidden); nothing else the policy sees is changed."""
     by_place = {t.place: t for t in traces}
     gap = traces[0].gap
-    prior, weight = DEFAULT_CONFIG.prior_run, DEFAULT_CONFIG.prior_weight
+    config = DEFAULT_CONFIG
+    weight = config.prior_weight
 
     def policy(
         job: DeadlineState, places: Sequence[PlaceOption], history: Mapping[str, SpotHistory]
     ) -> Decision:
         tick = math.floor(job.now / gap + 1e-9)
         told = dict(history)
-        for option in places:
-            trace = by_place.get(option.place)
-            if trace is None or not trace.up_at(tick):
-                continue
+        spot = [p for p in places if p.spot_price is not None and p.place in by_place]
+        up = [p for p in spot if by_place[p.place].up_at(tick)]
+        for option in up:
+            trace = by_place[option.place]
             run = (trace.next_down(tick) - tick) * gap
             known = told.get(option.place, SpotHistory())
-            up = run * (known.interruptions + weight) - prior * weight  # mean_run() == run
-            told[option.place] = dataclasses.replace(known, up_seconds=up, capacity_score=None)
+            seconds = run * (known.interruptions + weight) - config.prior_run * weight  # mean_run() == run
+            told[option.place] = dataclasses.replace(known, up_seconds=seconds, capacity_score=None)
+        if outages and spot and not up:
+            back = min(_next_up(by_place[p.place], tick) for p in spot)
+            wait = (back - tick) * gap * len({p.group for p in spot})  # shared among the regions
+            for option in spot:
+                known = told.get(option.place, SpotHistory())
+                seconds = wait * (known.outages + weight) - config.outage * weight  # mean_outage() == wait
+                told[option.place] = dataclasses.replace(known, outage_seconds=seconds, down_since=None)
         return decide(job, places, told)
 
     return policy
+
+
+def _next_up(trace: AvailabilityTrace, tick: int) -> int:
+    k = tick
+    while not trace.up_at(k) and k < tick + len(trace.available):
+        k += 1
+    return k
 
 
 def _row(schedule: Schedule) -> dict[str, float]:
@@ -223,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     places = [PlaceOption(z.zone, args.spot_price * n, args.on_demand_price * n, z.region) for z in zones]
     work, overhead, deadline = args.work_hours * HOUR, args.restart_hours * HOUR, deadline_hours * HOUR
     all_on_demand = args.on_demand_price * n * (args.work_hours + args.restart_hours)
-    oracle = run_length_oracle(traces)
+    runs_told, both_told = oracle(traces, outages=False), oracle(traces, outages=True)
 
     def say(text: str) -> None:
         if not args.json:
@@ -237,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     say(
         f"{'start h':>7} | {'skyless':>7} {'od h':>5} {'spot h':>6} {'launch':>6} {'unused':>6} | "
-        f"{'best':>6} {'od h':>5} {'spot h':>6} {'launch':>6} {'unused':>6} | {'gap':>6} | {'oracle':>6}"
+        f"{'best':>6} {'od h':>5} {'spot h':>6} {'launch':>6} {'unused':>6} | {'gap':>6} | "
+        f"{'runs told':>9} {'+outages':>8}"
     )
     rows = []
     for start in starts:
@@ -248,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "restart_overhead": overhead,
         }
         ours = replay(decide, traces, places, **common)
-        told = replay(oracle, traces, places, **common)
+        told = [replay(o, traces, places, **common) for o in (runs_told, both_told)]
         dollars, steps = best_schedule(traces, places, **common)
         check = optimal_cost(traces, places, **common)
         if abs(check - dollars) > 1e-6 * max(1.0, check):
@@ -262,30 +281,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             (ours.deadline - ours.finished_at) / HOUR,
         )
         best = Schedule(dollars / all_on_demand, od, spot, launches, unused)
-        rows.append((mine, best, told.cost / all_on_demand, ours.missed or told.missed))
+        runs, both = (t.cost / all_on_demand for t in told)
+        missed = ours.missed or any(t.missed for t in told)
+        rows.append((mine, best, runs, both, missed))
         if args.json:
-            oracle_cost = round(told.cost / all_on_demand, 4)
             print(
                 json.dumps(
-                    {"start_hours": start, "skyless": _row(mine), "best": _row(best), "oracle": oracle_cost}
+                    {
+                        "start_hours": start,
+                        "skyless": _row(mine),
+                        "best": _row(best),
+                        "runs_told": round(runs, 4),
+                        "runs_and_outages_told": round(both, 4),
+                    }
                 )
             )
         say(
             f"{start:7.1f} | {mine.cost:7.3f} {mine.on_demand_hours:5.1f} {mine.spot_hours:6.1f} "
             f"{mine.launches:6d} {mine.unused_hours:6.1f} | {best.cost:6.3f} {best.on_demand_hours:5.1f} "
             f"{best.spot_hours:6.1f} {best.launches:6d} {best.unused_hours:6.1f} | "
-            f"{mine.cost - best.cost:+6.3f} | {told.cost / all_on_demand:6.3f}"
+            f"{mine.cost - best.cost:+6.3f} | {runs:9.3f} {both:8.3f}"
         )
     ours_mean = statistics.mean(r[0].cost for r in rows)
     best_mean = statistics.mean(r[1].cost for r in rows)
-    oracle_mean = statistics.mean(r[2] for r in rows)
+    runs_mean = statistics.mean(r[2] for r in rows)
+    both_mean = statistics.mean(r[3] for r in rows)
     extra_od = statistics.mean(r[0].on_demand_hours - r[1].on_demand_hours for r in rows)
     extra_launches = statistics.mean(r[0].launches - r[1].launches for r in rows)
     say(
-        f"\nskyless {ours_mean:.3f} = {ours_mean / best_mean:.3f}x the best {best_mean:.3f}; with the "
-        f"run-length oracle {oracle_mean:.3f} = {oracle_mean / best_mean:.3f}x; per start, skyless runs "
-        f"{extra_od:+.1f} h of on-demand and {extra_launches:+.1f} launches against the best; "
-        f"missed deadlines: {sum(r[3] for r in rows)}"
+        f"\nskyless {ours_mean:.3f} = {ours_mean / best_mean:.3f}x the best {best_mean:.3f}; told each "
+        f"spot run's length {runs_mean:.3f} = {runs_mean / best_mean:.3f}x, and each outage's too "
+        f"{both_mean:.3f} = {both_mean / best_mean:.3f}x; per start, skyless runs {extra_od:+.1f} h of "
+        f"on-demand and {extra_launches:+.1f} launches against the best; missed deadlines: "
+        f"{sum(r[4] for r in rows)}"
     )
     return 0
 
