@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from shared.store.models import JobModel
+from shared.task.stored import StoredPipeline, read_stored_pipeline
 from shared.wiring import Wiring
 
 MAX_INLINE_TASK_BYTES = 8 * 1024
@@ -41,12 +42,24 @@ def store_pipeline(wiring: Wiring, job: JobModel, pipeline: Any) -> None:
 
 
 def load_pipeline_of(wiring: Wiring, job: JobModel) -> Any:
+    """The job's pipeline as the models (shared.task.spec): what the node's config is built from."""
     from shared.task.spec import Pipeline
 
+    return Pipeline.model_validate(_stored_pipeline(wiring, job))
+
+
+def read_pipeline_of(wiring: Wiring, job: JobModel) -> StoredPipeline:
+    """The job's pipeline as plain records (shared.task.stored), without building the models: what
+    optimize, provision and recovery read."""
+    return read_stored_pipeline(_stored_pipeline(wiring, job))
+
+
+def _stored_pipeline(wiring: Wiring, job: JobModel) -> dict[str, Any]:
     text = job.task or (wiring.objects.get_text(job.task_key) if job.task_key else None)
     if text is None:
         raise LookupError(f"job {job.job_id} has no task")
-    return Pipeline.model_validate(json.loads(text))
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 def secrets_of(wiring: Wiring, job: JobModel, task_index: int) -> dict[str, str]:
