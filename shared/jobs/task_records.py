@@ -4,11 +4,13 @@ A task's `secrets` never go in a table: they are kept in the bucket beside the r
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.store.models import JobModel
-from shared.task.stored import StoredPipeline, read_stored_pipeline
 from shared.wiring import Wiring
+
+if TYPE_CHECKING:
+    from shared.task.stored import StoredPipeline
 
 MAX_INLINE_TASK_BYTES = 8 * 1024
 
@@ -50,7 +52,9 @@ def load_pipeline_of(wiring: Wiring, job: JobModel) -> Any:
 
 def read_pipeline_of(wiring: Wiring, job: JobModel) -> StoredPipeline:
     """The job's pipeline as plain records (shared.task.stored), without building the models: what
-    optimize, provision and recovery read."""
+    optimize, provision and recovery read (imported on use: spot_watch and reconcile rarely need it)."""
+    from shared.task.stored import read_stored_pipeline
+
     return read_stored_pipeline(_stored_pipeline(wiring, job))
 
 

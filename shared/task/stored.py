@@ -8,7 +8,8 @@ check nothing. Untrusted text (task files, API bodies) goes through the models, 
 Each record mirrors the model of the same role under the same attribute names (aliased fields, such as
 `_is_sky_managed`, read from their alias, as stored), with the same defaults and the same methods the
 control plane calls on it. `model_fields_set` answers as the model's does: the fields the stored JSON
-holds. Sections no step after submit reads as objects (`service`, `config`, `job`, `autostop`,
+holds. Records are plain (no generated equality: defining it costs a cold start more than it serves).
+Sections no step after submit reads as objects (`service`, `config`, `job`, `autostop`,
 `accelerator_args`, `volumes`, `workdir`, ...) are kept as their stored JSON. tests/unit/test_stored_task.py
 reads every example and fixture both ways and finds them equal.
 """
@@ -53,7 +54,7 @@ def read_record(cls: type[Record], data: dict[str, Any]) -> Record:
     return record
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredJobRecovery:
     strategy: str | None = None
     max_restarts_on_errors: int | None = None
@@ -66,7 +67,7 @@ def _job_recovery(value: Any) -> Any:
     return read_record(StoredJobRecovery, value) if isinstance(value, dict) else value
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredResourceFields:
     """One set of resources (shared.task.resources.ResourceFields)."""
 
@@ -130,7 +131,7 @@ def _without_nulls(data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if value is not None}
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredResources(StoredResourceFields):
     """`resources:` with its `any_of` / `ordered` alternatives (shared.task.resources.Resources)."""
 
@@ -160,7 +161,7 @@ class StoredResources(StoredResourceFields):
         return merged
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredMountCached:
     transfers: int | None = None
     buffer_size: str | None = None
@@ -175,7 +176,7 @@ class StoredMountCached:
     model_fields_set: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredMount:
     read_only: bool | None = None
     hf_mount_args: str | list[str] | None = None
@@ -183,7 +184,7 @@ class StoredMount:
     model_fields_set: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredStorageConfig:
     disk_size: int | str | None = None
     disk_tier: str | None = None
@@ -197,7 +198,7 @@ class StoredStorageConfig:
     model_fields_set: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredStorageObject:
     """A bucket in `file_mounts` (shared.task.spec.StorageObject)."""
 
@@ -225,7 +226,7 @@ def _file_mounts(value: dict[str, Any]) -> dict[str, str | StoredStorageObject]:
     }
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredTask:
     """One task (shared.task.spec.Task)."""
 
@@ -268,7 +269,7 @@ class StoredTask:
         return choice_of(self.resources)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredPipeline:
     """The tasks of one job's file (shared.task.spec.Pipeline)."""
 
