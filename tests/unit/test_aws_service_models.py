@@ -1,5 +1,6 @@
-"""The cut EC2 model (shared/aws/botocore_data, shared.aws.service_models): what the installed botocore's
-model gives when cut, holding every operation the AWS provider calls, and used only by the provider."""
+"""The cut EC2 and DynamoDB models (shared/aws/botocore_data, shared.aws.service_models): what the installed
+botocore's models give when cut, holding every operation the AWS provider and pynamodb call, and used only by
+them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import json
 import re
 from pathlib import Path
 
-from shared.aws.service_models import DATA_PATH, EC2_API_VERSION, model_files
+import pynamodb.constants
+
+from shared.aws.service_models import CUTS, DATA_PATH, EC2_API_VERSION, model_files
 from shared.aws.sessions import boto3_session
 
 CLOUDS = Path(__file__).resolve().parents[2] / "shared" / "clouds"
@@ -22,11 +25,33 @@ def ec2_client(api_version: str | None = EC2_API_VERSION) -> object:
 
 
 def test_the_files_are_what_the_command_writes_from_the_installed_botocore() -> None:
-    folder = DATA_PATH / "ec2" / EC2_API_VERSION
-    for name, content in model_files().items():
-        assert json.loads((folder / name).read_text()) == content, (
-            f"{name} is stale: run `python -m shared.aws.service_models`"
-        )
+    for service, (_, version, _) in CUTS.items():
+        folder = DATA_PATH / service / version
+        for name, content in model_files(service).items():
+            assert json.loads((folder / name).read_text()) == content, (
+                f"{service}/{name} is stale: run `python -m shared.aws.service_models`"
+            )
+
+
+# The operations pynamodb's connection dispatches (pynamodb/constants.py, its first block).
+PYNAMODB_OPERATIONS = (
+    "TRANSACT_WRITE_ITEMS", "TRANSACT_GET_ITEMS", "BATCH_WRITE_ITEM", "DESCRIBE_TABLE", "BATCH_GET_ITEM",
+    "CREATE_TABLE", "UPDATE_TABLE", "DELETE_TABLE", "LIST_TABLES", "UPDATE_ITEM", "DELETE_ITEM", "GET_ITEM",
+    "PUT_ITEM", "QUERY", "SCAN",
+)  # fmt: skip
+
+
+def test_pynamodbs_clients_get_the_cut_model_with_every_operation_pynamodb_dispatches() -> None:
+    """(The integration tier runs every table call of the handlers through it, against moto's server.)"""
+    from shared.config import Settings
+    from shared.store.models import models_for
+
+    settings = Settings(prefix="cut", region="us-east-1", endpoint_url="http://127.0.0.1:9")
+    model = models_for(settings).connection.client.meta.service_model
+
+    assert model.api_version == "2012-08-10" and len(model.operation_names) < 20
+    dispatched = {getattr(pynamodb.constants, name) for name in PYNAMODB_OPERATIONS}
+    assert sorted(dispatched - set(model.operation_names)) == []
 
 
 def called_ec2_methods() -> set[str]:
