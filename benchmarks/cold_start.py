@@ -403,6 +403,8 @@ def main() -> None:
     parser.add_argument("--profile", help="a handler name: where its cold start goes")
     parser.add_argument("--imports", type=int, default=6, help="packages listed per handler (0: none)")
     args = parser.parse_args()
+    if not args.catalog.is_dir():
+        print(f"{args.catalog} is not a folder: the built-in catalog only (pass --catalog)", file=sys.stderr)
     bench = Bench(args.catalog if args.catalog.is_dir() else None)
     try:
         cases = bench.cases()
