@@ -229,13 +229,13 @@ class _CutDynamoDBSession:
     """The shared session, whose `create_client` (all pynamodb calls) asks for the cut DynamoDB model."""
 
     def __init__(self, session: botocore.session.Session) -> None:
-        self._session = session
+        self.shared = session
 
     def create_client(self, service_name: str, *args: Any, **kwargs: Any) -> Any:
-        return self._session.create_client(service_name, *args, api_version=DYNAMODB_API_VERSION, **kwargs)
+        return self.shared.create_client(service_name, *args, api_version=DYNAMODB_API_VERSION, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._session, name)
+        return getattr(self.shared, name)
 
 
 def _bind(base: type[Model], table_name: str, settings: Settings, **extra: object) -> type[Model]:
