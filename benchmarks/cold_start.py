@@ -22,7 +22,8 @@ printed as a second ratio: on a busy machine it moves far less than wall time.
 "paired CPU ratio" is min/median/max over the runs of each run's CPU against the floor run just before it.
 
 Every handler runs from bytecode, as the bundle ships it (infra/lambda_code/Makefile), whatever
-PYTHONDONTWRITEBYTECODE says: the tree is compiled first. Under the table, each handler's imports beyond
+PYTHONDONTWRITEBYTECODE says: the tree is compiled first, and the agent files user-data carries are
+prebuilt into node_agent/prebuilt/ as the bundle's build does. Under the table, each handler's imports beyond
 the floor's (`python -X importtime`, self time summed per package, the largest first; --imports N).
 
 --profile NAME prints where a handler's time goes: `python -X importtime` (the slowest imports,
@@ -106,6 +107,9 @@ class Bench:
 
         for package in ("functions", "shared", "node_agent"):
             compileall.compile_dir(ROOT / package, quiet=1)
+        from node_agent.user_data import PREBUILT, prebuild
+
+        prebuild(PREBUILT)  # as the bundle's build does (infra/lambda_code/Makefile)
 
         from moto.server import ThreadedMotoServer
 
@@ -399,6 +403,8 @@ def main() -> None:
     parser.add_argument("--profile", help="a handler name: where its cold start goes")
     parser.add_argument("--imports", type=int, default=6, help="packages listed per handler (0: none)")
     args = parser.parse_args()
+    if not args.catalog.is_dir():
+        print(f"{args.catalog} is not a folder: the built-in catalog only (pass --catalog)", file=sys.stderr)
     bench = Bench(args.catalog if args.catalog.is_dir() else None)
     try:
         cases = bench.cases()

@@ -5,11 +5,19 @@ from __future__ import annotations
 import ast
 import base64
 import bz2
+import hashlib
 import shlex
+import sys
 from functools import cache
 from pathlib import Path
 
 AGENT_PACKAGE = Path(__file__).with_name("agent")
+# The agent files as they ship, written when the Lambda bundle is built (infra/lambda_code/Makefile runs
+# `python -m node_agent.user_data --prebuild DIR`): parsing, stripping and unparsing the agent costs a cold
+# provision function ~0.15 s of CPU. Each file is named for a digest of the sources it was made from, so a
+# stale one is never read; without them, each process builds what it needs once.
+PREBUILT = Path(__file__).with_name("prebuilt")
+PREBUILT_CLOUDS = ("aws", "gcp", "azure", "")
 # The agent's modules in the order a VM's one file holds them: each after every module it imports.
 AGENT_MODULES = ("api", "logs", "mounts", "buckets", "sandbox", "containers", "runner", "preemption", "node")
 
@@ -99,7 +107,31 @@ def _is_main_guard(node: ast.stmt) -> bool:
 
 
 @cache
+def sources_digest() -> str:
+    """A digest of what the shipped agent is made from: the agent's modules and this file's rules."""
+    digest = hashlib.sha256()
+    for path in [*sorted(AGENT_PACKAGE.glob("*.py")), Path(__file__)]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def prebuilt_path(name: str, folder: Path | None = None) -> Path:
+    return (folder or PREBUILT) / f"{name}-{sources_digest()}.py"
+
+
+def _prebuilt(name: str) -> str | None:
+    try:
+        return prebuilt_path(name).read_text()
+    except FileNotFoundError:
+        return None
+
+
+@cache
 def bundled_agent_source() -> str:
+    return _prebuilt("bundled") or build_bundled_agent_source()
+
+
+def build_bundled_agent_source() -> str:
     """The agent package as one Python file (what /opt/skyless/agent.py is on a VM): each module's body in
     AGENT_MODULES order, without its docstring, its `__future__` import and its imports of the package's
     own modules; every other import once, at the top. The modules share one namespace there, so no two
@@ -127,7 +159,24 @@ def bundled_agent_source() -> str:
 @cache
 def shipped_agent_source(cloud: str = "") -> str:
     """The bundled agent as it travels in user-data to a VM of `cloud` (see strip_for_shipping)."""
+    return _prebuilt(f"shipped-{cloud or 'any'}") or build_shipped_agent_source(cloud)
+
+
+def build_shipped_agent_source(cloud: str = "") -> str:
     return ast.unparse(strip_for_shipping(ast.parse(bundled_agent_source()), cloud))
+
+
+def prebuild(folder: Path) -> list[Path]:
+    """Write the bundled agent and each cloud's shipped one into `folder` (what was there goes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.py"):
+        old.unlink()
+    written = {prebuilt_path("bundled", folder): build_bundled_agent_source()}
+    for cloud in PREBUILT_CLOUDS:
+        written[prebuilt_path(f"shipped-{cloud or 'any'}", folder)] = build_shipped_agent_source(cloud)
+    for path, text in written.items():
+        path.write_text(text)
+    return list(written)
 
 
 def render_user_data(
@@ -233,3 +282,10 @@ def container_runtime_setup(run_as: str | None) -> str:
     if run_as:
         install += f"getent group docker >/dev/null && usermod -aG docker {shlex.quote(run_as)} || true\n"
     return install
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--prebuild"] or len(sys.argv) != 3:
+        sys.exit("usage: python -m node_agent.user_data --prebuild FOLDER")
+    for written in prebuild(Path(sys.argv[2])):
+        print(written)

@@ -4,15 +4,18 @@ Each botocore session loads the endpoint rules and service models afresh: at a L
 second session costs more than the first client. pynamodb would otherwise open one per table and one
 for transactions, and boto3 one more. Sessions are per thread because creating clients from one session
 is not thread-safe (the local dispatcher runs handlers on several threads); clients, once made, are.
+Each searches shared/aws/botocore_data/ for service models too: the cut EC2 model (shared.aws.service_models).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
 import botocore.session
 
+from shared.aws.service_models import DATA_PATH
 from shared.config import Settings
 
 _local = threading.local()
@@ -22,6 +25,8 @@ def botocore_session() -> botocore.session.Session:
     session = getattr(_local, "botocore", None)
     if session is None:
         session = _local.botocore = botocore.session.get_session()
+        user_paths = session.get_config_variable("data_path")  # AWS_DATA_PATH still comes first
+        session.set_config_variable("data_path", os.pathsep.join(filter(None, [user_paths, str(DATA_PATH)])))
     return session
 
 

@@ -28,6 +28,7 @@ import boto3
 from botocore.config import Config
 
 from node_agent.user_data import render_user_data
+from shared.aws.service_models import EC2_API_VERSION
 from shared.aws.sessions import boto3_session
 from shared.clouds.aws_errors import ec2_errors
 from shared.clouds.aws_images import find_image, requested_image
@@ -83,11 +84,14 @@ class AwsCloud:
         return self._session or boto3_session()
 
     def client(self, region: str) -> Any:
-        """The EC2 client of one region, made on first use and kept while the process is warm."""
+        """The EC2 client of one region, made on first use and kept while the process is warm; from the
+        shared session, on the EC2 model cut to what this provider calls (shared.aws.service_models)."""
         if region not in self._clients:
+            version = None if self._session else EC2_API_VERSION
             self._clients[region] = self.session.client(
-                "ec2", region_name=region, endpoint_url=self.config.endpoint_url, config=CLIENT_CONFIG
-            )
+                "ec2", region_name=region, endpoint_url=self.config.endpoint_url, config=CLIENT_CONFIG,
+                api_version=version,
+            )  # fmt: skip
         return self._clients[region]
 
     def regions(self) -> tuple[str, ...]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from shared.events.instances import InstanceEvent, parse_instance_event
-from shared.jobs.continuation import FALLBACK_DELAY_SECONDS, replan_and_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.recovery import recover_job
 from shared.states import HAS_NODES, JobState
@@ -25,6 +24,10 @@ def handle_instance_event(event: InstanceEvent, wiring: Wiring | None = None) ->
         return Outcome.STALE
     if JobState(job.state) not in HAS_NODES:
         return Outcome.ALREADY_DONE
+    # Imported here: most instance events are about VMs that are not a live job's (planning and launching
+    # are half of what a cold spot_watch would otherwise import).
+    from shared.jobs.continuation import FALLBACK_DELAY_SECONDS, replan_and_launch
+
     cause = f"{event.description} (node rank {int(ref.rank)}, {event.instance_id})"
     warned = event.kind == "spot-warning"
     delay = FALLBACK_DELAY_SECONDS

@@ -6,7 +6,7 @@ from typing import Any
 
 from shared.clouds.errors import InvalidLaunchError, TransientCloudError
 from shared.errors import ForbiddenError, NotFoundError
-from shared.jobs.task_records import load_pipeline_of
+from shared.jobs.task_records import load_pipeline_of, read_pipeline_of
 from shared.storage.lifecycle import (
     StorageBusy,
     StorageFailure,
@@ -23,7 +23,7 @@ from shared.wiring import Wiring, wiring_for
 def prepare_storage(wiring: Wiring, job: JobModel, cloud: str) -> None:
     """Before a launch: the job's buckets exist (created when missing). InvalidLaunchError fails the job;
     TransientCloudError (a bucket still being deleted by its last user) retries the launch later."""
-    task = load_pipeline_of(wiring, job).tasks[int(job.task_index)]
+    task = read_pipeline_of(wiring, job).tasks[int(job.task_index)]
     if not job_bucket_mounts(wiring.settings, task):
         return
     try:
@@ -38,7 +38,7 @@ def prepare_storage(wiring: Wiring, job: JobModel, cloud: str) -> None:
 
 def release_storage(wiring: Wiring, job: JobModel) -> None:
     """At job end: the buckets this job created and did not ask to keep are deleted."""
-    tasks = load_pipeline_of(wiring, job).tasks
+    tasks = read_pipeline_of(wiring, job).tasks
     if not any(job_bucket_mounts(wiring.settings, task) for task in tasks):
         return
     for note in release_job_storage(wiring.settings, job, tasks):

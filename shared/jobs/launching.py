@@ -19,7 +19,7 @@ from shared.jobs.job_storage import prepare_storage, release_storage
 from shared.jobs.messages import cluster_id_for, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, plan_fields
-from shared.jobs.task_records import load_pipeline_of
+from shared.jobs.task_records import read_pipeline_of
 from shared.jobs.tokens import agent_token, boot_token, token_hash
 from shared.optimizer.plan import Block, Candidate, Plan
 from shared.states import JobState, is_terminal
@@ -39,7 +39,7 @@ def transient_delay(retries: int) -> int:
 
 def task_launch_fields(wiring: Wiring, job: JobModel, cloud: str | None = None) -> dict[str, Any]:
     """What the job's task says about the VM on `cloud` beyond its shape: image, disk, ports, labels."""
-    return resource_launch_fields(load_pipeline_of(wiring, job).tasks[int(job.task_index)].resources, cloud)
+    return resource_launch_fields(read_pipeline_of(wiring, job).tasks[int(job.task_index)].resources, cloud)
 
 
 def candidate_shape(candidate: Candidate) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from shared.jobs.blocks import blocks_of, sticky
 from shared.jobs.job_groups import tell_group
 from shared.jobs.messages import OptimizeMessage, send_launch
 from shared.jobs.outcomes import Outcome
-from shared.jobs.task_records import load_pipeline_of
+from shared.jobs.task_records import read_pipeline_of
 from shared.optimizer.cooling import order_for_cooling
 from shared.optimizer.placement import Source
 from shared.optimizer.plan import Block, Candidate, Plan
@@ -69,7 +69,7 @@ def make_plan(
     from shared.jobs.contract_use import deployment_prices
     from shared.optimizer import plan_pipeline
 
-    pipeline = load_pipeline_of(wiring, job)
+    pipeline = read_pipeline_of(wiring, job)
     clouds = set(json.loads(job.clouds)) if job.clouds else None
     served = wiring.providers.served_clouds()
     if served is not None:

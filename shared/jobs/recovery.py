@@ -21,7 +21,7 @@ from shared.jobs.job_groups import tell_group
 from shared.jobs.messages import cluster_id_for, send_optimize, send_teardown
 from shared.jobs.nodes import nodes_of, task_running_on
 from shared.jobs.outcomes import Outcome
-from shared.jobs.task_records import load_pipeline_of
+from shared.jobs.task_records import read_pipeline_of
 from shared.jobs.tokens import attempt_fields
 from shared.optimizer.plan import Block
 from shared.states import JobState, can_move
@@ -37,8 +37,10 @@ PREEMPTED = "preempted"  # the reason of the block a preemption writes
 
 def recovery_options(wiring: Wiring, job: JobModel) -> dict[str, Any]:
     """The task's `job_recovery`: strategy, max_restarts_on_errors, recover_on_exit_codes."""
-    pipeline = load_pipeline_of(wiring, job)
-    task = pipeline.tasks[int(job.task_index)]
+    return recovery_options_of(read_pipeline_of(wiring, job).tasks[int(job.task_index)])
+
+
+def recovery_options_of(task: Any) -> dict[str, Any]:
     raw = task.resources.job_recovery
     if raw is None:
         return {"strategy": EAGER_NEXT_REGION, "max_restarts_on_errors": 0, "recover_on_exit_codes": []}

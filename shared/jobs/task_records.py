@@ -4,10 +4,13 @@ A task's `secrets` never go in a table: they are kept in the bucket beside the r
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.store.models import JobModel
 from shared.wiring import Wiring
+
+if TYPE_CHECKING:
+    from shared.task.stored import StoredPipeline
 
 MAX_INLINE_TASK_BYTES = 8 * 1024
 
@@ -41,12 +44,26 @@ def store_pipeline(wiring: Wiring, job: JobModel, pipeline: Any) -> None:
 
 
 def load_pipeline_of(wiring: Wiring, job: JobModel) -> Any:
+    """The job's pipeline as the models (shared.task.spec): what the node's config is built from."""
     from shared.task.spec import Pipeline
 
+    return Pipeline.model_validate(_stored_pipeline(wiring, job))
+
+
+def read_pipeline_of(wiring: Wiring, job: JobModel) -> StoredPipeline:
+    """The job's pipeline as plain records (shared.task.stored), without building the models: what
+    optimize, provision and recovery read (imported on use: spot_watch and reconcile rarely need it)."""
+    from shared.task.stored import read_stored_pipeline
+
+    return read_stored_pipeline(_stored_pipeline(wiring, job))
+
+
+def _stored_pipeline(wiring: Wiring, job: JobModel) -> dict[str, Any]:
     text = job.task or (wiring.objects.get_text(job.task_key) if job.task_key else None)
     if text is None:
         raise LookupError(f"job {job.job_id} has no task")
-    return Pipeline.model_validate(json.loads(text))
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 def secrets_of(wiring: Wiring, job: JobModel, task_index: int) -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import botocore.session
 from pynamodb.attributes import (
@@ -22,6 +22,7 @@ from pynamodb.connection import Connection
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
+from shared.aws.service_models import DYNAMODB_API_VERSION
 from shared.aws.sessions import botocore_session
 from shared.config import Settings
 
@@ -216,11 +217,25 @@ M = TypeVar("M", bound=Model)
 
 
 class SharedSessionConnection(Connection):
-    """A pynamodb connection whose client comes from the thread's shared botocore session."""
+    """A pynamodb connection whose client comes from the thread's shared botocore session, on the DynamoDB
+    model cut to what pynamodb calls (shared.aws.service_models)."""
 
     @property
     def session(self) -> botocore.session.Session:
-        return botocore_session()
+        return cast(botocore.session.Session, _CutDynamoDBSession(botocore_session()))
+
+
+class _CutDynamoDBSession:
+    """The shared session, whose `create_client` (all pynamodb calls) asks for the cut DynamoDB model."""
+
+    def __init__(self, session: botocore.session.Session) -> None:
+        self.shared = session
+
+    def create_client(self, service_name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.shared.create_client(service_name, *args, api_version=DYNAMODB_API_VERSION, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.shared, name)
 
 
 def _bind(base: type[Model], table_name: str, settings: Settings, **extra: object) -> type[Model]:

@@ -23,12 +23,11 @@ from pydantic import (
     model_validator,
 )
 
-from shared.catalog.accelerators import canonical_name
-from shared.task.requests import ResourceChoice, ResourceRequest
-from shared.task.resources import ResourceFields, Resources
+from shared.task.requests import ResourceChoice, choice_of
+from shared.task.resources import Resources
 from shared.task.service_spec import ServiceSpec
 from shared.task.strict_model import SpecModel
-from shared.task.values import DURATION, ENV_NAME, STORAGE_MODES, STORES, parse_cpus, parse_memory
+from shared.task.values import DURATION, ENV_NAME, STORAGE_MODES, STORES
 
 Number = StrictInt | StrictFloat
 MAX_DATA_GB = 1e12  # a zettabyte: past any real data set, and a float still holds it
@@ -241,58 +240,11 @@ class Task(SpecModel):
 
     def resource_choice(self) -> ResourceChoice:
         """One `ResourceRequest` per alternative (any_of/ordered, times accelerator alternatives)."""
-        requests: list[ResourceRequest] = []
-        for source, fields in self.resources.sourced_alternatives():
-            for request in _requests_for(fields, source):
-                if request not in requests:
-                    requests.append(request)
-        return ResourceChoice(tuple(requests), ordered=self._alternatives_are_ordered())
-
-    def _alternatives_are_ordered(self) -> bool:
-        """`ordered:` is ordered, and so is a list under `accelerators`; a mapping is an unordered set."""
-        resources = self.resources
-        if resources.ordered is not None:
-            return True
-        return resources.any_of is None and isinstance(resources.accelerators, list)
+        return choice_of(self.resources)
 
 
 def _env_text(value: Any) -> Any:
     return str(value) if isinstance(value, int | float | bool) else value
-
-
-def _requests_for(fields: ResourceFields, source: tuple[str | int, ...]) -> list[ResourceRequest]:
-    cloud, region, zone = fields.location()
-    cpus, cpus_at_least = parse_cpus(fields.cpus)
-    amount, memory_at_least, relative = parse_memory(fields.memory)
-    memory_gib, memory_per_vcpu = (None, amount) if relative else (amount, None)
-    accelerators: list[tuple[str | None, float]] = [*fields.accelerator_alternatives()] or [(None, 0.0)]
-    return [
-        ResourceRequest(
-            cloud=cloud,
-            region=region,
-            zone=zone,
-            accelerator=canonical_name(name) if name is not None else None,
-            accelerator_count=count,
-            cpus=cpus,
-            cpus_at_least=cpus_at_least,
-            memory_gib=memory_gib,
-            memory_at_least=memory_at_least,
-            memory_per_vcpu=memory_per_vcpu,
-            instance_type=fields.instance_type,
-            use_spot=bool(fields.use_spot),
-            max_hourly_cost=_as_float(fields.max_hourly_cost),
-            source=source,
-        )
-        for name, count in accelerators
-    ]
-
-
-def _as_float(value: float | None) -> float | None:
-    """An int too large for a float is, for any price, infinite."""
-    try:
-        return None if value is None else float(value)
-    except OverflowError:
-        return float("inf")
 
 
 class Pipeline(SpecModel):

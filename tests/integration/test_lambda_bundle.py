@@ -101,6 +101,9 @@ def test_the_build_ships_bytecode_so_a_cold_start_compiles_nothing(tmp_path: Pat
     subprocess.run(make, env=env, check=True)
     sources = list(artifacts.rglob("*.py"))
     assert len(sources) > 100
+    from node_agent.user_data import prebuilt_path  # the agent user-data carries, built once (no AST work)
+
+    assert prebuilt_path("shipped-aws", artifacts / "node_agent" / "prebuilt").is_file()
     for source in sources:
         cached = Path(importlib.util.cache_from_source(str(source)))
         header = cached.read_bytes()[:8]

@@ -6,6 +6,8 @@ import base64
 import bz2
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 from node_agent.user_data import (
     AGENT_MODULES,
@@ -135,3 +137,33 @@ def test_a_script_that_would_pass_ec2s_limit_fetches_the_agent_from_the_api_inst
     assert f"{long_url}/node-agent/agent.py -o /opt/skyless/agent.py" in script
     assert "cluster_agent.py" not in script and "setsid python3 /opt/skyless/agent.py" in script
     assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
+
+
+def test_prebuilt_agent_files_are_what_a_process_builds_and_a_stale_one_is_never_read(tmp_path, monkeypatch):
+    """The bundle's build writes the shipped agents (infra/lambda_code/Makefile); a file named for other
+    sources (the agent changed since) is ignored, and the agent is built as before."""
+    import node_agent.user_data as user_data
+
+    written = subprocess.run(
+        [sys.executable, "-m", "node_agent.user_data", "--prebuild", str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert len(written) == 1 + len(user_data.PREBUILT_CLOUDS)
+    monkeypatch.setattr(user_data, "PREBUILT", tmp_path)
+    cached = (user_data.shipped_agent_source, user_data.bundled_agent_source)
+    try:
+        for function in cached:
+            function.cache_clear()
+        shipped = user_data.prebuilt_path("shipped-aws").read_text()
+        assert shipped == user_data.build_shipped_agent_source("aws") == user_data.shipped_agent_source("aws")
+        assert user_data.bundled_agent_source() == user_data.build_bundled_agent_source()
+
+        user_data.prebuilt_path("shipped-gcp").write_text("prebuilt = True\n")
+        user_data.shipped_agent_source.cache_clear()
+        assert user_data.shipped_agent_source("gcp") == "prebuilt = True\n"  # read, not rebuilt
+        user_data.shipped_agent_source.cache_clear()
+        monkeypatch.setattr(user_data, "sources_digest", lambda: "0" * 20)  # the agent's sources changed
+        assert user_data.shipped_agent_source("gcp") == user_data.build_shipped_agent_source("gcp")
+    finally:
+        for function in cached:
+            function.cache_clear()

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +87,55 @@ def test_the_api_loads_jinja2_only_when_a_dashboard_page_renders() -> None:
 
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [False, True]
+
+
+TASK_MODELS = ("shared.task.spec", "shared.task.resources", "shared.task.strict_model", "shared.task.loader")
+STORED_TASK = """
+name: train
+resources:
+  cloud: aws
+  cpus: 2+
+  use_spot: true
+  ports: 8080
+  disk_size: 64
+  job_recovery: {strategy: FAILOVER, max_restarts_on_errors: 2}
+run: python train.py
+"""
+
+
+class _RefuseTaskModels:
+    """A finder that fails any import of the task models: what a handler imports during a call shows."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name in TASK_MODELS:
+            raise ImportError(f"{name} imported while a handler ran")
+
+
+def test_optimize_provision_and_recovery_read_the_stored_task_without_its_models(
+    stack: Any, queues: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Submit (untrusted text) validates through the models; the steps after it never load them (bucket
+    mounts need the registry's table, which the memory stack lacks: tests/unit/test_stored_task.py reads
+    them both ways)."""
+    from functions.optimize.handler import handler as optimize
+    from functions.provision.handler import handler as provision
+    from shared.jobs.recovery import recover_job
+    from shared.jobs.submission import SubmitJob, submit_job
+    from shared.wiring import wiring_for
+
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    monkeypatch.setenv("SKYLESS_LOCAL_AGENT_COMMAND", json.dumps(sleeper))
+    wiring = wiring_for(stack)
+    job_id = submit_job(wiring, SubmitJob.from_text(owner="alice", task_text=STORED_TASK)).job_id
+    for name in TASK_MODELS:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_RefuseTaskModels(), *sys.meta_path])
+
+    assert provision(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+    job = wiring.store.get(job_id)
+    assert job is not None and job.state == "SETTING_UP", job
+    recover_job(wiring, job, "spot taken away", preempted=True)
+    assert optimize(queues.event(queues.receive("optimize")), None) == {"batchItemFailures": []}
+    job = wiring.store.get(job_id)
+    assert job is not None and job.state == "PLANNED" and int(job.attempt) == 1, job
+    assert not set(TASK_MODELS) & set(sys.modules)
