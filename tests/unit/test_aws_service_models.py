@@ -24,13 +24,39 @@ def ec2_client(api_version: str | None = EC2_API_VERSION) -> object:
     )  # fmt: skip
 
 
-def test_the_files_are_what_the_command_writes_from_the_installed_botocore() -> None:
+def test_the_cut_agrees_with_the_installed_botocore_on_everything_it_holds() -> None:
+    """A newer botocore may add members, shapes and operations (the cut need not know them); it must not
+    contradict the cut: same protocol and version, the same operations on the same paths, every shape and
+    member the cut holds still there with the same type. `python -m shared.aws.service_models` rewrites it."""
     for service, (_, version, _) in CUTS.items():
-        folder = DATA_PATH / service / version
-        for name, content in model_files(service).items():
-            assert json.loads((folder / name).read_text()) == content, (
-                f"{service}/{name} is stale: run `python -m shared.aws.service_models`"
-            )
+        cut = json.loads((DATA_PATH / service / version / "service-2.json").read_text())
+        fresh = model_files(service)["service-2.json"]
+        stale = f"{service}'s cut contradicts this botocore: run `python -m shared.aws.service_models`"
+
+        for key in ("protocol", "apiVersion", "endpointPrefix", "signatureVersion"):
+            assert cut["metadata"].get(key) == fresh["metadata"].get(key), stale
+        assert sorted(cut["operations"]) == sorted(fresh["operations"]), stale
+        for name, operation in cut["operations"].items():
+            for key in ("http", "input", "output"):
+                assert operation.get(key) == fresh["operations"][name].get(key), f"{stale} ({name}.{key})"
+        for name, shape in cut["shapes"].items():
+            now = fresh["shapes"].get(name)
+            assert now is not None and now["type"] == shape["type"], f"{stale} ({name})"
+            for member, ref in (shape.get("members") or {}).items():
+                assert (now.get("members") or {}).get(member, {}).get("shape") == ref["shape"], (
+                    f"{stale} ({name}.{member})"
+                )
+
+
+def test_the_cut_is_what_the_command_writes_from_the_same_botocore() -> None:
+    """Only the shapes the operations reach, nothing dropped: a cut written now by the command from this
+    botocore reaches the same shapes, or more where botocore has grown."""
+    for service, (_, version, _) in CUTS.items():
+        cut = json.loads((DATA_PATH / service / version / "service-2.json").read_text())
+        fresh = model_files(service)["service-2.json"]
+
+        assert set(cut["shapes"]) <= set(fresh["shapes"])
+        assert "documentation" not in json.dumps(cut)
 
 
 # The operations pynamodb's connection dispatches (pynamodb/constants.py, its first block).
