@@ -12,7 +12,8 @@ The files live in `DATA_PATH` (every session of shared.aws.sessions searches it)
 their own (`EC2_API_VERSION`, `DYNAMODB_API_VERSION`, each sorting below the real one, so a client that does
 not ask for it gets botocore's full model: tests' own clients, the price refresh, boto3's DynamoDB clients).
 `python -m shared.aws.service_models` writes them from the installed botocore;
-tests/unit/test_aws_service_models.py fails when they are not what that command writes.
+tests/unit/test_aws_service_models.py fails when the installed botocore contradicts them (what a newer
+botocore only adds, the cut need not hold).
 """
 
 from __future__ import annotations
