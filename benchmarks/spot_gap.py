@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/spot_gap.py [--trace FILE ...] [--nodes 16] [--work-hours 48]
            [--deadline-hours D] [--restart-hours 0.2] [--starts 5 | --start-hours LIST]
-           [--policy skyless|expected-cost|uniform-progress|greedy]   (the policy replayed; oracles: skyless)
+           [--policy skyless|expected-cost|uniform-progress|greedy]   (the policy replayed, told and not)
 
 Default: the 16-node traces of "Can't Be Late" (3 zones in 2 regions), 16 nodes all or nothing, 48 h of
 work due in 60 h, restart 0.2 h: the setting where skyless is farthest from the best possible (issue 18).
@@ -163,11 +163,12 @@ def summarize_steps(
     return od, spot, launches, max(0.0, deadline_after - end) / HOUR
 
 
-def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool) -> Policy:
-    """`decide`, given a history in which every place with capacity now is expected to run exactly as long
-    as its trace says (the mean run of `SpotHistory` set to it) and, with `outages`, when no place has
-    capacity, the outage is expected to last exactly until the first place has it again (the mean outage
-    set to it, the outage's age hidden); nothing else the policy sees is changed."""
+def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool, policy_told: Policy = decide) -> Policy:
+    """`policy_told` (skyless's `decide` unless said), given a history in which every place with capacity
+    now is expected to run exactly as long as its trace says (the mean run of `SpotHistory` set to it)
+    and, with `outages`, when no place has capacity, the outage is expected to last exactly until the
+    first place has it again (the mean outage set to it, the outage's age hidden); nothing else the
+    policy sees is changed."""
     by_place = {t.place: t for t in traces}
     gap = traces[0].gap
     config = DEFAULT_CONFIG
@@ -193,7 +194,7 @@ def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool) -> Policy:
                 known = told.get(option.place, SpotHistory())
                 seconds = wait * (known.outages + weight) - config.outage * weight  # mean_outage() == wait
                 told[option.place] = dataclasses.replace(known, outage_seconds=seconds, down_since=None)
-        return decide(job, places, told)
+        return policy_told(job, places, told)
 
     return policy
 
@@ -245,7 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     places = [PlaceOption(z.zone, args.spot_price * n, args.on_demand_price * n, z.region) for z in zones]
     work, overhead, deadline = args.work_hours * HOUR, args.restart_hours * HOUR, deadline_hours * HOUR
     all_on_demand = args.on_demand_price * n * (args.work_hours + args.restart_hours)
-    runs_told, both_told = oracle(traces, outages=False), oracle(traces, outages=True)
+    runs_told = oracle(traces, outages=False, policy_told=replayed)
+    both_told = oracle(traces, outages=True, policy_told=replayed)
 
     def say(text: str) -> None:
         if not args.json:
