@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/spot_gap.py [--trace FILE ...] [--nodes 16] [--work-hours 48]
            [--deadline-hours D] [--restart-hours 0.2] [--starts 5 | --start-hours LIST]
+           [--policy skyless|expected-cost|uniform-progress|greedy]   (the policy replayed, told and not)
 
 Default: the 16-node traces of "Can't Be Late" (3 zones in 2 regions), 16 nodes all or nothing, 48 h of
 work due in 60 h, restart 0.2 h: the setting where skyless is farthest from the best possible (issue 18).
@@ -32,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from spot_peers import PEERS  # noqa: E402
 from trace_cloud import ZoneTrace, load_zone_trace  # noqa: E402
 
 from shared.spot_policy import (  # noqa: E402
@@ -161,11 +163,12 @@ def summarize_steps(
     return od, spot, launches, max(0.0, deadline_after - end) / HOUR
 
 
-def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool) -> Policy:
-    """`decide`, given a history in which every place with capacity now is expected to run exactly as long
-    as its trace says (the mean run of `SpotHistory` set to it) and, with `outages`, when no place has
-    capacity, the outage is expected to last exactly until the first place has it again (the mean outage
-    set to it, the outage's age hidden); nothing else the policy sees is changed."""
+def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool, policy_told: Policy = decide) -> Policy:
+    """`policy_told` (skyless's `decide` unless said), given a history in which every place with capacity
+    now is expected to run exactly as long as its trace says (the mean run of `SpotHistory` set to it)
+    and, with `outages`, when no place has capacity, the outage is expected to last exactly until the
+    first place has it again (the mean outage set to it, the outage's age hidden); nothing else the
+    policy sees is changed."""
     by_place = {t.place: t for t in traces}
     gap = traces[0].gap
     config = DEFAULT_CONFIG
@@ -191,7 +194,7 @@ def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool) -> Policy:
                 known = told.get(option.place, SpotHistory())
                 seconds = wait * (known.outages + weight) - config.outage * weight  # mean_outage() == wait
                 told[option.place] = dataclasses.replace(known, outage_seconds=seconds, down_since=None)
-        return decide(job, places, told)
+        return policy_told(job, places, told)
 
     return policy
 
@@ -221,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--on-demand-price", type=float, default=3.06)
     parser.add_argument("--spot-price", type=float, default=round(3.06 / 3.1, 4))
     parser.add_argument("--json", action="store_true", help="one JSON line per start")
+    parser.add_argument("--policy", choices=["skyless", *PEERS], default="skyless", help="replayed")
     args = parser.parse_args(argv)
+    replayed: Policy = decide if args.policy == "skyless" else PEERS[args.policy]()
     files = args.trace or sorted(DEFAULT_TRACES.glob("*.json"))
     if not files:
         raise SystemExit(f"no trace files in {DEFAULT_TRACES}; name them with --trace")
@@ -241,7 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     places = [PlaceOption(z.zone, args.spot_price * n, args.on_demand_price * n, z.region) for z in zones]
     work, overhead, deadline = args.work_hours * HOUR, args.restart_hours * HOUR, deadline_hours * HOUR
     all_on_demand = args.on_demand_price * n * (args.work_hours + args.restart_hours)
-    runs_told, both_told = oracle(traces, outages=False), oracle(traces, outages=True)
+    runs_told = oracle(traces, outages=False, policy_told=replayed)
+    both_told = oracle(traces, outages=True, policy_told=replayed)
 
     def say(text: str) -> None:
         if not args.json:
@@ -249,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     say(
         f"{len(zones)} zone(s) ({', '.join(z.zone for z in zones)}), {n} node(s), {args.work_hours:g} h of "
-        f"work due in {deadline_hours:g} h, restart {args.restart_hours:g} h; replay of skyless's decide "
+        f"work due in {deadline_hours:g} h, restart {args.restart_hours:g} h; replay of {args.policy} "
         "against the best possible schedule (cost relative to all on-demand; hours of on-demand and spot "
         "clusters, overheads included; launches; slack unused at the end)"
     )
@@ -266,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "deadline_after": deadline,
             "restart_overhead": overhead,
         }
-        ours = replay(decide, traces, places, **common)
+        ours = replay(replayed, traces, places, **common)
         told = [replay(o, traces, places, **common) for o in (runs_told, both_told)]
         dollars, steps = best_schedule(traces, places, **common)
         check = optimal_cost(traces, places, **common)
@@ -309,9 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra_od = statistics.mean(r[0].on_demand_hours - r[1].on_demand_hours for r in rows)
     extra_launches = statistics.mean(r[0].launches - r[1].launches for r in rows)
     say(
-        f"\nskyless {ours_mean:.3f} = {ours_mean / best_mean:.3f}x the best {best_mean:.3f}; told each "
+        f"\n{args.policy} {ours_mean:.3f} = {ours_mean / best_mean:.3f}x the best {best_mean:.3f}; told each "
         f"spot run's length {runs_mean:.3f} = {runs_mean / best_mean:.3f}x, and each outage's too "
-        f"{both_mean:.3f} = {both_mean / best_mean:.3f}x; per start, skyless runs {extra_od:+.1f} h of "
+        f"{both_mean:.3f} = {both_mean / best_mean:.3f}x; per start, {args.policy} runs {extra_od:+.1f} h of "
         f"on-demand and {extra_launches:+.1f} launches against the best; missed deadlines: "
         f"{sum(r[4] for r in rows)}"
     )

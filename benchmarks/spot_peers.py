@@ -4,6 +4,7 @@ through the same handlers (the deadline launch and checks call the peer's answer
 - `uniform-progress`: "Can't Be Late"'s Uniform Progress over every zone of the plan (multi-region: the
   first zone of the plan with capacity), `shared.spot_policy.decide_uniform_progress`;
 - `greedy`: spot wherever there is capacity, on-demand to the end once the slack covers one restart;
+- `expected-cost`: the experiment of `spot_cost_policy.py` (a dynamic program over expected costs);
 - `eager-next-region`: SkyPilot's managed-job recovery for a job with no deadline
   (`sky/jobs/recovery_strategy.py`, `EagerFailoverStrategyExecutor`): spot only; after a preemption, up to
   3 failover sweeps over every place except the preempted region, then sweeps over every place, forever;
@@ -16,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
+
+from spot_cost_policy import decide_cost
 
 from shared.spot_policy import (
     DeadlineState,
@@ -84,6 +87,7 @@ PolicyFactory = Callable[[], Callable[..., Decision]]
 PEERS: dict[str, PolicyFactory] = {
     "uniform-progress": lambda: decide_uniform_progress,
     "greedy": lambda: decide_greedy,
+    "expected-cost": lambda: decide_cost,
     "eager-next-region": EagerNextRegion,
 }
 

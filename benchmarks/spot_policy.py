@@ -5,7 +5,8 @@ Usage: .venv/bin/python benchmarks/spot_policy.py [TRACES] [--trace-set PATH] [-
        .venv/bin/python benchmarks/spot_policy.py --control-plane [--trace FILE ...] [--nodes N]
            [--work-hours C] [--deadline-hours D|none] [--restart-hours d] [--start-hours LIST]
            [--on-demand-price P] [--spot-price P] [--json]   (see benchmarks/spot_control_plane.py)
-           [--policy skyless|uniform-progress|greedy|eager-next-region]   (peers: benchmarks/spot_peers.py)
+           [--policy skyless|uniform-progress|greedy|expected-cost|eager-next-region]
+           (peers: benchmarks/spot_peers.py)
        .venv/bin/python benchmarks/spot_policy.py --control-plane --sweep [--trace FILE ...] [--ratios LIST]
            [--restarts LIST] [--starts N]   (each zone alone against greedy: benchmarks/spot_sweep.py)
 
