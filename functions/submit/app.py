@@ -8,26 +8,14 @@ local runtime; driven in tests through `chalice.test.Client`.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Chalice, Response
 
-from functions.submit import (
-    admin_views,
-    budget_views,
-    cluster_views,
-    contract_views,
-    cost_views,
-    gateway_events,
-    job_views,
-    notification_views,
-    report_views,
-    schedule_views,
-    team_views,
-)
+from functions.submit import admin_views, contract_views, gateway_events, team_views
 from functions.submit.dashboard import register_dashboard
 from functions.submit.gateway_events import is_routed, to_rest_event
-from functions.submit.openapi import build_openapi
+from functions.submit.lazy_modules import module_on_first_use
 from functions.submit.route_table import (
     ROUTES,
     Auth,
@@ -38,7 +26,7 @@ from functions.submit.route_table import (
     query_params,
     register_route,
 )
-from shared.api.auth import BootCaller, authenticate_agent, authenticate_boot, authenticate_user
+from shared.api.auth import authenticate_agent, authenticate_boot, authenticate_user
 from shared.api.budget_models import BudgetRequest, BudgetResponse
 from shared.api.cluster_models import (
     AutostopRequest,
@@ -85,10 +73,30 @@ from shared.api.notification_models import (
 from shared.api.report_models import ProviderScorecardResponse
 from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
 from shared.api.storage_models import BucketList, BucketView
-from shared.clusters.agents import ClusterBootCaller, authenticate_cluster_agent, authenticate_cluster_boot
 from shared.config import Settings
-from shared.store.cluster_records import NamedClusterModel
-from shared.store.users import User
+
+if TYPE_CHECKING:
+    from functions.submit import (
+        budget_views,
+        cluster_views,
+        cost_views,
+        job_views,
+        notification_views,
+        report_views,
+        schedule_views,
+    )
+    from shared.api.auth import BootCaller
+    from shared.clusters.agents import ClusterBootCaller
+    from shared.store.cluster_records import NamedClusterModel
+    from shared.store.users import User
+else:  # each imported by the first request of one of its routes (named clusters' import the task models)
+    budget_views = module_on_first_use("functions.submit.budget_views")
+    cluster_views = module_on_first_use("functions.submit.cluster_views")
+    cost_views = module_on_first_use("functions.submit.cost_views")
+    job_views = module_on_first_use("functions.submit.job_views")
+    notification_views = module_on_first_use("functions.submit.notification_views")
+    report_views = module_on_first_use("functions.submit.report_views")
+    schedule_views = module_on_first_use("functions.submit.schedule_views")
 
 # Chalice would set the "skyless" logger to ERROR, silencing every skyless.* module; logging is ours to set.
 app = Chalice(app_name="skyless", configure_logs=False)
@@ -111,6 +119,8 @@ def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]
         return authenticate_boot(headers, path_args["job_id"], Settings.from_env())
     if auth == "agent":
         authenticate_agent(headers, path_args["job_id"], Settings.from_env())
+    if auth in ("cluster_boot", "cluster_agent"):
+        from shared.clusters.agents import authenticate_cluster_agent, authenticate_cluster_boot
     if auth == "cluster_boot":
         return authenticate_cluster_boot(headers, path_args["key"], Settings.from_env())
     if auth == "cluster_agent":  # the caller is the cluster, as read to check the token
@@ -248,6 +258,8 @@ def agent_storage(job_id: str, caller: None, body: StorageCredentialsRequest) ->
 
 @functools.cache
 def _openapi_document() -> dict[str, Any]:
+    from functions.submit.openapi import build_openapi
+
     return build_openapi(ROUTES)
 
 
