@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_importing_the_api_builds_no_body_model_and_every_one_builds_on_use() -> None:
     code = (
         "import inspect, sys\n"
-        "import functions.submit.app\n"
+        "import functions.submit.app, pkgutil, importlib, shared.api\n"
+        "for found in pkgutil.iter_modules(shared.api.__path__):\n"
+        "    importlib.import_module(f'shared.api.{found.name}')\n"
         "from shared.api.deferred_model import DeferredModel\n"
         "models = [m for n, mod in list(sys.modules.items()) if n.startswith('shared.api.')\n"
         "          for m in vars(mod).values()\n"
