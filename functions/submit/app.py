@@ -8,26 +8,14 @@ local runtime; driven in tests through `chalice.test.Client`.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Chalice, Response
 
-from functions.submit import (
-    admin_views,
-    budget_views,
-    cluster_views,
-    contract_views,
-    cost_views,
-    gateway_events,
-    job_views,
-    notification_views,
-    report_views,
-    schedule_views,
-    team_views,
-)
+from functions.submit import admin_views, contract_views, gateway_events, team_views
 from functions.submit.dashboard import register_dashboard
 from functions.submit.gateway_events import is_routed, to_rest_event
-from functions.submit.openapi import build_openapi
+from functions.submit.lazy_modules import module_on_first_use
 from functions.submit.route_table import (
     ROUTES,
     Auth,
@@ -38,30 +26,7 @@ from functions.submit.route_table import (
     query_params,
     register_route,
 )
-from shared.api.auth import BootCaller, authenticate_agent, authenticate_boot, authenticate_user
-from shared.api.budget_models import BudgetRequest, BudgetResponse
-from shared.api.cluster_models import (
-    AutostopRequest,
-    ClusterCancelResponse,
-    ClusterClaimRequest,
-    ClusterClaimResponse,
-    ClusterDetail,
-    ClusterExecRequest,
-    ClusterJob,
-    ClusterJobStatusRequest,
-    ClusterJobStatusResponse,
-    ClusterLaunchRequest,
-    ClusterLaunchResponse,
-    ClusterList,
-    ClusterLogsResponse,
-    ClusterPollRequest,
-    ClusterPollResponse,
-    ClusterQueue,
-    ClusterView,
-    SshAccess,
-    SshRequest,
-)
-from shared.api.cost_models import CostReportResponse
+from shared.api.auth import authenticate_agent, authenticate_boot, authenticate_user
 from shared.api.models import (
     AgentConfigResponse,
     AgentStatusRequest,
@@ -77,18 +42,80 @@ from shared.api.models import (
     UploadRequest,
     UploadResponse,
 )
-from shared.api.notification_models import (
-    NotificationSettingsRequest,
-    NotificationSettingsResponse,
-    NotificationTestResponse,
-)
-from shared.api.report_models import ProviderScorecardResponse
-from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
-from shared.api.storage_models import BucketList, BucketView
-from shared.clusters.agents import ClusterBootCaller, authenticate_cluster_agent, authenticate_cluster_boot
 from shared.config import Settings
-from shared.store.cluster_records import NamedClusterModel
-from shared.store.users import User
+
+if TYPE_CHECKING:
+    from shared.api import (
+        budget_models,
+        cluster_models,
+        cost_models,
+        notification_models,
+        report_models,
+        schedule_models,
+        storage_models,
+    )
+    from shared.api.budget_models import BudgetRequest, BudgetResponse
+    from shared.api.cluster_models import (
+        AutostopRequest,
+        ClusterCancelResponse,
+        ClusterClaimRequest,
+        ClusterClaimResponse,
+        ClusterDetail,
+        ClusterExecRequest,
+        ClusterJob,
+        ClusterJobStatusRequest,
+        ClusterJobStatusResponse,
+        ClusterLaunchRequest,
+        ClusterLaunchResponse,
+        ClusterList,
+        ClusterLogsResponse,
+        ClusterPollRequest,
+        ClusterPollResponse,
+        ClusterQueue,
+        ClusterView,
+        SshAccess,
+        SshRequest,
+    )
+    from shared.api.cost_models import CostReportResponse
+    from shared.api.notification_models import (
+        NotificationSettingsRequest,
+        NotificationSettingsResponse,
+        NotificationTestResponse,
+    )
+    from shared.api.report_models import ProviderScorecardResponse
+    from shared.api.schedule_models import CreateScheduleRequest, ScheduleList, ScheduleView
+    from shared.api.storage_models import BucketList, BucketView
+else:  # the API's model modules: imported by the first request of a route that reads one
+    budget_models = module_on_first_use("shared.api.budget_models")
+    cluster_models = module_on_first_use("shared.api.cluster_models")
+    cost_models = module_on_first_use("shared.api.cost_models")
+    notification_models = module_on_first_use("shared.api.notification_models")
+    report_models = module_on_first_use("shared.api.report_models")
+    schedule_models = module_on_first_use("shared.api.schedule_models")
+    storage_models = module_on_first_use("shared.api.storage_models")
+
+if TYPE_CHECKING:
+    from functions.submit import (
+        budget_views,
+        cluster_views,
+        cost_views,
+        job_views,
+        notification_views,
+        report_views,
+        schedule_views,
+    )
+    from shared.api.auth import BootCaller
+    from shared.clusters.agents import ClusterBootCaller
+    from shared.store.cluster_records import NamedClusterModel
+    from shared.store.users import User
+else:  # each imported by the first request of one of its routes (named clusters' import the task models)
+    budget_views = module_on_first_use("functions.submit.budget_views")
+    cluster_views = module_on_first_use("functions.submit.cluster_views")
+    cost_views = module_on_first_use("functions.submit.cost_views")
+    job_views = module_on_first_use("functions.submit.job_views")
+    notification_views = module_on_first_use("functions.submit.notification_views")
+    report_views = module_on_first_use("functions.submit.report_views")
+    schedule_views = module_on_first_use("functions.submit.schedule_views")
 
 # Chalice would set the "skyless" logger to ERROR, silencing every skyless.* module; logging is ours to set.
 app = Chalice(app_name="skyless", configure_logs=False)
@@ -111,6 +138,8 @@ def _authenticate(auth: Auth, headers: dict[str, str], path_args: dict[str, str]
         return authenticate_boot(headers, path_args["job_id"], Settings.from_env())
     if auth == "agent":
         authenticate_agent(headers, path_args["job_id"], Settings.from_env())
+    if auth in ("cluster_boot", "cluster_agent"):
+        from shared.clusters.agents import authenticate_cluster_agent, authenticate_cluster_boot
     if auth == "cluster_boot":
         return authenticate_cluster_boot(headers, path_args["key"], Settings.from_env())
     if auth == "cluster_agent":  # the caller is the cluster, as read to check the token
@@ -201,8 +230,14 @@ COST_QUERY = (
 )
 
 
-@_route("/costs", "GET", "What jobs cost per attempt, against on-demand, and the savings",
-        response=CostReportResponse, query=COST_QUERY, errors=(400, 403))  # fmt: skip
+@_route(
+    "/costs",
+    "GET",
+    "What jobs cost per attempt, against on-demand, and the savings",
+    response=lambda: cost_models.CostReportResponse,
+    query=COST_QUERY,
+    errors=(400, 403),
+)
 def cost_report(caller: User) -> CostReportResponse:
     return cost_views.report(Settings.from_env(), caller, query_params(app))
 
@@ -213,8 +248,14 @@ PROVIDER_QUERY = (
 )
 
 
-@_route("/reports/providers", "GET", "What each cloud, region and instance family delivered",
-        response=ProviderScorecardResponse, query=PROVIDER_QUERY, errors=(400, 403))  # fmt: skip
+@_route(
+    "/reports/providers",
+    "GET",
+    "What each cloud, region and instance family delivered",
+    response=lambda: report_models.ProviderScorecardResponse,
+    query=PROVIDER_QUERY,
+    errors=(400, 403),
+)
 def provider_report(caller: User) -> ProviderScorecardResponse:
     return report_views.providers(Settings.from_env(), caller, query_params(app))
 
@@ -225,14 +266,26 @@ BUDGET_QUERY = (
 )
 
 
-@_route("/budget", "GET", "A user's or a team's monthly budget and this month's spend",
-        response=BudgetResponse, query=BUDGET_QUERY, errors=(403, 404))  # fmt: skip
+@_route(
+    "/budget",
+    "GET",
+    "A user's or a team's monthly budget and this month's spend",
+    response=lambda: budget_models.BudgetResponse,
+    query=BUDGET_QUERY,
+    errors=(403, 404),
+)
 def budget_show(caller: User) -> BudgetResponse:
     return budget_views.show(Settings.from_env(), caller, query_params(app))
 
 
-@_route("/budget", "PUT", "Set a monthly budget (an admin key for another user's or a team's)",
-        body=BudgetRequest, response=BudgetResponse, errors=(400, 403, 404))  # fmt: skip
+@_route(
+    "/budget",
+    "PUT",
+    "Set a monthly budget (an admin key for another user's or a team's)",
+    body=lambda: budget_models.BudgetRequest,
+    response=lambda: budget_models.BudgetResponse,
+    errors=(400, 403, 404),
+)
 def budget_put(caller: User, body: BudgetRequest) -> BudgetResponse:
     return budget_views.put(Settings.from_env(), caller, body)
 
@@ -248,6 +301,8 @@ def agent_storage(job_id: str, caller: None, body: StorageCredentialsRequest) ->
 
 @functools.cache
 def _openapi_document() -> dict[str, Any]:
+    from functions.submit.openapi import build_openapi
+
     return build_openapi(ROUTES)
 
 
@@ -259,28 +314,49 @@ def openapi() -> Response:
 # ---------------------------------------------------------------- schedules (views: schedule_views.py)
 
 
-@_route("/schedules", "POST", "Create a cron schedule that runs a task file", status=201,
-        body=CreateScheduleRequest, response=ScheduleView, errors=(400, 409))  # fmt: skip
+@_route(
+    "/schedules",
+    "POST",
+    "Create a cron schedule that runs a task file",
+    status=201,
+    body=lambda: schedule_models.CreateScheduleRequest,
+    response=lambda: schedule_models.ScheduleView,
+    errors=(400, 409),
+)
 def create_schedule(caller: User, body: CreateScheduleRequest) -> ScheduleView:
     return schedule_views.create(Settings.from_env(), caller, body)
 
 
-@_route("/schedules", "GET", "The caller's schedules", response=ScheduleList)
+@_route("/schedules", "GET", "The caller's schedules", response=lambda: schedule_models.ScheduleList)
 def list_schedules(caller: User) -> ScheduleList:
     return schedule_views.list_for(Settings.from_env(), caller)
 
 
-@_route("/schedules/{name}", "GET", "One schedule", response=ScheduleView, errors=(404,))
+@_route(
+    "/schedules/{name}", "GET", "One schedule", response=lambda: schedule_models.ScheduleView, errors=(404,)
+)
 def get_schedule(name: str, caller: User) -> ScheduleView:
     return schedule_views.show(Settings.from_env(), caller, name)
 
 
-@_route("/schedules/{name}/pause", "POST", "Pause a schedule", response=ScheduleView, errors=(404,))
+@_route(
+    "/schedules/{name}/pause",
+    "POST",
+    "Pause a schedule",
+    response=lambda: schedule_models.ScheduleView,
+    errors=(404,),
+)
 def pause_schedule(name: str, caller: User) -> ScheduleView:
     return schedule_views.pause(Settings.from_env(), caller, name, paused=True)
 
 
-@_route("/schedules/{name}/resume", "POST", "Resume a paused schedule", response=ScheduleView, errors=(404,))
+@_route(
+    "/schedules/{name}/resume",
+    "POST",
+    "Resume a paused schedule",
+    response=lambda: schedule_models.ScheduleView,
+    errors=(404,),
+)
 def resume_schedule(name: str, caller: User) -> ScheduleView:
     return schedule_views.pause(Settings.from_env(), caller, name, paused=False)
 
@@ -297,20 +373,34 @@ contract_views.register(_route)  # /admin/contracts: the deployment's contracts
 # ------------------------------------------------------------ notifications (views: notification_views.py)
 
 
-@_route("/notifications", "GET", "The caller's notification settings (webhook masked)",
-        response=NotificationSettingsResponse)  # fmt: skip
+@_route(
+    "/notifications",
+    "GET",
+    "The caller's notification settings (webhook masked)",
+    response=lambda: notification_models.NotificationSettingsResponse,
+)
 def get_notifications(caller: User) -> NotificationSettingsResponse:
     return notification_views.show(Settings.from_env(), caller)
 
 
-@_route("/notifications", "PUT", "Change the caller's notification settings (omitted fields unchanged)",
-        body=NotificationSettingsRequest, response=NotificationSettingsResponse, errors=(400,))  # fmt: skip
+@_route(
+    "/notifications",
+    "PUT",
+    "Change the caller's notification settings (omitted fields unchanged)",
+    body=lambda: notification_models.NotificationSettingsRequest,
+    response=lambda: notification_models.NotificationSettingsResponse,
+    errors=(400,),
+)
 def put_notifications(caller: User, body: NotificationSettingsRequest) -> NotificationSettingsResponse:
     return notification_views.update(Settings.from_env(), caller, body)
 
 
-@_route("/notifications/test", "POST", "Send a test notification to the caller's channels now",
-        response=NotificationTestResponse)  # fmt: skip
+@_route(
+    "/notifications/test",
+    "POST",
+    "Send a test notification to the caller's channels now",
+    response=lambda: notification_models.NotificationTestResponse,
+)
 def test_notifications(caller: User) -> NotificationTestResponse:
     return notification_views.test(Settings.from_env(), caller)
 
@@ -318,75 +408,139 @@ def test_notifications(caller: User) -> NotificationTestResponse:
 # ------------------------------------------------------------- named clusters (views: cluster_views.py)
 
 
-@_route("/clusters", "GET", "The caller's clusters (not torn down)", response=ClusterList)
+@_route(
+    "/clusters", "GET", "The caller's clusters (not torn down)", response=lambda: cluster_models.ClusterList
+)
 def list_clusters(caller: User) -> ClusterList:
     return cluster_views.list_for(Settings.from_env(), caller)
 
 
-@_route("/clusters/{name}", "GET", "One cluster: place, nodes, autostop, cost, timeline",
-        response=ClusterDetail, errors=(400, 404))  # fmt: skip
+@_route(
+    "/clusters/{name}",
+    "GET",
+    "One cluster: place, nodes, autostop, cost, timeline",
+    response=lambda: cluster_models.ClusterDetail,
+    errors=(400, 404),
+)
 def get_cluster(name: str, caller: User) -> ClusterDetail:
     return cluster_views.detail(Settings.from_env(), caller, name)
 
 
-@_route("/clusters/{name}/launch", "POST", "Launch a task on a named cluster (provision, reuse or start it)",
-        status=201, body=ClusterLaunchRequest, response=ClusterLaunchResponse, errors=(400, 409))  # fmt: skip
+@_route(
+    "/clusters/{name}/launch",
+    "POST",
+    "Launch a task on a named cluster (provision, reuse or start it)",
+    status=201,
+    body=lambda: cluster_models.ClusterLaunchRequest,
+    response=lambda: cluster_models.ClusterLaunchResponse,
+    errors=(400, 409),
+)
 def launch_on_cluster(name: str, caller: User, body: ClusterLaunchRequest) -> ClusterLaunchResponse:
     return cluster_views.launch(Settings.from_env(), caller, name, body)
 
 
-@_route("/clusters/{name}/exec", "POST", "Queue a task or command on an UP cluster (no setup)", status=201,
-        body=ClusterExecRequest, response=ClusterJob, errors=(400, 404, 409))  # fmt: skip
+@_route(
+    "/clusters/{name}/exec",
+    "POST",
+    "Queue a task or command on an UP cluster (no setup)",
+    status=201,
+    body=lambda: cluster_models.ClusterExecRequest,
+    response=lambda: cluster_models.ClusterJob,
+    errors=(400, 404, 409),
+)
 def exec_on_cluster(name: str, caller: User, body: ClusterExecRequest) -> ClusterJob:
     return cluster_views.exec_job(Settings.from_env(), caller, name, body)
 
 
-@_route("/clusters/{name}/queue", "GET", "The cluster's jobs, newest first", response=ClusterQueue,
-        errors=(400, 404))  # fmt: skip
+@_route(
+    "/clusters/{name}/queue",
+    "GET",
+    "The cluster's jobs, newest first",
+    response=lambda: cluster_models.ClusterQueue,
+    errors=(400, 404),
+)
 def cluster_queue(name: str, caller: User) -> ClusterQueue:
     return cluster_views.queue(Settings.from_env(), caller, name)
 
 
-@_route("/clusters/{name}/jobs/{job}/logs", "GET", "A cluster job's log from a cursor ('latest': newest job)",
-        response=ClusterLogsResponse, query=LOG_QUERY, errors=(400, 404))  # fmt: skip
+@_route(
+    "/clusters/{name}/jobs/{job}/logs",
+    "GET",
+    "A cluster job's log from a cursor ('latest': newest job)",
+    response=lambda: cluster_models.ClusterLogsResponse,
+    query=LOG_QUERY,
+    errors=(400, 404),
+)
 def cluster_job_logs(name: str, job: str, caller: User) -> ClusterLogsResponse:
     params = query_params(app)
     rank = int_param(params, "rank", 0)
     return cluster_views.logs(Settings.from_env(), caller, name, job, rank=rank, after=params.get("after"))
 
 
-@_route("/clusters/{name}/jobs/{job}/cancel", "POST", "Cancel a job of the cluster ('all': every live job)",
-        response=ClusterCancelResponse, errors=(400, 404))  # fmt: skip
+@_route(
+    "/clusters/{name}/jobs/{job}/cancel",
+    "POST",
+    "Cancel a job of the cluster ('all': every live job)",
+    response=lambda: cluster_models.ClusterCancelResponse,
+    errors=(400, 404),
+)
 def cancel_cluster_job(name: str, job: str, caller: User) -> ClusterCancelResponse:
     return cluster_views.cancel(Settings.from_env(), caller, name, job)
 
 
-@_route("/clusters/{name}/stop", "POST", "Stop the cluster (disks kept)", response=ClusterView,
-        errors=(400, 404, 409))  # fmt: skip
+@_route(
+    "/clusters/{name}/stop",
+    "POST",
+    "Stop the cluster (disks kept)",
+    response=lambda: cluster_models.ClusterView,
+    errors=(400, 404, 409),
+)
 def stop_cluster(name: str, caller: User) -> ClusterView:
     return cluster_views.stop(Settings.from_env(), caller, name)
 
 
-@_route("/clusters/{name}/start", "POST", "Start a stopped cluster", response=ClusterView,
-        errors=(400, 404, 409))  # fmt: skip
+@_route(
+    "/clusters/{name}/start",
+    "POST",
+    "Start a stopped cluster",
+    response=lambda: cluster_models.ClusterView,
+    errors=(400, 404, 409),
+)
 def start_cluster(name: str, caller: User) -> ClusterView:
     return cluster_views.start(Settings.from_env(), caller, name)
 
 
-@_route("/clusters/{name}/down", "POST", "Tear the cluster down", response=ClusterView,
-        errors=(400, 404, 409))  # fmt: skip
+@_route(
+    "/clusters/{name}/down",
+    "POST",
+    "Tear the cluster down",
+    response=lambda: cluster_models.ClusterView,
+    errors=(400, 404, 409),
+)
 def down_cluster(name: str, caller: User) -> ClusterView:
     return cluster_views.down(Settings.from_env(), caller, name)
 
 
-@_route("/clusters/{name}/autostop", "POST", "Set (or, with -1, cancel) the cluster's autostop",
-        body=AutostopRequest, response=ClusterView, errors=(400, 404, 409))  # fmt: skip
+@_route(
+    "/clusters/{name}/autostop",
+    "POST",
+    "Set (or, with -1, cancel) the cluster's autostop",
+    body=lambda: cluster_models.AutostopRequest,
+    response=lambda: cluster_models.ClusterView,
+    errors=(400, 404, 409),
+)
 def autostop_cluster(name: str, caller: User, body: AutostopRequest) -> ClusterView:
     return cluster_views.autostop(Settings.from_env(), caller, name, body)
 
 
-@_route("/clusters/{name}/ssh", "POST", "How to reach the nodes; on a cloud, let the caller's key in",
-        body=SshRequest, response=SshAccess, errors=(400, 404, 409))  # fmt: skip
+@_route(
+    "/clusters/{name}/ssh",
+    "POST",
+    "How to reach the nodes; on a cloud, let the caller's key in",
+    body=lambda: cluster_models.SshRequest,
+    response=lambda: cluster_models.SshAccess,
+    errors=(400, 404, 409),
+)
 def ssh_cluster(name: str, caller: User, body: SshRequest) -> SshAccess:
     identity = (current_request(app).context or {}).get("identity") or {}
     return cluster_views.ssh(Settings.from_env(), caller, name, body, identity.get("sourceIp"))
@@ -399,48 +553,79 @@ def node_agent_source(name: str) -> Response:
                     headers={"Content-Type": "text/x-python; charset=utf-8"})  # fmt: skip
 
 
-@_route("/cluster-agent/{key}/claim", "POST", "A cluster node trades its boot token for the agent token",
-        auth="cluster_boot", body=ClusterClaimRequest, response=ClusterClaimResponse,
-        errors=(400, 404, 425))  # fmt: skip
+@_route(
+    "/cluster-agent/{key}/claim",
+    "POST",
+    "A cluster node trades its boot token for the agent token",
+    auth="cluster_boot",
+    body=lambda: cluster_models.ClusterClaimRequest,
+    response=lambda: cluster_models.ClusterClaimResponse,
+    errors=(400, 404, 425),
+)
 def cluster_agent_claim(
     key: str, caller: ClusterBootCaller, body: ClusterClaimRequest
 ) -> ClusterClaimResponse:
     return cluster_views.agent_claim(Settings.from_env(), caller, body)
 
 
-@_route("/cluster-agent/{key}/poll", "POST", "A cluster node asks for work and reports presence and shells",
-        auth="cluster_agent", body=ClusterPollRequest, response=ClusterPollResponse,
-        errors=(404,))  # fmt: skip
+@_route(
+    "/cluster-agent/{key}/poll",
+    "POST",
+    "A cluster node asks for work and reports presence and shells",
+    auth="cluster_agent",
+    body=lambda: cluster_models.ClusterPollRequest,
+    response=lambda: cluster_models.ClusterPollResponse,
+    errors=(404,),
+)
 def cluster_agent_poll(key: str, caller: NamedClusterModel, body: ClusterPollRequest) -> ClusterPollResponse:
     return cluster_views.agent_poll(Settings.from_env(), key, body, caller)
 
 
-@_route("/cluster-agent/{key}/jobs/{job}/status", "POST", "A cluster node reports a job's phase",
-        auth="cluster_agent", body=ClusterJobStatusRequest, response=ClusterJobStatusResponse,
-        errors=(404,))  # fmt: skip
-def cluster_agent_job_status(key: str, job: str, caller: NamedClusterModel, body: ClusterJobStatusRequest
-                             ) -> ClusterJobStatusResponse:  # fmt: skip
+@_route(
+    "/cluster-agent/{key}/jobs/{job}/status",
+    "POST",
+    "A cluster node reports a job's phase",
+    auth="cluster_agent",
+    body=lambda: cluster_models.ClusterJobStatusRequest,
+    response=lambda: cluster_models.ClusterJobStatusResponse,
+    errors=(404,),
+)
+def cluster_agent_job_status(
+    key: str, job: str, caller: NamedClusterModel, body: ClusterJobStatusRequest
+) -> ClusterJobStatusResponse:
     return cluster_views.agent_job_status(Settings.from_env(), key, job, body)
 
 
 # ------------------------------------------------------- buckets skyless made (`skyless storage ls|delete`)
 
 
-@_route("/storage", "GET", "The caller's buckets (from task files' file_mounts)", response=BucketList)
+@_route(
+    "/storage",
+    "GET",
+    "The caller's buckets (from task files' file_mounts)",
+    response=lambda: storage_models.BucketList,
+)
 def list_storage(caller: User) -> BucketList:
     from shared.storage.listing import buckets_of
 
     found = buckets_of(Settings.from_env(), caller.user_id)
-    return BucketList(buckets=[BucketView.model_validate(b, from_attributes=True) for b in found])
+    return storage_models.BucketList(
+        buckets=[storage_models.BucketView.model_validate(b, from_attributes=True) for b in found]
+    )
 
 
-@_route("/storage/{name}", "DELETE", "Delete a bucket skyless made for one of the caller's jobs",
-        response=BucketView, errors=(404, 409))  # fmt: skip
+@_route(
+    "/storage/{name}",
+    "DELETE",
+    "Delete a bucket skyless made for one of the caller's jobs",
+    response=lambda: storage_models.BucketView,
+    errors=(404, 409),
+)
 def delete_storage(name: str, caller: User) -> BucketView:
     from shared.storage.listing import delete_bucket
 
     deleted = delete_bucket(Settings.from_env(), caller.user_id, name)
-    return BucketView.model_validate(deleted, from_attributes=True)
+    return storage_models.BucketView.model_validate(deleted, from_attributes=True)
 
 
 # --------------------------------------------------------------- the dashboard (functions/submit/dashboard/)

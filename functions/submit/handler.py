@@ -6,15 +6,17 @@ from typing import Any
 from shared.config import Settings
 from shared.events.sqs_batch import for_each_sqs_message
 from shared.jobs.run_status import record_finished_runs
-from shared.schedules.operations import firing_in, run_firing
 from shared.uploads.intake import submit_uploads
 
 
 def submit_from_message(body: dict[str, Any]) -> Any:
     settings = Settings.from_env()
-    firing = firing_in(body)
-    if firing is not None:
-        return run_firing(settings, firing)
+    if body.get("schedule_firing") is not None:  # schedules and cron: imported for firings only
+        from shared.schedules.operations import firing_in, run_firing
+
+        firing = firing_in(body)
+        if firing is not None:
+            return run_firing(settings, firing)
     return submit_uploads(settings, body)
 
 

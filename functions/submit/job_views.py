@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from functions.submit.lazy_modules import module_on_first_use
 from functions.submit.route_table import NotReadyError
 from shared.api.auth import BootCaller
 from shared.api.models import (
@@ -25,23 +26,29 @@ from shared.api.models import (
     UploadRequest,
     UploadResponse,
 )
-from shared.aws.object_store import S3ObjectStore
 from shared.config import Settings
 from shared.errors import NoOfferingError, NotFoundError, TaskFileError, UserError
-from shared.jobs.agent_reports import AgentReport, report_agent_status
-from shared.jobs.cancellation import cancel_job
 from shared.jobs.job_filters import job_filter
 from shared.jobs.job_listing import list_job_page
-from shared.jobs.node_claims import first_config
-from shared.jobs.submission import SubmitJob, new_job_id, submit_job
 from shared.jobs.views import ReadLogs, get_job, read_logs
-from shared.notifications.settings import check_email, check_webhook, store_job_override
-from shared.optimizer import Plan, locate_plan_error, plan_pipeline
 from shared.store.users import User
 from shared.wiring import wiring_for
 
 if TYPE_CHECKING:
+    from shared import optimizer
+    from shared.aws import object_store
+    from shared.jobs import agent_reports, cancellation, node_claims, submission
+    from shared.notifications import settings as notification_settings
+    from shared.optimizer import Plan
     from shared.task import Pipeline
+else:  # imported by the first request of a route that uses them (a cold GET /jobs plans nothing)
+    agent_reports = module_on_first_use("shared.jobs.agent_reports")
+    cancellation = module_on_first_use("shared.jobs.cancellation")
+    node_claims = module_on_first_use("shared.jobs.node_claims")
+    notification_settings = module_on_first_use("shared.notifications.settings")
+    object_store = module_on_first_use("shared.aws.object_store")
+    optimizer = module_on_first_use("shared.optimizer")
+    submission = module_on_first_use("shared.jobs.submission")
 
 MAX_UPLOAD_BYTES = 2 * 1024**3
 UPLOAD_PREFIX = "uploads"
@@ -90,7 +97,7 @@ def plan_task_file(
 
             data = locate_data(settings, pipeline, owner=caller.user_id, declared=body.data_gb)
         sources = data.sources if data else []
-        plan = plan_pipeline(
+        plan = optimizer.plan_pipeline(
             pipeline,
             wiring.catalog,
             enabled_clouds=clouds,
@@ -102,7 +109,7 @@ def plan_task_file(
         return plan
     except UserError as exc:
         if isinstance(exc, NoOfferingError):
-            locate_plan_error(exc, body.task_text(), body.filename)
+            optimizer.locate_plan_error(exc, body.task_text(), body.filename)
         exc.file = exc.file or body.filename
         raise
 
@@ -115,20 +122,22 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
     check_workdir_key(caller, body.workdir_key)
     pipeline = read_task(body)  # the one parse of the file (null secrets must have values: `body.secrets`)
     plan_task_file(settings, body, pipeline)  # a task nothing can run is refused before anything is recorded
-    job_id = new_job_id()
+    job_id = submission.new_job_id()
     if body.notify:
         # This job's own channels (the webhook kept as a Secrets Manager secret), stored before the job
         # exists so that its first timeline event already sees them.
         if body.notify.slack_webhook:
-            check_webhook(
+            notification_settings.check_webhook(
                 body.notify.slack_webhook,
                 field="notify.slack_webhook",
                 allow_loopback=settings.allow_loopback_webhooks,
             )
         if body.notify.email:
-            check_email(body.notify.email, field="notify.email")
-        store_job_override(settings, job_id, slack_webhook=body.notify.slack_webhook, email=body.notify.email)
-    command = SubmitJob(
+            notification_settings.check_email(body.notify.email, field="notify.email")
+        notification_settings.store_job_override(
+            settings, job_id, slack_webhook=body.notify.slack_webhook, email=body.notify.email
+        )
+    command = submission.SubmitJob(
         owner=caller.user_id,
         pipeline=pipeline,
         task_text=body.task_text(),
@@ -144,7 +153,7 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         max_cost_action=body.max_cost_action,
         data_gb=body.data_gb,
     )
-    job = submit_job(wiring_for(settings), command)
+    job = submission.submit_job(wiring_for(settings), command)
     return SubmitJobResponse(job_id=job.job_id, state=job.state)
 
 
@@ -163,7 +172,7 @@ def detail(settings: Settings, caller: User, job_id: str) -> JobDetail:
 
 def cancel(settings: Settings, caller: User, job_id: str) -> JobDetail:
     check_id(job_id)
-    cancel_job(wiring_for(settings), job_id, owner=caller.user_id)
+    cancellation.cancel_job(wiring_for(settings), job_id, owner=caller.user_id)
     return detail(settings, caller, job_id)
 
 
@@ -177,7 +186,7 @@ def logs(settings: Settings, caller: User, job_id: str, *, rank: int, after: str
 def agent_config(settings: Settings, job_id: str, instance_id: str, caller: BootCaller) -> dict[str, Any]:
     if not instance_id or len(instance_id) > 256:
         raise UserError("the asking node's instance id is required", field="instance_id")
-    answer = first_config(settings, job_id, instance_id, caller.attempt, caller.node_key)
+    answer = node_claims.first_config(settings, job_id, instance_id, caller.attempt, caller.node_key)
     if answer is None:
         raise NotReadyError("not every node of the cluster is known yet", hint="retry in a second")
     AgentConfigResponse.model_validate(answer)  # the contract holds, extra fields allowed
@@ -185,8 +194,10 @@ def agent_config(settings: Settings, job_id: str, instance_id: str, caller: Boot
 
 
 def agent_status(settings: Settings, job_id: str, body: AgentStatusRequest) -> AgentStatusResponse:
-    report = AgentReport(job_id, body.instance_id, body.phase, exit_code=body.exit_code, message=body.message)
-    status = report_agent_status(wiring_for(settings), report)
+    report = agent_reports.AgentReport(
+        job_id, body.instance_id, body.phase, exit_code=body.exit_code, message=body.message
+    )
+    status = agent_reports.report_agent_status(wiring_for(settings), report)
     return AgentStatusResponse(
         job_id=status.job_id,
         state=status.state,
@@ -201,7 +212,7 @@ def upload(settings: Settings, caller: User, body: UploadRequest) -> UploadRespo
         raise UserError(f"a workdir tarball may be at most {MAX_UPLOAD_BYTES} bytes", field="size_bytes")
     name = re.sub(r"[^A-Za-z0-9._-]", "_", body.filename).lstrip(".") or "workdir.tar.gz"
     key = f"{upload_prefix(caller)}{uuid.uuid4().hex}/{name}"
-    return UploadResponse(key=key, url=S3ObjectStore(settings).presigned_put(key))
+    return UploadResponse(key=key, url=object_store.S3ObjectStore(settings).presigned_put(key))
 
 
 def upload_prefix(caller: User) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from functions.submit.route_table import RouteSpec
+from functions.submit.route_table import RouteSpec, model_of
 from shared.api.models import ErrorBody
 
 REF = "#/components/schemas/{model}"
@@ -92,7 +92,7 @@ def _operation(route: RouteSpec, schemas: dict[str, Any]) -> dict[str, Any]:
     if route.body is not None:
         operation["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": _add_schema(route.body, schemas)}},
+            "content": {"application/json": {"schema": _add_schema(model_of(route.body), schemas)}},
         }
     if route.form:
         fields = {name: {"type": "string"} for name in route.form}
@@ -125,7 +125,9 @@ def _success(route: RouteSpec, schemas: dict[str, Any]) -> dict[str, Any]:
     if route.media != "application/json":
         answer["content"] = {route.media: {"schema": {"type": "string"}}}
         return answer
-    schema = _add_schema(route.response, schemas) if route.response is not None else {"type": "object"}
+    schema = (
+        _add_schema(model_of(route.response), schemas) if route.response is not None else {"type": "object"}
+    )
     answer["content"] = {"application/json": {"schema": schema}}
     return answer
 

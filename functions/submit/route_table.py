@@ -20,6 +20,9 @@ from shared.errors import AuthError, ConflictError, ForbiddenError, NotFoundErro
 MAX_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32  # the deepest real body (a task as JSON) is about 6 levels
 MAX_PATH_PARAM_CHARS = 256
+# A body or answer model, or a function naming one: the API's model modules are imported by the first request
+# of a route that reads one (or by /openapi.json), not at import.
+ModelRef = type[BaseModel] | Callable[[], type[BaseModel]]
 # session: the dashboard's signed cookie; cluster_boot/cluster_agent: a named cluster's node (shared/clusters)
 Auth = Literal["user", "agent", "boot", "session", "cluster_boot", "cluster_agent", "none"]
 
@@ -63,8 +66,8 @@ class RouteSpec:
     summary: str
     auth: Auth
     status: int = 200
-    body: type[BaseModel] | None = None
-    response: type[BaseModel] | None = None
+    body: ModelRef | None = None
+    response: ModelRef | None = None
     query: tuple[QueryParam, ...] = ()
     errors: tuple[int, ...] = field(default=())
     media: str = "application/json"  # what the route answers (the dashboard's pages: text/html)
@@ -72,6 +75,10 @@ class RouteSpec:
 
 
 ROUTES: list[RouteSpec] = []
+
+
+def model_of(ref: ModelRef) -> type[BaseModel]:
+    return ref if isinstance(ref, type) else ref()
 
 
 def error_response(error: UserError) -> Response:
@@ -205,7 +212,7 @@ def register_route(
                 if spec.auth != "none":
                     kwargs["caller"] = caller
                 if spec.body is not None:
-                    kwargs["body"] = parse_body(body_bytes(request.raw_body), spec.body)
+                    kwargs["body"] = parse_body(body_bytes(request.raw_body), model_of(spec.body))
                 answer = view(**kwargs)
             except UserError as exc:
                 return error_response(exc)

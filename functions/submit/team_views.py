@@ -4,17 +4,10 @@ Nothing here changes a job or a cluster; a caller who is not a member gets the 4
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from functions.submit.lazy_modules import module_on_first_use
 from functions.submit.route_table import QueryParam
-from shared.api.admin_models import (
-    MyTeams,
-    TeamCluster,
-    TeamClusterList,
-    TeamJob,
-    TeamJobList,
-    TeamView,
-)
 from shared.api.models import JobDetail
 from shared.config import Settings
 from shared.store.users import User
@@ -27,6 +20,13 @@ TEAM_JOB_QUERY = (
 )
 
 
+if TYPE_CHECKING:
+    from shared.api import admin_models
+    from shared.api.admin_models import MyTeams, TeamClusterList, TeamJobList
+else:  # the API's model modules: imported by the first request of a route that reads one
+    admin_models = module_on_first_use("shared.api.admin_models")
+
+
 def _members() -> Any:
     from shared.tenants import members
 
@@ -36,13 +36,21 @@ def _members() -> Any:
 def register(route: Route, params: Callable[[], Any]) -> None:
     """Add the /teams routes with `route` (app.py's `_route`); `params` answers the query parameters."""
 
-    @route("/teams", "GET", "The caller's teams and their members", response=MyTeams)
+    @route("/teams", "GET", "The caller's teams and their members", response=lambda: admin_models.MyTeams)
     def my_teams(caller: User) -> MyTeams:
         teams = _members().my_teams(Settings.from_env(), caller.user_id)
-        return MyTeams(teams=[TeamView(team=team, members=members) for team, members in teams.items()])
+        return admin_models.MyTeams(
+            teams=[admin_models.TeamView(team=team, members=members) for team, members in teams.items()]
+        )
 
-    @route("/teams/{team}/jobs", "GET", "Every member's jobs, newest first (read-only; members only)",
-           response=TeamJobList, query=TEAM_JOB_QUERY, errors=(400, 404))  # fmt: skip
+    @route(
+        "/teams/{team}/jobs",
+        "GET",
+        "Every member's jobs, newest first (read-only; members only)",
+        response=lambda: admin_models.TeamJobList,
+        query=TEAM_JOB_QUERY,
+        errors=(400, 404),
+    )
     def team_jobs(team: str, caller: User) -> TeamJobList:
         from shared.jobs.job_filters import job_filter
 
@@ -50,18 +58,32 @@ def register(route: Route, params: Callable[[], Any]) -> None:
         where = job_filter(state=query.get("state"), since=query.get("since"), name=None,
                            limit=query.get("limit"))  # fmt: skip
         found = _members().team_jobs(Settings.from_env(), team, caller.user_id, where)
-        jobs = [TeamJob.model_validate({**job.as_dict(), "owner": owner}) for owner, job in found]
-        return TeamJobList(team=team, jobs=jobs)
+        jobs = [
+            admin_models.TeamJob.model_validate({**job.as_dict(), "owner": owner}) for owner, job in found
+        ]
+        return admin_models.TeamJobList(team=team, jobs=jobs)
 
-    @route("/teams/{team}/jobs/{job_id}", "GET", "One member's job in full (read-only; members only)",
-           response=JobDetail, errors=(404,))  # fmt: skip
+    @route(
+        "/teams/{team}/jobs/{job_id}",
+        "GET",
+        "One member's job in full (read-only; members only)",
+        response=JobDetail,
+        errors=(404,),
+    )
     def team_job(team: str, job_id: str, caller: User) -> JobDetail:
         view = _members().team_job(Settings.from_env(), team, caller.user_id, job_id)
         return JobDetail.model_validate(view.as_dict())
 
-    @route("/teams/{team}/clusters", "GET", "Every member's clusters (read-only; members only)",
-           response=TeamClusterList, errors=(404,))  # fmt: skip
+    @route(
+        "/teams/{team}/clusters",
+        "GET",
+        "Every member's clusters (read-only; members only)",
+        response=lambda: admin_models.TeamClusterList,
+        errors=(404,),
+    )
     def team_clusters(team: str, caller: User) -> TeamClusterList:
         found = _members().team_clusters(Settings.from_env(), team, caller.user_id)
-        clusters = [TeamCluster.model_validate({**cluster, "owner": owner}) for owner, cluster in found]
-        return TeamClusterList(team=team, clusters=clusters)
+        clusters = [
+            admin_models.TeamCluster.model_validate({**cluster, "owner": owner}) for owner, cluster in found
+        ]
+        return admin_models.TeamClusterList(team=team, clusters=clusters)

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from shared.api.cluster_models import ClusterView
+from shared.api.deferred_model import DeferredModel
 from shared.api.models import JobSummary
 
 
-class CreateUserRequest(BaseModel):
+class CreateUserRequest(DeferredModel):
     name: str = Field(min_length=1, max_length=64, description="Who the user is (shown in listings).")
     admin: bool = Field(False, description="The new key may administer users, teams and grants.")
 
 
-class NewUserResponse(BaseModel):
+class NewUserResponse(DeferredModel):
     user_id: str
     name: str
     admin: bool
     api_key: str = Field(description="Shown once; only its hash is kept.")
 
 
-class UserView(BaseModel):
+class UserView(DeferredModel):
     user_id: str
     name: str
     admin: bool
@@ -28,20 +29,20 @@ class UserView(BaseModel):
     teams: list[str]
 
 
-class UserList(BaseModel):
+class UserList(DeferredModel):
     users: list[UserView]
 
 
-class RevokeUserResponse(BaseModel):
+class RevokeUserResponse(DeferredModel):
     user_id: str
     revoked_keys: int
 
 
-class CreateTeamRequest(BaseModel):
+class CreateTeamRequest(DeferredModel):
     team: str = Field(min_length=1, max_length=63)
 
 
-class MemberRequest(BaseModel):
+class MemberRequest(DeferredModel):
     user_id: str = Field(min_length=1, max_length=64)
     team_admin: bool | None = Field(
         None,
@@ -49,16 +50,16 @@ class MemberRequest(BaseModel):
     )
 
 
-class TeamView(BaseModel):
+class TeamView(DeferredModel):
     team: str
     members: list[str]
 
 
-class TeamList(BaseModel):
+class TeamList(DeferredModel):
     teams: list[TeamView]
 
 
-class GrantRequest(BaseModel):
+class GrantRequest(DeferredModel):
     bucket: str = Field(min_length=3, max_length=63)
     user: str | None = Field(None, max_length=64, description="The user id granted (or give `team`).")
     team: str | None = Field(None, max_length=63, description="The team granted (or give `user`).")
@@ -66,14 +67,14 @@ class GrantRequest(BaseModel):
     write: bool = Field(False, description="Tasks may write (MOUNT modes); otherwise read-only.")
 
 
-class RevokeGrantRequest(BaseModel):
+class RevokeGrantRequest(DeferredModel):
     bucket: str = Field(min_length=3, max_length=63)
     user: str | None = Field(None, max_length=64)
     team: str | None = Field(None, max_length=63)
     prefix: str = Field("", max_length=1024)
 
 
-class GrantView(BaseModel):
+class GrantView(DeferredModel):
     bucket: str
     grantee: str
     prefix: str
@@ -81,19 +82,19 @@ class GrantView(BaseModel):
     granted_by: str | None = None
 
 
-class OwnedBucketView(BaseModel):
+class OwnedBucketView(DeferredModel):
     bucket: str
     store: str
     owner: str
     created_by_job: str | None
 
 
-class BucketList(BaseModel):
+class BucketList(DeferredModel):
     grants: list[GrantView]
     owned: list[OwnedBucketView] = Field(description="Buckets skyless created for a user (the registry).")
 
 
-class AuditEntryView(BaseModel):
+class AuditEntryView(DeferredModel):
     at: str
     actor: str
     action: str
@@ -101,11 +102,11 @@ class AuditEntryView(BaseModel):
     detail: dict[str, object]
 
 
-class AuditLog(BaseModel):
+class AuditLog(DeferredModel):
     entries: list[AuditEntryView]
 
 
-class MyTeams(BaseModel):
+class MyTeams(DeferredModel):
     teams: list[TeamView]
 
 
@@ -113,7 +114,7 @@ class TeamJob(JobSummary):
     owner: str
 
 
-class TeamJobList(BaseModel):
+class TeamJobList(DeferredModel):
     team: str
     jobs: list[TeamJob]
 
@@ -122,17 +123,17 @@ class TeamCluster(ClusterView):
     owner: str
 
 
-class TeamClusterList(BaseModel):
+class TeamClusterList(DeferredModel):
     team: str
     clusters: list[TeamCluster]
 
 
-class ContractsRequest(BaseModel):
+class ContractsRequest(DeferredModel):
     file: str = Field(max_length=256, description="The file's name, as errors and `show` name it.")
     text: str = Field(max_length=64 * 1024, description="The contracts file's YAML text.")
 
 
-class ContractsView(BaseModel):
+class ContractsView(DeferredModel):
     version: int = Field(description="Grows by one with each change; 0: never set.")
     file: str
     text: str = Field(description="The YAML (a non-admin: the deployment's part and their teams' parts).")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from shared.api.deferred_model import DeferredModel
 from shared.api.models import RequestBody
 
 
@@ -22,7 +23,7 @@ class BudgetRequest(RequestBody):
     )
 
 
-class BudgetResponse(BaseModel):
+class BudgetResponse(DeferredModel):
     user_id: str | None = Field(None, description="Whose budget; None for a team's.")
     team: str | None = Field(None, description="The team whose budget this is (its members' spend).")
     month: str = Field(description="YYYY-MM, UTC.")

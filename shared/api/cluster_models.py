@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from shared.api.deferred_model import DeferredModel
 from shared.api.models import PlanRequest, RequestBody, TaskText
 
 ClusterAgentPhase = Literal["setting_up", "running", "succeeded", "failed", "setup_failed"]
@@ -67,7 +68,7 @@ class SshRequest(RequestBody):
     caller_cidr: str | None = Field(None, max_length=64, description="Open port 22 to this address only.")
 
 
-class ClusterNode(BaseModel):
+class ClusterNode(DeferredModel):
     instance_id: str
     rank: int
     ip: str | None = None
@@ -77,14 +78,14 @@ class ClusterNode(BaseModel):
     heartbeat_at: str | None = None
 
 
-class ClusterEvent(BaseModel):
+class ClusterEvent(DeferredModel):
     time: str | None
     kind: str
     state: str | None = None
     message: str | None = None
 
 
-class ClusterView(BaseModel):
+class ClusterView(DeferredModel):
     name: str
     cluster_id: str
     state: str
@@ -115,11 +116,11 @@ class ClusterDetail(ClusterView):
     timeline: list[ClusterEvent] = Field(default_factory=list)
 
 
-class ClusterList(BaseModel):
+class ClusterList(DeferredModel):
     clusters: list[ClusterView]
 
 
-class ClusterJob(BaseModel):
+class ClusterJob(DeferredModel):
     cluster: str
     job: int
     name: str | None = None
@@ -135,24 +136,24 @@ class ClusterJob(BaseModel):
     reason: str | None = None
 
 
-class ClusterQueue(BaseModel):
+class ClusterQueue(DeferredModel):
     cluster: str
     jobs: list[ClusterJob]
 
 
-class ClusterLaunchResponse(BaseModel):
+class ClusterLaunchResponse(DeferredModel):
     cluster: ClusterView
     job: ClusterJob
     action: Literal["created", "reused", "starting", "provisioning"]
     notes: list[str] = Field(default_factory=list, description="What of the task skyless does not act on.")
 
 
-class ClusterCancelResponse(BaseModel):
+class ClusterCancelResponse(DeferredModel):
     cluster: str
     cancelled: list[int]
 
 
-class ClusterLogsResponse(BaseModel):
+class ClusterLogsResponse(DeferredModel):
     cluster: str
     job: int
     rank: int
@@ -163,7 +164,7 @@ class ClusterLogsResponse(BaseModel):
     finished: bool = False
 
 
-class SshNode(BaseModel):
+class SshNode(DeferredModel):
     rank: int
     instance_id: str
     host: str | None = Field(None, description="Where to reach the node (its public address).")
@@ -171,7 +172,7 @@ class SshNode(BaseModel):
     port: int = 22
 
 
-class SshAccess(BaseModel):
+class SshAccess(DeferredModel):
     cluster: str
     cloud: str | None
     provider: str | None
@@ -187,7 +188,7 @@ class ClusterClaimRequest(RequestBody):
     instance_id: str = Field(min_length=1, max_length=256)
 
 
-class ClusterClaimResponse(BaseModel):
+class ClusterClaimResponse(DeferredModel):
     agent_token: str = Field(description="The cluster's agent token: the agent polls and reports with it.")
 
 
@@ -198,7 +199,7 @@ class ClusterPollRequest(RequestBody):
     sessions: int = Field(0, ge=0, le=100000, description="Shells open on the node.")
 
 
-class ClusterPollResponse(BaseModel):
+class ClusterPollResponse(DeferredModel):
     state: str
     start: list[dict[str, object]] = Field(default_factory=list, description="Configs of jobs to start.")
     cancel: list[int] = Field(default_factory=list)
@@ -214,7 +215,7 @@ class ClusterJobStatusRequest(RequestBody):
     message: str | None = Field(None, max_length=4096)
 
 
-class ClusterJobStatusResponse(BaseModel):
+class ClusterJobStatusResponse(DeferredModel):
     job: int
     state: str
     cancel: bool = False

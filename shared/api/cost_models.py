@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from shared.api.deferred_model import DeferredModel
 
 if TYPE_CHECKING:  # the CLI reads these bodies without the report's code (catalog, tables)
     from shared.jobs.cost_report import AttemptCost, CostLine, CostReport, JobCost
@@ -15,7 +17,7 @@ def _iso(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
-class AttemptCostView(BaseModel):
+class AttemptCostView(DeferredModel):
     attempt: int
     cluster_id: str
     cloud: str
@@ -57,7 +59,7 @@ class AttemptCostView(BaseModel):
         )
 
 
-class JobCostView(BaseModel):
+class JobCostView(DeferredModel):
     job_id: str
     name: str | None = None
     owner: str
@@ -83,7 +85,7 @@ class JobCostView(BaseModel):
         )
 
 
-class CostLineView(BaseModel):
+class CostLineView(DeferredModel):
     key: str
     label: str
     jobs: int
@@ -113,13 +115,13 @@ class CostLineView(BaseModel):
         )
 
 
-class DailySpend(BaseModel):
+class DailySpend(DeferredModel):
     day: str = Field(description="UTC date, YYYY-MM-DD.")
     cloud: str
     cost: float
 
 
-class ClusterCostView(BaseModel):
+class ClusterCostView(DeferredModel):
     name: str
     owner: str
     state: str
@@ -131,7 +133,7 @@ class ClusterCostView(BaseModel):
     cost: float = Field(description="USD so far: every period its nodes were up, this one to now.")
 
 
-class ReservationUseView(BaseModel):
+class ReservationUseView(DeferredModel):
     """One reservation over the report's window: node-hours paid for, used by the report's jobs, and idle."""
 
     reservation: str
@@ -145,7 +147,7 @@ class ReservationUseView(BaseModel):
     idle_cost: float | None = Field(None, description="USD of idle_hours at its hourly_price, if declared.")
 
 
-class StorageCostView(BaseModel):
+class StorageCostView(DeferredModel):
     bucket: str
     store: str
     gigabytes: float | None = Field(description="Listed size now (None: the store did not answer).")
@@ -155,7 +157,7 @@ class StorageCostView(BaseModel):
     cost: float = Field(description="USD: GB x $/GB-month x days held / 30.44.")
 
 
-class CostReportResponse(BaseModel):
+class CostReportResponse(DeferredModel):
     since: str
     until: str
     days: int

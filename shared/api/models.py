@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from shared.api.deferred_model import DeferredModel
 from shared.api.notification_models import NotifyOverride
 from shared.task.limits import MAX_TASK_FILE_BYTES
 
@@ -19,7 +20,7 @@ AgentPhase = Literal[
 ]
 
 
-class RequestBody(BaseModel):
+class RequestBody(DeferredModel):
     """Request bodies refuse unknown fields, so a typo is named instead of ignored."""
 
     model_config = ConfigDict(extra="forbid")
@@ -97,7 +98,7 @@ class AgentStatusRequest(RequestBody):
     message: str | None = Field(None, max_length=4096)
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(DeferredModel):
     error: str
     message: str
     field: str | None = None
@@ -107,12 +108,12 @@ class ErrorBody(BaseModel):
     stop: bool | None = Field(None, description="410 to a node agent: stop the task and exit.")
 
 
-class SubmitJobResponse(BaseModel):
+class SubmitJobResponse(DeferredModel):
     job_id: str
     state: str
 
 
-class TimelineEvent(BaseModel):
+class TimelineEvent(DeferredModel):
     time: str
     kind: str
     state: str | None = None
@@ -120,7 +121,7 @@ class TimelineEvent(BaseModel):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-class JobSummary(BaseModel):
+class JobSummary(DeferredModel):
     job_id: str
     name: str | None = None
     state: str
@@ -142,7 +143,7 @@ class JobSummary(BaseModel):
     budget_stop: str | None = Field(None, description="Why a budget is stopping (or stopped) the job.")
 
 
-class DeadlineStatus(BaseModel):
+class DeadlineStatus(DeferredModel):
     deadline: str = Field(description="UTC, ISO 8601.")
     hours: float = Field(description="The compute the job needs.")
     work_done_hours: float = Field(description="Counted when clusters end, plus the live one's progress.")
@@ -151,13 +152,13 @@ class DeadlineStatus(BaseModel):
     why: str | None = Field(None, description="The policy's reason, in words.")
 
 
-class TriedPlace(BaseModel):
+class TriedPlace(DeferredModel):
     place: str = Field(description="cloud, cloud/region or cloud/region/zone")
     instance_family: str | None = Field(None, description="Set when only this family failed (quota).")
     reason: str
 
 
-class CoolingPlace(BaseModel):
+class CoolingPlace(DeferredModel):
     place: str
     scope: str = Field(description="zone or region")
     preemptions: int = Field(description="Spot preemptions there recently")
@@ -165,7 +166,7 @@ class CoolingPlace(BaseModel):
     until: str = Field(description="When spot plans stop avoiding it (ISO 8601), if nothing else happens")
 
 
-class GroupTask(BaseModel):
+class GroupTask(DeferredModel):
     """One task of a job group: a job of its own (`skyless status|logs|cancel <job_id>`)."""
 
     task: str
@@ -202,12 +203,12 @@ class JobDetail(JobSummary):
     )
 
 
-class JobList(BaseModel):
+class JobList(DeferredModel):
     jobs: list[JobSummary]
     cursor: str | None = Field(None, description="More jobs follow: pass as `cursor` for the next page.")
 
 
-class LogsResponse(BaseModel):
+class LogsResponse(DeferredModel):
     job_id: str
     rank: int
     text: str
@@ -215,14 +216,14 @@ class LogsResponse(BaseModel):
     finished: bool = Field(False, description="The job is terminal and every chunk has been read.")
 
 
-class UploadResponse(BaseModel):
+class UploadResponse(DeferredModel):
     key: str
     url: str
     method: str = "PUT"
     headers: dict[str, str] = Field(default_factory=dict)
 
 
-class AgentStatusResponse(BaseModel):
+class AgentStatusResponse(DeferredModel):
     job_id: str
     state: str
     cancel: bool = Field(False, description="The job was cancelled: the agent stops its task.")
@@ -234,26 +235,26 @@ class AgentStatusResponse(BaseModel):
     )
 
 
-class FileMount(BaseModel):
+class FileMount(DeferredModel):
     path: str
     url: str
     archive: bool = Field(False, description="A tarball to unpack at `path` (else the file at `path`).")
 
 
-class GitSource(BaseModel):
+class GitSource(DeferredModel):
     url: str
     ref: str | None = Field(
         None, description="A branch, tag or commit to check out; None: the default branch."
     )
 
 
-class LogUpload(BaseModel):
+class LogUpload(DeferredModel):
     url: str
     fields: dict[str, str]
     key_prefix: str
 
 
-class AgentConfigResponse(BaseModel):
+class AgentConfigResponse(DeferredModel):
     rank: int
     num_nodes: int
     node_ips: list[str]
@@ -284,5 +285,5 @@ class StorageCredentialsRequest(RequestBody):
     instance_id: str = Field(min_length=1, max_length=256)
 
 
-class StorageCredentialsResponse(BaseModel):
+class StorageCredentialsResponse(DeferredModel):
     storage: list[dict[str, Any]]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from shared.api.deferred_model import DeferredModel
 
 
-class RequestBody(BaseModel):
+class RequestBody(DeferredModel):
     """As shared.api.models.RequestBody (which imports this module): unknown fields are named, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
@@ -28,7 +30,7 @@ class NotificationSettingsRequest(RequestBody):
     on: list[Topic] | None = Field(None, max_length=5, description="The events to hear about (default: all).")
 
 
-class NotificationSettingsResponse(BaseModel):
+class NotificationSettingsResponse(DeferredModel):
     configured: bool
     slack_webhook: str | None = Field(None, description="Masked: the host and the last 4 characters.")
     email: str | None = None
@@ -43,7 +45,7 @@ class NotifyOverride(RequestBody):
     email: str | None = Field(None, max_length=254)
 
 
-class DeliveryResult(BaseModel):
+class DeliveryResult(DeferredModel):
     channel: str
     status: str
     attempts: int
@@ -51,6 +53,6 @@ class DeliveryResult(BaseModel):
     error: str | None = None
 
 
-class NotificationTestResponse(BaseModel):
+class NotificationTestResponse(DeferredModel):
     deliveries: list[DeliveryResult]
     message: str

@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from shared.api.deferred_model import DeferredModel
 
 if TYPE_CHECKING:  # the CLI reads these bodies without the report's code
     from shared.reports.provider_scorecard import ProviderLine, Scorecard
 
 
-class ProviderLineView(BaseModel):
+class ProviderLineView(DeferredModel):
     cloud: str
     region: str
     family: str = Field(description="Instance family (p4d, a2, Standard_NC, ...).")
@@ -61,7 +63,7 @@ class ProviderLineView(BaseModel):
         )
 
 
-class ProviderScorecardResponse(BaseModel):
+class ProviderScorecardResponse(DeferredModel):
     since: str
     until: str
     days: int

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from shared.api.deferred_model import DeferredModel
 from shared.api.models import PlanRequest
 
 Overlap = Literal["skip", "allow"]
@@ -24,7 +25,7 @@ class CreateScheduleRequest(PlanRequest):
     )
 
 
-class ScheduleView(BaseModel):
+class ScheduleView(DeferredModel):
     name: str
     schedule_id: str
     cron: str
@@ -44,5 +45,5 @@ class ScheduleView(BaseModel):
     skipped: int = 0
 
 
-class ScheduleList(BaseModel):
+class ScheduleList(DeferredModel):
     schedules: list[ScheduleView]

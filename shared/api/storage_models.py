@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from shared.api.deferred_model import DeferredModel
 
 
-class BucketView(BaseModel):
+class BucketView(DeferredModel):
     name: str
     store: str = Field(description="s3, r2, gcs or azure.")
     url: str
@@ -14,5 +16,5 @@ class BucketView(BaseModel):
     created_at: float = Field(0.0, description="Epoch seconds skyless first recorded it.")
 
 
-class BucketList(BaseModel):
+class BucketList(DeferredModel):
     buckets: list[BucketView]

@@ -11,7 +11,6 @@ from typing import Any
 from shared.errors import NotFoundError, UserError
 from shared.jobs.blocks import blocks_of
 from shared.jobs.costs import cost_with
-from shared.jobs.deadlines import deadline_view, history_of, job_probes
 from shared.jobs.job_groups import group_tasks_of
 from shared.jobs.nodes import by_rank, node_phases
 from shared.jobs.planning import plan_of
@@ -127,6 +126,10 @@ def job_view(
 
 
 def _deadline_dict(job: JobModel, cluster: ClusterModel | None) -> dict[str, Any] | None:
+    if not job.deadline_at:
+        return None
+    from shared.jobs.deadlines import deadline_view  # (and the spot policy): for a deadline job only
+
     live = cluster if cluster is not None and job.cluster_id == cluster.cluster_id else None
     view = deadline_view(job, live)
     return None if view is None else view.as_dict()
@@ -225,6 +228,8 @@ def spot_probe_lines(wiring: Wiring, job: JobModel, now: float | None = None) ->
     zones = list(dict.fromkeys(place_of(c.cloud, c.region, c.zone) for c in candidates))
     now = time.time() if now is None else now
     _, refusals = wiring.cooldowns.evidence(now)
+    from shared.jobs.deadlines import history_of, job_probes
+
     return job_probes(wiring.settings, job.job_id, refusals, now, history_of(job)).lines(zones)
 
 

@@ -117,3 +117,18 @@ def test_the_build_ships_bytecode_so_a_cold_start_compiles_nothing(tmp_path: Pat
     done = subprocess.run([sys.executable, "-c", code], env=read_only, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "shared.store" in done.stdout
+
+
+def test_the_bundle_keeps_the_botocore_model_of_every_aws_service_the_code_makes_a_client_of() -> None:
+    """The Makefile drops every other service's model from botocore's data: a client of a dropped one would
+    fail in Lambda only (UnknownServiceError). Every `client("<service>"` the Lambda code spells is kept."""
+    makefile = (CODE / "Makefile").read_text()
+    kept = set(re.search(r"^BOTOCORE_SERVICES = (.*)$", makefile, re.M).group(1).split())  # type: ignore[union-attr]
+    called: dict[str, str] = {}
+    for package in ("functions", "shared", "node_agent"):
+        for source in (ROOT / package).rglob("*.py"):
+            for service in re.findall(r"client\(\s*\"([a-z0-9-]+)\"", source.read_text()):
+                called.setdefault(service, str(source.relative_to(ROOT)))
+    assert {"dynamodb", "sqs", "s3", "ec2"} <= called.keys()  # the scan finds what surely is there
+    assert not called.keys() - kept, {s: f for s, f in called.items() if s not in kept}
+    assert not kept - called.keys()  # nor a model kept that no code calls

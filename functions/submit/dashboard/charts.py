@@ -10,9 +10,10 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shared.jobs.cost_report import AttemptCost
+if TYPE_CHECKING:  # (the cost report's module imports the catalog's)
+    from shared.jobs.cost_report import AttemptCost
 
 STATE_COLOURS = {
     "PENDING": "#9ca3af",

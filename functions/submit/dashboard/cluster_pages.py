@@ -4,12 +4,17 @@ timeline. Read-only: the CLI changes clusters."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Chalice
 
 from functions.submit.dashboard.page_routes import BASE, Page, PageRequest, page_route
-from shared.clusters.views import cluster_queue, get_cluster, list_clusters
+from functions.submit.lazy_modules import module_on_first_use
+
+if TYPE_CHECKING:
+    from shared.clusters import views
+else:  # imported by the first request of one of these pages
+    views = module_on_first_use("shared.clusters.views")
 
 
 def register_cluster_pages(app: Chalice, settings_of: Any) -> None:
@@ -18,15 +23,17 @@ def register_cluster_pages(app: Chalice, settings_of: Any) -> None:
 
     @route(f"{BASE}/clusters", "GET", "The user's named clusters: state, nodes, autostop, cost so far")
     def clusters_page(request: PageRequest) -> Page:
-        clusters = list_clusters(request.settings, owner=_owner(request))
+        clusters = views.list_clusters(request.settings, owner=_owner(request))
         total = round(sum(float(c["cost"]) for c in clusters), 6)
         return Page("clusters.html", {"clusters": clusters, "total": total})
 
     @route(f"{BASE}/clusters/{{name}}", "GET", "One named cluster: nodes, its jobs, timeline", errors=(404,))
     def cluster_page(request: PageRequest, name: str) -> Page:
         owner = _owner(request)
-        cluster = get_cluster(request.settings, owner=owner, name=name)  # another user's: 404, as the API
-        jobs = cluster_queue(request.settings, owner=owner, name=name, limit=100)
+        cluster = views.get_cluster(
+            request.settings, owner=owner, name=name
+        )  # another user's: 404, as the API
+        jobs = views.cluster_queue(request.settings, owner=owner, name=name, limit=100)
         return Page("cluster.html", {"cluster": cluster, "jobs": jobs})
 
 

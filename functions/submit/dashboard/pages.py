@@ -7,12 +7,11 @@ answers the same 404 as a job that does not exist.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from chalice import Chalice, Response
 
-from functions.submit.budget_views import budget_of
 from functions.submit.dashboard import charts
 from functions.submit.dashboard.page_routes import (
     BASE,
@@ -32,21 +31,11 @@ from functions.submit.dashboard.sessions import (
     cookie_header,
     session_seconds,
 )
-from functions.submit.job_views import plan_task_file
+from functions.submit.lazy_modules import module_on_first_use
 from functions.submit.route_table import ForbiddenError, QueryParam
-from functions.submit.schedule_views import view_of
 from shared.api.models import PlanRequest
-from shared.clusters.views import named_cluster_costs
 from shared.config import Settings
 from shared.errors import NotFoundError, UserError
-from shared.jobs.blocks import blocks_of
-from shared.jobs.cancellation import cancel_job
-from shared.jobs.cost_report import cost_report, job_attempts
-from shared.jobs.job_filters import job_filter, parse_days, parse_flag, parse_group
-from shared.jobs.job_listing import list_job_page, list_jobs
-from shared.jobs.views import ReadLogs, job_view, read_logs, spot_probe_lines, with_group
-from shared.notifications.settings import user_settings
-from shared.schedules.operations import list_schedules
 from shared.states import JobState, is_terminal
 from shared.wiring import wiring_for
 
@@ -57,6 +46,28 @@ SIGN_IN_REASONS = {
 }
 STATES = tuple(s.value for s in JobState)
 MAX_RANKS_SHOWN = 16
+
+if TYPE_CHECKING:
+    from functions.submit import budget_views, job_views, schedule_views
+    from shared.clusters import views as cluster_views
+    from shared.jobs import blocks, cancellation, job_filters, job_listing
+    from shared.jobs import cost_report as cost_reports
+    from shared.jobs import views as job_reads
+    from shared.notifications import settings as notification_settings
+    from shared.schedules import operations as schedule_operations
+else:  # imported by the first request of a page that uses them
+    budget_views = module_on_first_use("functions.submit.budget_views")
+    job_views = module_on_first_use("functions.submit.job_views")
+    schedule_views = module_on_first_use("functions.submit.schedule_views")
+    cluster_views = module_on_first_use("shared.clusters.views")
+    blocks = module_on_first_use("shared.jobs.blocks")
+    cancellation = module_on_first_use("shared.jobs.cancellation")
+    cost_reports = module_on_first_use("shared.jobs.cost_report")
+    job_filters = module_on_first_use("shared.jobs.job_filters")
+    job_listing = module_on_first_use("shared.jobs.job_listing")
+    job_reads = module_on_first_use("shared.jobs.views")
+    notification_settings = module_on_first_use("shared.notifications.settings")
+    schedule_operations = module_on_first_use("shared.schedules.operations")
 
 
 def _owner(request: PageRequest) -> str:
@@ -174,20 +185,22 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
     @route(BASE, "GET", "The dashboard: the user's jobs and their spend", query=job_query, errors=(400,))
     def jobs_page(request: PageRequest) -> Page:
         q = request.query
-        where = job_filter(
+        where = job_filters.job_filter(
             state=q.get("state"),
             since=q.get("since"),
             name=q.get("name"),
             limit=q.get("limit") or "100",
             cursor=q.get("cursor"),
         )
-        page = list_job_page(wiring_for(request.settings), owner=_owner(request), where=where)
+        page = job_listing.list_job_page(wiring_for(request.settings), owner=_owner(request), where=where)
         jobs = page.jobs
         next_page = (
             urlencode({**{k: v for k, v in q.items() if v}, "cursor": page.cursor}) if page.cursor else None
         )
         now = time.time()
-        report = cost_report(request.settings, owner=_owner(request), days=14, by="cloud", now=now)
+        report = cost_reports.cost_report(
+            request.settings, owner=_owner(request), days=14, by="cloud", now=now
+        )
         counts: dict[str, int] = {}
         for job in jobs:
             counts[job.state] = counts.get(job.state, 0) + 1
@@ -220,13 +233,15 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
     )
     def job_logs(request: PageRequest, job_id: str) -> Response:
         rank = _rank(request.query.get("rank"))
-        asked = ReadLogs(job_id, _owner(request), rank=rank, after=request.query.get("after") or None)
-        page = read_logs(wiring_for(request.settings), asked)
+        asked = job_reads.ReadLogs(
+            job_id, _owner(request), rank=rank, after=request.query.get("after") or None
+        )
+        page = job_reads.read_logs(wiring_for(request.settings), asked)
         return json_response({"text": page.text, "cursor": page.cursor, "finished": page.finished})
 
     @route(f"{BASE}/jobs/{{job_id}}/cancel", "POST", "Cancel a job", status=303, errors=(403, 404, 409))
     def cancel(request: PageRequest, job_id: str) -> Redirect:
-        cancel_job(wiring_for(request.settings), job_id, owner=_owner(request))
+        cancellation.cancel_job(wiring_for(request.settings), job_id, owner=_owner(request))
         return Redirect(f"{BASE}/jobs/{quote(job_id, safe='')}")
 
     cost_query = (
@@ -244,15 +259,20 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
     )
     def costs_page(request: PageRequest) -> Page:
         assert request.session is not None
-        days, by = parse_days(request.query.get("days")), parse_group(request.query.get("by"))
-        all_users = parse_flag(request.query.get("all_users"), "all_users")
+        days, by = (
+            job_filters.parse_days(request.query.get("days")),
+            job_filters.parse_group(request.query.get("by")),
+        )
+        all_users = job_filters.parse_flag(request.query.get("all_users"), "all_users")
         if all_users and not request.session.user.admin:
             raise ForbiddenError("only an admin key may see every user's costs", field="all_users")
         now = time.time()
-        report = cost_report(
+        report = cost_reports.cost_report(
             request.settings, owner=None if all_users else _owner(request), days=days, by=by, now=now
         )
-        clusters = named_cluster_costs(request.settings, owner=None if all_users else _owner(request))
+        clusters = cluster_views.named_cluster_costs(
+            request.settings, owner=None if all_users else _owner(request)
+        )
         return Page(
             "costs.html",
             {
@@ -260,7 +280,7 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
                 "clusters": clusters,
                 "clusters_cost": round(sum(float(c["cost"]) for c in clusters), 6),
                 "spend": charts.spend_by_cloud(report.daily, days=days, now=now),
-                "budget": budget_of(request.settings, _owner(request)),
+                "budget": budget_views.budget_of(request.settings, _owner(request)),
                 "days": days,
                 "by": by,
                 "all_users": all_users,
@@ -270,16 +290,24 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
     @route(f"{BASE}/schedules", "GET", "The user's schedules: next firing and last runs")
     def schedules_page(request: PageRequest) -> Page:
         owner = _owner(request)
-        schedules = [view_of(row) for row in list_schedules(request.settings, owner=owner)]
+        schedules = [
+            schedule_views.view_of(row)
+            for row in schedule_operations.list_schedules(request.settings, owner=owner)
+        ]
         runs: dict[str, list[Any]] = {s.name: [] for s in schedules}
-        for job in list_jobs(wiring_for(request.settings), owner=owner, where=job_filter(limit="500")):
+        for job in job_listing.list_jobs(
+            wiring_for(request.settings), owner=owner, where=job_filters.job_filter(limit="500")
+        ):
             if job.source == "schedule" and job.source_ref in runs and len(runs[job.source_ref]) < 5:
                 runs[job.source_ref].append(job)
         return Page("schedules.html", {"schedules": schedules, "runs": runs})
 
     @route(f"{BASE}/notifications", "GET", "The user's notification settings (webhook masked)")
     def notifications_page(request: PageRequest) -> Page:
-        return Page("notifications.html", {"settings": user_settings(request.settings, _owner(request))})
+        return Page(
+            "notifications.html",
+            {"settings": notification_settings.user_settings(request.settings, _owner(request))},
+        )
 
     @route(f"{BASE}/plan", "GET", "A form to plan a task file")
     def plan_form(request: PageRequest) -> Page:
@@ -316,7 +344,7 @@ def _plan_context(settings: Settings, form: dict[str, str]) -> tuple[str, dict[s
         return "plan.html", context, 400
     try:
         body = PlanRequest(task=text, filename=filename, minimize=minimize)
-        context["plan"] = plan_task_file(settings, body)
+        context["plan"] = job_views.plan_task_file(settings, body)
     except UserError as exc:
         context["error"] = exc
         return "plan.html", context, 400
@@ -332,9 +360,11 @@ def _job_context(request: PageRequest, job_id: str) -> dict[str, Any]:
     if job is None or job.owner != _owner(request):
         raise NotFoundError(f"no job {job_id[:40]}", field="job_id")
     cluster = store.cluster(job.cluster_id)
-    view = with_group(wiring_for(request.settings), job, job_view(job, cluster, store.timeline(job_id)))
+    view = job_reads.with_group(
+        wiring_for(request.settings), job, job_reads.job_view(job, cluster, store.timeline(job_id))
+    )
     now = time.time()
-    attempts = job_attempts(request.settings, job, now=now)
+    attempts = cost_reports.job_attempts(request.settings, job, now=now)
     live = not is_terminal(job.state)
     num_nodes = int(cluster.num_nodes) if cluster is not None else 0
     if not num_nodes and view.plan and view.plan.get("tasks"):
@@ -343,18 +373,20 @@ def _job_context(request: PageRequest, job_id: str) -> dict[str, Any]:
         )
     logs = []
     for rank in range(min(max(num_nodes, 1), MAX_RANKS_SHOWN)):
-        page = read_logs(wiring_for(request.settings), ReadLogs(job_id, _owner(request), rank=rank))
+        page = job_reads.read_logs(
+            wiring_for(request.settings), job_reads.ReadLogs(job_id, _owner(request), rank=rank)
+        )
         logs.append({"rank": rank, "text": page.text, "cursor": page.cursor or "", "finished": page.finished})
     deadline = job.deadline_at  # set for a deadline job (shared/jobs/deadlines.py)
     return {
         "job": view,
         "live": live,
         "attempts": attempts,
-        "blocks": blocks_of(job),
+        "blocks": blocks.blocks_of(job),
         "timeline_chart": charts.job_timeline(view.timeline, attempts.attempts, now=now, live=live),
         "logs": logs,
         "deadline": float(deadline) if deadline else None,
-        "spot_probes": spot_probe_lines(wiring_for(request.settings), job),
+        "spot_probes": job_reads.spot_probe_lines(wiring_for(request.settings), job),
         "slack_seconds": float(deadline) - now if deadline and live else None,
         "chosen": (int(job.task_index), int(job.candidate_index)),
     }

@@ -3,17 +3,23 @@ prints, and a chart of each place's launch requests (launched, refused for capac
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Chalice
 
 from functions.submit.dashboard.charts import Bar, Chart, Tick
 from functions.submit.dashboard.page_routes import BASE, Page, PageRequest, page_route
+from functions.submit.lazy_modules import module_on_first_use
 from functions.submit.route_table import ForbiddenError, QueryParam
-from shared.jobs.job_filters import parse_days, parse_flag
-from shared.reports.provider_reads import provider_scorecard
-from shared.reports.provider_scorecard import ProviderLine
 from shared.wiring import wiring_for
+
+if TYPE_CHECKING:
+    from shared.jobs import job_filters
+    from shared.reports import provider_reads
+    from shared.reports.provider_scorecard import ProviderLine
+else:  # imported by the first request of the page
+    job_filters = module_on_first_use("shared.jobs.job_filters")
+    provider_reads = module_on_first_use("shared.reports.provider_reads")
 
 OUTCOME_COLOURS = (("launched", "#16a34a"), ("no capacity", "#f59e0b"), ("other refusal", "#dc2626"))
 
@@ -64,12 +70,12 @@ def register_provider_page(app: Chalice, settings_of: Any) -> None:
     )
     def providers_page(request: PageRequest) -> Page:
         assert request.session is not None
-        days = parse_days(request.query.get("days"), default=30)
-        all_users = parse_flag(request.query.get("all_users"), "all_users")
+        days = job_filters.parse_days(request.query.get("days"), default=30)
+        all_users = job_filters.parse_flag(request.query.get("all_users"), "all_users")
         if all_users and not request.session.user.admin:
             raise ForbiddenError("only an admin key may see every user's jobs", field="all_users")
         owner = None if all_users else request.session.user.user_id
-        card = provider_scorecard(wiring_for(request.settings), owner=owner, days=days)
+        card = provider_reads.provider_scorecard(wiring_for(request.settings), owner=owner, days=days)
         return Page(
             "providers.html",
             {"card": card, "outcomes": launch_outcomes(card.lines), "days": days, "all_users": all_users},
