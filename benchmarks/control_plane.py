@@ -105,7 +105,8 @@ class CallCounter:
         self.write_units = 0
         self.heartbeat_items = 0  # UpdateItems that set only a node's heartbeat_at (an agent's sign of life)
         self.local = threading.local()
-        self.sizer: Any = None  # a DynamoDB client for reading stored item sizes; set once the stack is up
+        # reads a stored item (DynamoDB JSON) for its size; set once the stack is up
+        self.sizer: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None
 
     @contextmanager
     def ignored(self) -> Iterator[None]:
@@ -181,13 +182,29 @@ class CallCounter:
     def stored_size(self, table: str, key: dict[str, Any]) -> int:
         if self.sizer is None:
             return item_size(key)
-        with self.ignored():
-            item = self.sizer.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
-        return item_size(item or key)
+        return item_size(self.sizer(table, key) or key)
 
     def snapshot(self) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], int, int]:
         with self.lock:
             return Counter(self.calls), Counter(self.units), self.write_units, self.heartbeat_items
+
+
+def stored_item_reader(runtime: Any) -> Callable[[str, dict[str, Any]], dict[str, Any] | None]:
+    """Reads an item from moto's store in this process, in the turn the endpoint gives DynamoDB calls: the
+    size of what a write replaces is then counted without an HTTP call on the handler's thread (which the
+    latencies measured here would include)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][runtime.settings.region]
+    lock = runtime.moto.dynamodb_lock
+
+    def read(table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        with lock:
+            item = backend.get_item(table, key)
+            return None if item is None else dict(item.to_json()["Attributes"])
+
+    return read
 
 
 def is_heartbeat_write(params: dict[str, Any]) -> bool:
@@ -343,10 +360,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # No reconcile ticks and no periodic snapshots: their calls are per minute, not per job.
     runtime = LocalRuntime(home, free_port(), free_port(), schedules={}, snapshot_every=None)
     info = runtime.start()
-    counter.sizer = botocore.session.get_session().create_client(
-        "dynamodb", region_name=runtime.settings.region, endpoint_url=info.aws_endpoint_url,
-        aws_access_key_id="bench", aws_secret_access_key="bench",
-    )  # fmt: skip
+    counter.sizer = stored_item_reader(runtime)
     hops = HopLog()
     for worker in runtime.dispatcher.workers if runtime.dispatcher else []:
         worker._handler = timed(worker.handler(), worker.kind, handler_seconds, handler_calls, hops)
