@@ -8,6 +8,7 @@ running, one heartbeat, succeeded): the figures are the control plane's, not the
 
     .venv/bin/python benchmarks/control_plane.py                 # 200 jobs, 50 preemptions
     .venv/bin/python benchmarks/control_plane.py --jobs 50 --preemptions 10
+    .venv/bin/python benchmarks/control_plane.py --jobs 200 --preemptions 200 --concurrency 1 --runs 5
 
 Prints: submit -> launch-request latency (p50, p99), preemption event -> replacement launch-request
 latency (p50, p99), DynamoDB/SQS/S3 calls per simple job lifecycle, and dollars per 1,000 jobs.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import sys
@@ -709,6 +711,58 @@ def report(result: dict[str, Any]) -> None:
     print("  prices: " + ", ".join(f"{k}={v}" for k, v in p.items()))
 
 
+def run_figures(result: dict[str, Any]) -> dict[str, float]:
+    """The figures compared across runs: latency percentiles (seconds) and items written a simple job."""
+    items = sum(
+        n for (service, op), n in result["units"].items() if service == "dynamodb" and op in DYNAMODB_WRITES
+    )
+    return {
+        "submit p50": percentile(result["submit_latency"], 50),
+        "submit p99": percentile(result["submit_latency"], 99),
+        "preemption p50": percentile(result["preempt_latency"], 50),
+        "preemption p99": percentile(result["preempt_latency"], 99),
+        "items a job": (items - result["heartbeat_items"]) / max(1, result["jobs"]),
+    }
+
+
+def run_many(args: argparse.Namespace, argv: list[str]) -> None:
+    """`--runs N`: each run in a fresh process (a fresh moto, runtime and home), the first run's report in
+    full, then each run's figures and their min / median / max across runs, with the load around each."""
+    import statistics
+    import subprocess
+
+    rows: list[tuple[dict[str, float], tuple[float, float]]] = []
+    child = [a for i, a in enumerate(argv) if a != "--runs" and (i == 0 or argv[i - 1] != "--runs")]
+    child = [a for a in child if not a.startswith("--runs=")]
+    with tempfile.TemporaryDirectory(prefix="skyless-bench-runs-") as folder:
+        for n in range(args.runs):
+            out = Path(folder) / f"run{n}.json"
+            before = os.getloadavg()[0]
+            answer = subprocess.run(
+                [sys.executable, __file__, *child, "--figures-to", str(out)],
+                capture_output=n > 0, text=True, check=False,
+            )  # fmt: skip
+            if answer.returncode != 0 or not out.exists():
+                sys.stderr.write(answer.stderr or "")
+                raise SystemExit(f"run {n + 1} failed (exit {answer.returncode})")
+            rows.append((json.loads(out.read_text()), (before, os.getloadavg()[0])))
+    print()
+    shape = f"--jobs {args.jobs} --preemptions {args.preemptions} --concurrency {args.concurrency}"
+    print(f"{args.runs} runs, each {shape} --rate {args.rate:g} (ms; load: 1-min load average before-after)")
+    names = list(rows[0][0])
+    print("  run  " + "".join(f"{name:>16s}" for name in names) + "      load")
+    for n, (figures, (before, after)) in enumerate(rows, 1):
+        cells = "".join(f"{_shown(name, figures[name]):>16s}" for name in names)
+        print(f"  {n:3d}  {cells}   {before:4.1f}-{after:4.1f}")
+    for label, pick in (("min", min), ("median", statistics.median), ("max", max)):
+        cells = "".join(f"{_shown(name, pick([f[name] for f, _ in rows])):>16s}" for name in names)
+        print(f"  {label:6s}{cells[1:]}")
+
+
+def _shown(name: str, value: float) -> str:
+    return f"{value:.2f}" if name == "items a job" else f"{value * 1000:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -717,9 +771,19 @@ def main() -> None:
     parser.add_argument("--preemptions", type=int, default=50, help="spot jobs to preempt once (default 50)")
     parser.add_argument("--rate", type=float, default=10.0, help="submissions per second (default 10)")
     parser.add_argument("--concurrency", type=int, default=8, help="agent players at once (default 8)")
+    parser.add_argument("--runs", type=int, default=1, help="runs, each in a fresh process (default 1)")
+    parser.add_argument(
+        "--figures-to", type=Path, help=argparse.SUPPRESS
+    )  # a run of --runs writes its figures
     args = parser.parse_args()
+    if args.runs > 1:
+        run_many(args, sys.argv[1:])
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the runtime and its nodes on the way out
-    report(run(args))
+    result = run(args)
+    report(result)
+    if args.figures_to:
+        args.figures_to.write_text(json.dumps(run_figures(result)))
 
 
 if __name__ == "__main__":
