@@ -535,7 +535,8 @@ def print_parts(title: str, samples: list[dict[str, float]], ms: Callable[[list[
 
 
 STEPS = (
-    ("shared.jobs.recovery", "recover_job"),
+    ("shared.jobs.recovery", "recover_job"),  # spot_watch's continuation runs inside it (its `then`)
+    ("shared.jobs.continuation", "replan_and_launch"),
     ("shared.jobs.planning", "make_plan"),
     ("shared.jobs.fencing", "fence_earlier_attempts"),
     ("shared.jobs.launching", "task_launch_fields"),
