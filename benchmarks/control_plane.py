@@ -8,6 +8,7 @@ running, one heartbeat, succeeded): the figures are the control plane's, not the
 
     .venv/bin/python benchmarks/control_plane.py                 # 200 jobs, 50 preemptions
     .venv/bin/python benchmarks/control_plane.py --jobs 50 --preemptions 10
+    .venv/bin/python benchmarks/control_plane.py --jobs 200 --preemptions 200 --concurrency 1 --runs 5
 
 Prints: submit -> launch-request latency (p50, p99), preemption event -> replacement launch-request
 latency (p50, p99), DynamoDB/SQS/S3 calls per simple job lifecycle, and dollars per 1,000 jobs.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import sys
@@ -105,7 +107,8 @@ class CallCounter:
         self.write_units = 0
         self.heartbeat_items = 0  # UpdateItems that set only a node's heartbeat_at (an agent's sign of life)
         self.local = threading.local()
-        self.sizer: Any = None  # a DynamoDB client for reading stored item sizes; set once the stack is up
+        # reads a stored item (DynamoDB JSON) for its size; set once the stack is up
+        self.sizer: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None
 
     @contextmanager
     def ignored(self) -> Iterator[None]:
@@ -181,13 +184,29 @@ class CallCounter:
     def stored_size(self, table: str, key: dict[str, Any]) -> int:
         if self.sizer is None:
             return item_size(key)
-        with self.ignored():
-            item = self.sizer.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
-        return item_size(item or key)
+        return item_size(self.sizer(table, key) or key)
 
     def snapshot(self) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], int, int]:
         with self.lock:
             return Counter(self.calls), Counter(self.units), self.write_units, self.heartbeat_items
+
+
+def stored_item_reader(runtime: Any) -> Callable[[str, dict[str, Any]], dict[str, Any] | None]:
+    """Reads an item from moto's store in this process, in the turn the endpoint gives DynamoDB calls: the
+    size of what a write replaces is then counted without an HTTP call on the handler's thread (which the
+    latencies measured here would include)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][runtime.settings.region]
+    lock = runtime.moto.dynamodb_lock
+
+    def read(table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        with lock:
+            item = backend.get_item(table, key)
+            return None if item is None else dict(item.to_json()["Attributes"])
+
+    return read
 
 
 def is_heartbeat_write(params: dict[str, Any]) -> bool:
@@ -343,10 +362,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # No reconcile ticks and no periodic snapshots: their calls are per minute, not per job.
     runtime = LocalRuntime(home, free_port(), free_port(), schedules={}, snapshot_every=None)
     info = runtime.start()
-    counter.sizer = botocore.session.get_session().create_client(
-        "dynamodb", region_name=runtime.settings.region, endpoint_url=info.aws_endpoint_url,
-        aws_access_key_id="bench", aws_secret_access_key="bench",
-    )  # fmt: skip
+    counter.sizer = stored_item_reader(runtime)
     hops = HopLog()
     for worker in runtime.dispatcher.workers if runtime.dispatcher else []:
         worker._handler = timed(worker.handler(), worker.kind, handler_seconds, handler_calls, hops)
@@ -519,7 +535,8 @@ def print_parts(title: str, samples: list[dict[str, float]], ms: Callable[[list[
 
 
 STEPS = (
-    ("shared.jobs.recovery", "recover_job"),
+    ("shared.jobs.recovery", "recover_job"),  # spot_watch's continuation runs inside it (its `then`)
+    ("shared.jobs.continuation", "replan_and_launch"),
     ("shared.jobs.planning", "make_plan"),
     ("shared.jobs.fencing", "fence_earlier_attempts"),
     ("shared.jobs.launching", "task_launch_fields"),
@@ -695,6 +712,58 @@ def report(result: dict[str, Any]) -> None:
     print("  prices: " + ", ".join(f"{k}={v}" for k, v in p.items()))
 
 
+def run_figures(result: dict[str, Any]) -> dict[str, float]:
+    """The figures compared across runs: latency percentiles (seconds) and items written a simple job."""
+    items = sum(
+        n for (service, op), n in result["units"].items() if service == "dynamodb" and op in DYNAMODB_WRITES
+    )
+    return {
+        "submit p50": percentile(result["submit_latency"], 50),
+        "submit p99": percentile(result["submit_latency"], 99),
+        "preemption p50": percentile(result["preempt_latency"], 50),
+        "preemption p99": percentile(result["preempt_latency"], 99),
+        "items a job": (items - result["heartbeat_items"]) / max(1, result["jobs"]),
+    }
+
+
+def run_many(args: argparse.Namespace, argv: list[str]) -> None:
+    """`--runs N`: each run in a fresh process (a fresh moto, runtime and home), the first run's report in
+    full, then each run's figures and their min / median / max across runs, with the load around each."""
+    import statistics
+    import subprocess
+
+    rows: list[tuple[dict[str, float], tuple[float, float]]] = []
+    child = [a for i, a in enumerate(argv) if a != "--runs" and (i == 0 or argv[i - 1] != "--runs")]
+    child = [a for a in child if not a.startswith("--runs=")]
+    with tempfile.TemporaryDirectory(prefix="skyless-bench-runs-") as folder:
+        for n in range(args.runs):
+            out = Path(folder) / f"run{n}.json"
+            before = os.getloadavg()[0]
+            answer = subprocess.run(
+                [sys.executable, __file__, *child, "--figures-to", str(out)],
+                capture_output=n > 0, text=True, check=False,
+            )  # fmt: skip
+            if answer.returncode != 0 or not out.exists():
+                sys.stderr.write(answer.stderr or "")
+                raise SystemExit(f"run {n + 1} failed (exit {answer.returncode})")
+            rows.append((json.loads(out.read_text()), (before, os.getloadavg()[0])))
+    print()
+    shape = f"--jobs {args.jobs} --preemptions {args.preemptions} --concurrency {args.concurrency}"
+    print(f"{args.runs} runs, each {shape} --rate {args.rate:g} (ms; load: 1-min load average before-after)")
+    names = list(rows[0][0])
+    print("  run  " + "".join(f"{name:>16s}" for name in names) + "      load")
+    for n, (figures, (before, after)) in enumerate(rows, 1):
+        cells = "".join(f"{_shown(name, figures[name]):>16s}" for name in names)
+        print(f"  {n:3d}  {cells}   {before:4.1f}-{after:4.1f}")
+    for label, pick in (("min", min), ("median", statistics.median), ("max", max)):
+        cells = "".join(f"{_shown(name, pick([f[name] for f, _ in rows])):>16s}" for name in names)
+        print(f"  {label:6s}{cells[1:]}")
+
+
+def _shown(name: str, value: float) -> str:
+    return f"{value:.2f}" if name == "items a job" else f"{value * 1000:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -703,9 +772,19 @@ def main() -> None:
     parser.add_argument("--preemptions", type=int, default=50, help="spot jobs to preempt once (default 50)")
     parser.add_argument("--rate", type=float, default=10.0, help="submissions per second (default 10)")
     parser.add_argument("--concurrency", type=int, default=8, help="agent players at once (default 8)")
+    parser.add_argument("--runs", type=int, default=1, help="runs, each in a fresh process (default 1)")
+    parser.add_argument(
+        "--figures-to", type=Path, help=argparse.SUPPRESS
+    )  # a run of --runs writes its figures
     args = parser.parse_args()
+    if args.runs > 1:
+        run_many(args, sys.argv[1:])
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the runtime and its nodes on the way out
-    report(run(args))
+    result = run(args)
+    report(result)
+    if args.figures_to:
+        args.figures_to.write_text(json.dumps(run_figures(result)))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ recover the job; anything else (our own teardowns, old clusters, unknown instanc
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from shared.events.instances import InstanceEvent, parse_instance_event
@@ -30,11 +31,16 @@ def handle_instance_event(event: InstanceEvent, wiring: Wiring | None = None) ->
 
     cause = f"{event.description} (node rank {int(ref.rank)}, {event.instance_id})"
     warned = event.kind == "spot-warning"
-    delay = FALLBACK_DELAY_SECONDS
-    outcome = recover_job(wiring, job, cause, preempted=True, replan_delay_seconds=delay, warned=warned)
-    if outcome == Outcome.DONE:
-        replan_and_launch(wiring, job.job_id, int(job.attempt))  # at once; the messages sent are the fallback
-    return outcome
+    go_on = partial(replan_and_launch, wiring)  # at once; the messages sent are the fallback
+    return recover_job(
+        wiring,
+        job,
+        cause,
+        preempted=True,
+        warned=warned,
+        replan_delay_seconds=FALLBACK_DELAY_SECONDS,
+        then=go_on,
+    )
 
 
 def watch_instance_event(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:

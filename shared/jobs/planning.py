@@ -38,6 +38,14 @@ def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
         return Outcome.UNKNOWN_JOB
     if message.attempt != job.attempt:
         return Outcome.STALE
+    return plan_read_job(wiring, job)
+
+
+def plan_read_job(wiring: Wiring, job: JobModel, *, launch_delay_seconds: int = 0) -> Outcome:
+    """Plan `job` as read, or as a move of this call left it (the move to PLANNED is conditional on the
+    state and version in hand). `launch_delay_seconds`: the launch message is only the fallback of a
+    caller that goes on to launch itself (shared/jobs/continuation.py); sent at once, provision would
+    launch the same attempt beside it."""
     if JobState(job.state) not in PLANNABLE:
         return Outcome.ALREADY_DONE
     try:
@@ -57,7 +65,7 @@ def plan_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome:
     if not moved:
         return Outcome.ALREADY_DONE
     # Were this process to die here, the launch message is lost: reconcile re-sends it for stuck PLANNED jobs.
-    send_launch(wiring, job.job_id, int(job.attempt))
+    send_launch(wiring, job.job_id, int(job.attempt), delay_seconds=launch_delay_seconds)
     return Outcome.DONE
 
 

@@ -58,6 +58,12 @@ def provision_job(body: dict[str, Any], wiring: Wiring | None = None) -> Outcome
         return Outcome.UNKNOWN_JOB
     if message.attempt != job.attempt:
         return Outcome.STALE
+    return launch_read_job(wiring, job, message)
+
+
+def launch_read_job(wiring: Wiring, job: JobModel, message: ProvisionMessage) -> Outcome:
+    """Launch `job` as read, or as a move of this call left it (every write that follows is conditional on
+    the state and version in hand)."""
     if JobState(job.state) not in LAUNCHABLE or job.group_tasks:  # a job group launches only its members
         return Outcome.ALREADY_DONE
     if superseded_wait(job, message):

@@ -12,6 +12,7 @@ timeline says why."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from shared.jobs.blocks import blocks_json, blocks_of
@@ -64,11 +65,15 @@ def recover_job(
     counts_as_restart: bool = False,
     replan_delay_seconds: int = 0,
     warned: bool = False,
+    then: Callable[[JobModel], object] | None = None,
 ) -> Outcome:
     """Move the job to RECOVERING (attempt + 1), tear its cluster down, ask for a new plan. A caller that
     goes on to re-plan itself (shared/jobs/continuation.py) delays the optimize message: it is then only
-    the fallback, and does not race the caller. `warned`: the preemption came with a notice (the provider
-    scorecard counts those, shared/reports/)."""
+    the fallback, and does not race the caller. `then`: that going on, called with the job as the move
+    left it; the old cluster's teardown message waits until it returns (or raises), so the teardown does
+    not compete with the replacement's launch request (the launch's fence terminates the old cluster
+    first anyway). `warned`: the preemption came with a notice (the provider scorecard counts those,
+    shared/reports/)."""
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
@@ -112,8 +117,15 @@ def recover_job(
     )
     if not moved:
         return Outcome.ALREADY_DONE
-    send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
+    if then is None:
+        send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
+        send_optimize(wiring, job.job_id, next_attempt, delay_seconds=replan_delay_seconds)
+        return Outcome.DONE
     send_optimize(wiring, job.job_id, next_attempt, delay_seconds=replan_delay_seconds)
+    try:
+        then(job)
+    finally:
+        send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
     return Outcome.DONE
 
 

@@ -128,6 +128,31 @@ def test_a_preemption_through_eventbridge_recovers_the_job_in_another_region(
     assert get_job(wiring_for(stack), job_id, owner=None).state == JobState.SETTING_UP
 
 
+def test_a_preemption_relaunched_in_the_same_call_leaves_provision_nothing_to_launch_beside_it(
+    stack: Settings, queues: QueueDriver
+) -> None:
+    """The plan's launch message waits as a fallback: sent at once, provision (polled by another thread, or
+    another Lambda) launched the same attempt beside the spot_watch call, a third launch and record per
+    preemption. The old cluster's teardown is asked for once the replacement's launch is recorded."""
+    job_id = launch(stack, queues)
+    event = LocalCloud(stack.home).preempt(job_id)
+    assert event is not None
+    detail = json.dumps(event["detail"])
+    entry = {"Source": event["source"], "DetailType": event["detail-type"], "Detail": detail}
+    boto3.client("events", endpoint_url=stack.endpoint_url).put_events(Entries=[entry])
+    assert spot_watch_handler(queues.event(queues.receive("spot_watch", wait_seconds=2)), None) == {
+        "batchItemFailures": []
+    }
+    relaunched = get_job(wiring_for(stack), job_id, owner=None)
+    assert relaunched.state == JobState.SETTING_UP and relaunched.cluster is not None
+    visible = queues.receive("provision")
+    assert [json.loads(r["body"])["action"] for r in visible] == ["teardown"]  # no launch to race
+    assert queues.delayed_count("provision") == 1 and queues.delayed_count("optimize") == 1  # the fallbacks
+    record = wiring_for(stack).store.cluster(relaunched.cluster["cluster_id"])
+    assert record is not None
+    assert int(visible[0]["attributes"]["SentTimestamp"]) / 1000 >= float(record.launched_at) - 0.001
+
+
 def test_failover_strategy_tries_the_same_region_again_first(stack: Settings, queues: QueueDriver) -> None:
     job_id = launch(stack, queues, strategy="FAILOVER")
     first = get_job(wiring_for(stack), job_id, owner=None)
