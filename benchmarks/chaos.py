@@ -16,9 +16,11 @@ tests/integration/test_chaos.py is the same at CI size.
     .venv/bin/python benchmarks/chaos.py --jobs 200 --seed 3   # the DynamoDB store (moto)
     .venv/bin/python benchmarks/chaos.py --jobs 100 --without-fence   # shows the checker catching it
 
-`--store dynamodb` (the default) is the real store on moto in this process. moto's TransactWriteItems
-copies whole tables and its response serializer walks every item (together most of a run's time), so a run
-is split into waves of `--wave` jobs, each on fresh tables (jobs of one wave share zones, storms and
+`--store dynamodb` (the default) is the real store on moto in this process, with moto's two costs that are
+not DynamoDB's taken out (tests/chaos/fast_moto.py: transactions back up the items they touch, as the local
+runtime's moto does, not whole tables; item responses are dumped as the wire JSON they already are, which
+tests/integration/test_chaos.py checks against moto's own serializer; `--plain-moto` leaves moto as it is).
+A run is split into waves of `--wave` jobs, each on fresh tables (jobs of one wave share zones, storms and
 cool-downs); the counts are summed over waves. `--store memory` is shared/store/memory.py, held to
 DynamoDB's conditions by tests/unit/test_job_store_contract.py: a 100-job wave took 26 s here where the
 DynamoDB store's took many minutes; 1,000 jobs in one wave (`--wave 1000`) share every zone, storm and
@@ -81,6 +83,10 @@ def run_wave(jobs: int, seed: int, args: argparse.Namespace, home: Path) -> Any:
     if args.store == "memory":  # any AWS call that slips past the wiring fails (a handler error)
         settings = Settings(prefix=prefix, home=home, providers="*=sim", endpoint_url=NOWHERE)
         return run_chaos(settings, config, MemoryJobStore())
+    if not args.plain_moto:
+        from chaos import fast_moto
+
+        fast_moto.install()
     with mock_aws():
         settings = Settings(prefix=prefix, home=home, providers="*=sim")
         for model in models_for(settings).all():
@@ -99,6 +105,9 @@ def main() -> None:
         help="dynamodb: the real store on moto in this process; memory: shared/store/memory.py, held to "
         "DynamoDB's conditions by the contract tests (about N times faster)",
     )  # fmt: skip
+    parser.add_argument(
+        "--plain-moto", action="store_true", help="moto as it is: whole-table copies, its own serializer"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--crash-rate", type=float, default=0.04)
     parser.add_argument("--preemptions-per-hour", type=float, default=240.0)
@@ -169,12 +178,15 @@ def main() -> None:
                                          "extras_let_go", "moves_refused", "spot_refused")},
               "extra_cluster_max_seconds": extra_max,
               "crash_points": f"{len(crashed_at)} of {2 * len(called)}", "simulated_hours": round(hours, 1),
-              "wall_seconds": round(seconds, 1), "fenced": not args.without_fence}  # fmt: skip
+              "wall_seconds": round(seconds, 1), "fenced": not args.without_fence,
+              "store": args.store + (" (plain moto)" if args.plain_moto and args.store == "dynamodb" else ""),
+              "seed": args.seed, "wave": args.wave, "cpu_seconds": round(time.process_time(), 1)}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"chaos: {result['jobs']} jobs ({'fenced' if result['fenced'] else 'FENCE TAKEN OUT'}), "
-          f"{result['simulated_hours']} simulated hours in {result['wall_seconds']} s")  # fmt: skip
+    print(f"chaos: {result['jobs']} jobs ({'fenced' if result['fenced'] else 'FENCE TAKEN OUT'}), store "
+          f"{result['store']}, seed {result['seed']}, waves of {result['wave']}: {result['simulated_hours']} "
+          f"simulated hours in {result['wall_seconds']} s ({result['cpu_seconds']} s CPU)")  # fmt: skip
     print(f"  outcomes: {result['outcomes']}  (failed because: {result['failed_reasons']})")
     faults = ("crashes", "calls", "messages_sent", "deliveries", "launch_requests", "preemptions", "storms")
     print("  faults: " + ", ".join(f"{k} {result[k]}" for k in (*faults, "stale_agents_stopped")))
