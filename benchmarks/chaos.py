@@ -101,6 +101,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--wave", type=int, default=100, help="jobs per wave (fresh tables each)")
     parser.add_argument(
+        "--first-wave", type=int, default=0,
+        help="start at this wave (its seed: seed*1000+wave), to split a run over processes",
+    )  # fmt: skip
+    parser.add_argument(
         "--store", choices=("dynamodb", "memory"), default="dynamodb",
         help="dynamodb: the real store on moto in this process; memory: shared/store/memory.py, held to "
         "DynamoDB's conditions by the contract tests (about N times faster)",
@@ -145,7 +149,7 @@ def main() -> None:
     called: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="skyless-chaos-") as home:
         done = 0
-        wave = 0
+        wave = args.first_wave
         while done < args.jobs:
             size = min(args.wave, args.jobs - done)
             report = run_wave(size, args.seed * 1000 + wave, args, Path(home))
@@ -166,9 +170,11 @@ def main() -> None:
                 found = getattr(report, name)
                 findings[name].extend(list(found.items()) if isinstance(found, dict) else found)
             done += size
+            found_here = {name: summary[name] for name in COUNTS if summary[name]}
+            elapsed = time.perf_counter() - started
+            print(f"wave {wave} (seed {args.seed * 1000 + wave}): {size} jobs, {dict(report.outcomes)}, "
+                  f"findings {found_here or 'none'}, {elapsed:.0f} s", file=sys.stderr)  # fmt: skip
             wave += 1
-            print(f"wave {wave}: {size} jobs, {dict(report.outcomes)}, "
-                  f"{sum(totals[n] for n in COUNTS)} findings so far", file=sys.stderr)  # fmt: skip
     seconds = time.perf_counter() - started
     result = {"jobs": totals["jobs"], "outcomes": dict(outcomes), "failed_reasons": dict(reasons),
               **{name: totals[name] for name in COUNTS},
@@ -180,12 +186,14 @@ def main() -> None:
               "crash_points": f"{len(crashed_at)} of {2 * len(called)}", "simulated_hours": round(hours, 1),
               "wall_seconds": round(seconds, 1), "fenced": not args.without_fence,
               "store": args.store + (" (plain moto)" if args.plain_moto and args.store == "dynamodb" else ""),
-              "seed": args.seed, "wave": args.wave, "cpu_seconds": round(time.process_time(), 1)}  # fmt: skip
+              "seed": args.seed, "wave": args.wave, "waves": f"{args.first_wave}-{wave - 1}",
+              "cpu_seconds": round(time.process_time(), 1)}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2))
         return
     print(f"chaos: {result['jobs']} jobs ({'fenced' if result['fenced'] else 'FENCE TAKEN OUT'}), store "
-          f"{result['store']}, seed {result['seed']}, waves of {result['wave']}: {result['simulated_hours']} "
+          f"{result['store']}, seed {result['seed']}, waves {result['waves']} of {result['wave']} jobs: "
+          f"{result['simulated_hours']} "
           f"simulated hours in {result['wall_seconds']} s ({result['cpu_seconds']} s CPU)")  # fmt: skip
     print(f"  outcomes: {result['outcomes']}  (failed because: {result['failed_reasons']})")
     faults = ("crashes", "calls", "messages_sent", "deliveries", "launch_requests", "preemptions", "storms")
