@@ -47,7 +47,7 @@ def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
     # the mix before droughts and their moves (the test below has those, on the faster store)
     kinds = ("simple", "spot", "spot-2-nodes", "spot-or-on-demand", "pipeline", "deadline")
     mix = dict(zip(kinds, (0.15, 0.3, 0.2, 0.1, 0.1, 0.15), strict=True))
-    report = run_chaos(chaos_settings, ChaosConfig(jobs=20, seed=11, tasks=mix, drought_seconds=0, **STORMY))
+    report = run_chaos(chaos_settings, ChaosConfig(jobs=12, seed=11, tasks=mix, drought_seconds=0, **STORMY))
     summary = report.summary()
     # the chaos happened ...
     assert report.crashes > 20 and report.crash_points == report.crash_points_possible, summary
