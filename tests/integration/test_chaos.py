@@ -149,3 +149,19 @@ def test_fast_moto_answers_every_attribute_type_as_moto_does(chaos_settings: Set
     assert answers == [first] * 4 + [item] * 2
     assert fast_moto.checked["verified"] == fast_moto.checked["fast"] >= 8, fast_moto.checked
     assert fast_moto.differences == [], fast_moto.differences
+
+
+def test_the_chaos_clock_does_not_follow_the_real_one() -> None:
+    """Real seconds a loaded machine takes between two steps are not simulated seconds: followed, they
+    made running nodes look silent to reconcile (and their jobs fail) on the slow store at high load."""
+    import time
+
+    clock = SimClock(detached=True)
+    with clock.installed():
+        first = time.time()
+        time.sleep(0.05)
+        second = time.time()
+        clock.advance(60)
+        third = time.time()
+    assert 0 < second - first < 0.001
+    assert 60 <= third - second < 60.001
