@@ -22,8 +22,8 @@ runtime's moto does, not whole tables; item responses are dumped as the wire JSO
 tests/integration/test_chaos.py checks against moto's own serializer; `--plain-moto` leaves moto as it is).
 A run is split into waves of `--wave` jobs, each on fresh tables (jobs of one wave share zones, storms and
 cool-downs); the counts are summed over waves. `--store memory` is shared/store/memory.py, held to
-DynamoDB's conditions by tests/unit/test_job_store_contract.py, about ten times faster (a 100-job wave:
-about 9 s of CPU, the DynamoDB store's about 90 s); 1,000 jobs in one wave (`--wave 1000`) share every
+DynamoDB's conditions by tests/unit/test_job_store_contract.py, about 13 times faster (a 100-job wave:
+about 6 s of CPU, the DynamoDB store's about 77 s); 1,000 jobs in one wave (`--wave 1000`) share every
 zone, storm and cool-down (1.5 to 7 min here, with the machine less or more loaded). Waves are independent:
 `--first-wave` splits a run over processes (`--jobs 200 --first-wave 4` runs waves 4 and 5 of the same run).
 """
@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument(
         "--store", choices=("dynamodb", "memory"), default="dynamodb",
         help="dynamodb: the real store on moto in this process; memory: shared/store/memory.py, held to "
-        "DynamoDB's conditions by the contract tests (about ten times faster)",
+        "DynamoDB's conditions by the contract tests (about 13 times faster)",
     )  # fmt: skip
     parser.add_argument(
         "--plain-moto", action="store_true", help="moto as it is: whole-table copies, its own serializer"
