@@ -16,13 +16,16 @@ tests/integration/test_chaos.py is the same at CI size.
     .venv/bin/python benchmarks/chaos.py --jobs 200 --seed 3   # the DynamoDB store (moto)
     .venv/bin/python benchmarks/chaos.py --jobs 100 --without-fence   # shows the checker catching it
 
-`--store dynamodb` (the default) is the real store on moto in this process. moto's TransactWriteItems
-copies whole tables and its response serializer walks every item (together most of a run's time), so a run
-is split into waves of `--wave` jobs, each on fresh tables (jobs of one wave share zones, storms and
+`--store dynamodb` (the default) is the real store on moto in this process, with moto's two costs that are
+not DynamoDB's taken out (tests/chaos/fast_moto.py: transactions back up the items they touch, as the local
+runtime's moto does, not whole tables; item responses are dumped as the wire JSON they already are, which
+tests/integration/test_chaos.py checks against moto's own serializer; `--plain-moto` leaves moto as it is).
+A run is split into waves of `--wave` jobs, each on fresh tables (jobs of one wave share zones, storms and
 cool-downs); the counts are summed over waves. `--store memory` is shared/store/memory.py, held to
-DynamoDB's conditions by tests/unit/test_job_store_contract.py: a 100-job wave took 26 s here where the
-DynamoDB store's took many minutes; 1,000 jobs in one wave (`--wave 1000`) share every zone, storm and
-cool-down (1.5 to 7 min here, with the machine less or more loaded).
+DynamoDB's conditions by tests/unit/test_job_store_contract.py, about 13 times faster (a 100-job wave:
+about 6 s of CPU, the DynamoDB store's about 77 s); 1,000 jobs in one wave (`--wave 1000`) share every
+zone, storm and cool-down (1.5 to 7 min here, with the machine less or more loaded). Waves are independent:
+`--first-wave` splits a run over processes (`--jobs 200 --first-wave 4` runs waves 4 and 5 of the same run).
 """
 
 from __future__ import annotations
@@ -81,6 +84,10 @@ def run_wave(jobs: int, seed: int, args: argparse.Namespace, home: Path) -> Any:
     if args.store == "memory":  # any AWS call that slips past the wiring fails (a handler error)
         settings = Settings(prefix=prefix, home=home, providers="*=sim", endpoint_url=NOWHERE)
         return run_chaos(settings, config, MemoryJobStore())
+    if not args.plain_moto:
+        from chaos import fast_moto
+
+        fast_moto.install()
     with mock_aws():
         settings = Settings(prefix=prefix, home=home, providers="*=sim")
         for model in models_for(settings).all():
@@ -95,10 +102,17 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--wave", type=int, default=100, help="jobs per wave (fresh tables each)")
     parser.add_argument(
+        "--first-wave", type=int, default=0,
+        help="start at this wave (its seed: seed*1000+wave), to split a run over processes",
+    )  # fmt: skip
+    parser.add_argument(
         "--store", choices=("dynamodb", "memory"), default="dynamodb",
         help="dynamodb: the real store on moto in this process; memory: shared/store/memory.py, held to "
-        "DynamoDB's conditions by the contract tests (about N times faster)",
+        "DynamoDB's conditions by the contract tests (about 13 times faster)",
     )  # fmt: skip
+    parser.add_argument(
+        "--plain-moto", action="store_true", help="moto as it is: whole-table copies, its own serializer"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--crash-rate", type=float, default=0.04)
     parser.add_argument("--preemptions-per-hour", type=float, default=240.0)
@@ -136,7 +150,7 @@ def main() -> None:
     called: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="skyless-chaos-") as home:
         done = 0
-        wave = 0
+        wave = args.first_wave
         while done < args.jobs:
             size = min(args.wave, args.jobs - done)
             report = run_wave(size, args.seed * 1000 + wave, args, Path(home))
@@ -157,9 +171,12 @@ def main() -> None:
                 found = getattr(report, name)
                 findings[name].extend(list(found.items()) if isinstance(found, dict) else found)
             done += size
+            found_here = {name: summary[name] for name in COUNTS if summary[name]}
+            elapsed = time.perf_counter() - started
+            print(f"wave {wave} (seed {args.seed * 1000 + wave}): {size} jobs, {dict(report.outcomes)}, "
+                  f"findings {found_here or 'none'}, {elapsed:.0f} s; {json.dumps(summary)}",
+                  file=sys.stderr)  # fmt: skip
             wave += 1
-            print(f"wave {wave}: {size} jobs, {dict(report.outcomes)}, "
-                  f"{sum(totals[n] for n in COUNTS)} findings so far", file=sys.stderr)  # fmt: skip
     seconds = time.perf_counter() - started
     result = {"jobs": totals["jobs"], "outcomes": dict(outcomes), "failed_reasons": dict(reasons),
               **{name: totals[name] for name in COUNTS},
@@ -169,12 +186,17 @@ def main() -> None:
                                          "extras_let_go", "moves_refused", "spot_refused")},
               "extra_cluster_max_seconds": extra_max,
               "crash_points": f"{len(crashed_at)} of {2 * len(called)}", "simulated_hours": round(hours, 1),
-              "wall_seconds": round(seconds, 1), "fenced": not args.without_fence}  # fmt: skip
+              "wall_seconds": round(seconds, 1), "fenced": not args.without_fence,
+              "store": args.store + (" (plain moto)" if args.plain_moto and args.store == "dynamodb" else ""),
+              "seed": args.seed, "wave": args.wave, "waves": f"{args.first_wave}-{wave - 1}",
+              "cpu_seconds": round(time.process_time(), 1)}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"chaos: {result['jobs']} jobs ({'fenced' if result['fenced'] else 'FENCE TAKEN OUT'}), "
-          f"{result['simulated_hours']} simulated hours in {result['wall_seconds']} s")  # fmt: skip
+    print(f"chaos: {result['jobs']} jobs ({'fenced' if result['fenced'] else 'FENCE TAKEN OUT'}), store "
+          f"{result['store']}, seed {result['seed']}, waves {result['waves']} of {result['wave']} jobs: "
+          f"{result['simulated_hours']} "
+          f"simulated hours in {result['wall_seconds']} s ({result['cpu_seconds']} s CPU)")  # fmt: skip
     print(f"  outcomes: {result['outcomes']}  (failed because: {result['failed_reasons']})")
     faults = ("crashes", "calls", "messages_sent", "deliveries", "launch_requests", "preemptions", "storms")
     print("  faults: " + ", ".join(f"{k} {result[k]}" for k in (*faults, "stale_agents_stopped")))

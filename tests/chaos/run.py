@@ -199,7 +199,7 @@ class ChaosRun:
         self.settings = settings
         self.config = config
         self.rng = random.Random(config.seed)
-        self.clock = SimClock()
+        self.clock = SimClock(detached=True)
         self.monitor = Monitor(self.clock)
         self.injector = FaultInjector(random.Random(config.seed + 1), config.crash_rate)
         self.bus = ChaosBus(

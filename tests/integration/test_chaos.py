@@ -3,7 +3,9 @@ at least twice (shuffled, late), crashes before and after store/queue/cloud call
 transient errors, zone-wide preemption storms and single nodes of two-node clusters taken away. Every
 invariant must hold; `benchmarks/chaos.py` runs the same at 1,000 jobs.
 
-DynamoDB is moto in this process (mock_aws): the same store code, without HTTP between it and the run."""
+DynamoDB is moto in this process (mock_aws): the same store code, without HTTP between it and the run, with
+moto's whole-table copies and slow response serializer taken out (chaos.fast_moto; every 20th response and
+each operation's first is also built moto's way, and must read the same)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chaos import fast_moto
 from chaos.clock import SimClock
 from chaos.run import ChaosConfig, run_chaos
 from chaos.sim_cloud import Monitor
@@ -31,6 +34,8 @@ def chaos_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     fake = {"AWS_ACCESS_KEY_ID": "chaos", "AWS_SECRET_ACCESS_KEY": "chaos", "AWS_DEFAULT_REGION": "us-east-1"}
     for name, value in {**fake, "SKYLESS_AGENT_SECRET": "chaos"}.items():
         monkeypatch.setenv(name, value)
+    fast_moto.install()
+    fast_moto.verify(every=20)
     with mock_aws():
         settings = Settings(prefix=f"chaos{uuid.uuid4().hex[:8]}", home=tmp_path, providers="*=sim")
         for model in models_for(settings).all():
@@ -42,7 +47,7 @@ def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
     # the mix before droughts and their moves (the test below has those, on the faster store)
     kinds = ("simple", "spot", "spot-2-nodes", "spot-or-on-demand", "pipeline", "deadline")
     mix = dict(zip(kinds, (0.15, 0.3, 0.2, 0.1, 0.1, 0.15), strict=True))
-    report = run_chaos(chaos_settings, ChaosConfig(jobs=20, seed=11, tasks=mix, drought_seconds=0, **STORMY))
+    report = run_chaos(chaos_settings, ChaosConfig(jobs=12, seed=11, tasks=mix, drought_seconds=0, **STORMY))
     summary = report.summary()
     # the chaos happened ...
     assert report.crashes > 20 and report.crash_points == report.crash_points_possible, summary
@@ -57,6 +62,8 @@ def test_chaos_every_invariant_holds(chaos_settings: Settings) -> None:
     assert report.vms_left_after_reconcile == [] and report.vms_left_after_reaper == [], summary
     assert report.illegal_moves == [], summary
     assert report.handler_errors == [], report.handler_errors[:2]
+    # ... and moto answered as moto does
+    assert fast_moto.checked["verified"] > 100 and fast_moto.differences == [], fast_moto.differences[:2]
 
 
 def test_chaos_moves_running_jobs_made_before_break_within_the_bound(
@@ -103,3 +110,58 @@ def test_the_monitor_finds_a_task_started_on_an_extra_beside_a_live_earlier_clus
     monitor.close()
     assert monitor.extra_ran_task == {"job-b": ["job-b-0", "job-b-1"]}
     assert set(monitor.extra_cluster_too_long) == {"job-b"}
+
+
+def test_fast_moto_answers_every_attribute_type_as_moto_does(chaos_settings: Settings) -> None:
+    """The chaos run's shortcut through moto's response serializer, on every attribute type (binary ones
+    are base64 on the wire) and every item operation the store uses: the same parsed answers."""
+    import boto3
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
+                        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}])  # fmt: skip
+    item = {"k": {"S": "a"}, "n": {"N": "1.5"}, "b": {"B": b"\x00\xff"}, "bs": {"BS": [b"x", b"y"]},
+            "ss": {"SS": ["p", "q"]}, "ns": {"NS": ["1", "2"]}, "t": {"BOOL": True}, "z": {"NULL": True},
+            "m": {"M": {"l": {"L": [{"S": "s"}, {"N": "3"}, {"B": b"z"}]}}}}  # fmt: skip
+    fast_moto.verify(every=1)
+    client.put_item(TableName="t", Item=item, ReturnValues="ALL_OLD")
+    first = dict(item)
+    key = {"k": {"S": "a"}}
+    answers = [
+        client.get_item(TableName="t", Key=key)["Item"],
+        client.query(
+            TableName="t", KeyConditionExpression="k = :k", ExpressionAttributeValues={":k": {"S": "a"}}
+        )["Items"][0],
+        client.batch_get_item(RequestItems={"t": {"Keys": [key]}})["Responses"]["t"][0],
+        client.update_item(
+            TableName="t",
+            Key=key,
+            UpdateExpression="SET n = n + :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+            ReturnValues="ALL_OLD",
+        )["Attributes"],
+    ]
+    item["n"] = {"N": "2.5"}
+    answers.append(client.delete_item(TableName="t", Key=key, ReturnValues="ALL_OLD")["Attributes"])
+    client.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": item}}])
+    answers.append(client.get_item(TableName="t", Key=key, ConsistentRead=True)["Item"])
+    assert answers == [first] * 4 + [item] * 2
+    assert fast_moto.checked["verified"] == fast_moto.checked["fast"] >= 8, fast_moto.checked
+    assert fast_moto.differences == [], fast_moto.differences
+
+
+def test_the_chaos_clock_does_not_follow_the_real_one() -> None:
+    """Real seconds a loaded machine takes between two steps are not simulated seconds: followed, they
+    made running nodes look silent to reconcile (and their jobs fail) on the slow store at high load."""
+    import time
+
+    clock = SimClock(detached=True)
+    with clock.installed():
+        first = time.time()
+        time.sleep(0.05)
+        second = time.time()
+        clock.advance(60)
+        third = time.time()
+    assert 0 < second - first < 0.001
+    assert 60 <= third - second < 60.001
