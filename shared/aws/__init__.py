@@ -1,4 +1,4 @@
-"""The AWS adapters at the bottom: every boto3 client comes from `sessions.aws_client`.
+"""The AWS adapters at the bottom: every AWS client comes from `sessions.aws_client`.
 
 `sessions` (one botocore session per thread, and the client factory), `service_models` (the EC2 model
 cut to what the AWS provider calls), `queues` (the `Queue` port over

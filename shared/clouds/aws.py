@@ -273,10 +273,14 @@ class AwsCloud:
         filters = [{"Name": f"tag:{key}", "Values": [value]} for key, value in tags.items()]
         filters.append({"Name": "instance-state-name", "Values": list(states)})
         found: list[dict[str, Any]] = []
-        for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
+        request: dict[str, Any] = {"Filters": filters}
+        while True:  # pages by hand: a paginator loads its own model, ~12 ms of a cold start's CPU
+            page = ec2.describe_instances(**request)
             for reservation in page["Reservations"]:
                 found += [i for i in reservation["Instances"] if self._launched_by_skyless(i)]
-        return found
+            if not page.get("NextToken"):
+                return found
+            request["NextToken"] = page["NextToken"]
 
     def _launched_by_skyless(self, instance: dict[str, Any]) -> bool:
         """Launched with the nodes' instance profile, which only skyless's provision role may pass."""

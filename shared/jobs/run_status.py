@@ -12,12 +12,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
-
+from shared.aws.stream_images import plain_image
 from shared.config import Settings
 
 TERMINAL_STATES = ("SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED")
-_deserializer = TypeDeserializer()
 
 
 def status_key(job_id: str) -> str:
@@ -50,7 +48,7 @@ def record_finished_runs(settings: Settings, records: Iterable[dict[str, Any]]) 
     for record in records:
         stream = record.get("dynamodb") or {}
         try:
-            image = {k: _deserializer.deserialize(v) for k, v in (stream.get("NewImage") or {}).items()}
+            image = plain_image(stream.get("NewImage") or {})
             job_id, state = image.get("job_id"), image.get("state")
             if (
                 image.get("kind") != "state"

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
+from shared.aws.stream_images import plain_image
 
 TOPICS: tuple[str, ...] = ("preempted", "recovered", "succeeded", "failed", "no_capacity", "budget")
 DEFAULT_TOPICS: tuple[str, ...] = TOPICS
@@ -124,13 +124,10 @@ class Notification:
         return f"{self.subject}\n\n{self.event_message}\n\n{body}\n\n{self.hint.replace('`', '')}\n"
 
 
-_deserializer = TypeDeserializer()
-
-
 def record_from_image(image: dict[str, Any]) -> TimelineRecord | None:
     """A stream record's NewImage (DynamoDB-typed) → the event; None when it is not a job event."""
     try:
-        plain = {name: _deserializer.deserialize(value) for name, value in image.items()}
+        plain = plain_image(image)
     except (TypeError, ValueError):
         return None
     job_id, at = plain.get("job_id"), plain.get("at")

@@ -246,6 +246,26 @@ def test_list_owned_and_describe_find_nodes_in_every_configured_region(aws: AwsC
     assert (node.region, node.zone, node.job_id) == ("us-west-2", "us-west-2b", west.job_id)
 
 
+def test_list_owned_reads_every_page_of_instances(aws: AwsCloud) -> None:
+    specs = [make_spec() for _ in range(3)]
+    for spec in specs:
+        aws.launch(spec)
+    calls: list[dict[str, Any]] = []
+
+    def one_reservation_a_page(params: dict[str, Any], **_: Any) -> None:
+        params["MaxResults"] = 1
+        calls.append(dict(params))
+
+    events = aws.client("us-east-1").meta.events
+    events.register("provide-client-params.ec2.DescribeInstances", one_reservation_a_page)
+    try:
+        owned = {n.cluster_id for n in aws.list_owned() if n.region == "us-east-1"}
+    finally:
+        events.unregister("provide-client-params.ec2.DescribeInstances", one_reservation_a_page)
+    assert {spec.cluster_id for spec in specs} <= owned
+    assert len(calls) >= 3 and any("NextToken" in call for call in calls)
+
+
 def test_gpu_types_boot_a_deep_learning_image_and_cpu_types_ubuntu(aws: AwsCloud, moto_endpoint: str) -> None:
     gpu = make_spec(instance_type="p3.2xlarge")
     cpu = make_spec()

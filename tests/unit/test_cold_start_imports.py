@@ -74,6 +74,19 @@ def test_a_handler_imports_no_pydantic_before_its_first_call(handler: str) -> No
     assert json.loads(out.stdout) == []
 
 
+@pytest.mark.parametrize("handler", template_handlers())
+def test_no_handler_imports_boto3_before_its_first_call(handler: str) -> None:
+    """Clients are botocore's and stream images are read by shared.aws.stream_images: boto3 (s3transfer,
+    multiprocessing) is ~30 ms of CPU only the AWS provider's and the buckets' first calls pay."""
+    module, attribute = handler.rsplit(".", 1)
+    probe = f"import sys\nfrom {module} import {attribute}\nprint('boto3' in sys.modules)\n"
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
 def test_the_api_loads_jinja2_only_when_a_dashboard_page_renders() -> None:
     probe = (
         "import json, sys\nfrom functions.submit.app import handler\n"
