@@ -102,6 +102,7 @@ def plan_task_file(
 
             data = locate_data(settings, pipeline, owner=caller.user_id, declared=body.data_gb)
         sources = data.sources if data else []
+        cut: dict[str, Any] = {} if max_candidates is None else {"max_candidates": max_candidates}
         plan = optimizer.plan_pipeline(
             pipeline,
             wiring.catalog,
@@ -109,7 +110,7 @@ def plan_task_file(
             minimize=body.minimize,
             prices=prices,
             data=sources,
-            **({} if max_candidates is None else {"max_candidates": max_candidates}),
+            **cut,
         )
         plan.notes.extend(data.notes if data else [])
         return plan
