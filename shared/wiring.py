@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
@@ -87,6 +88,14 @@ class Wiring:
         if isinstance(self.store, MemoryJobStore):  # a harness's jobs in memory (benchmarks/): none stored
             return MemoryContractRecords()
         return DynamoContractRecords(self.settings)
+
+    def with_cooldowns(self, cooldowns: Cooldowns) -> Wiring:
+        """This wiring (its warm adapters and catalog shared) reading the cool-down record via `cooldowns`."""
+        self.catalog_loader  # built here first, so that both wirings share one catalog  # noqa: B018
+        other = copy.copy(self)
+        other.cooldown_record = cooldowns
+        other.__dict__.pop("cooldowns", None)  # the cached property of the copied adapters
+        return other
 
     @property
     def catalog(self) -> Catalog:

@@ -76,12 +76,17 @@ def read_task(body: PlanRequest) -> Pipeline:
 
 
 def plan_task_file(
-    settings: Settings, body: PlanRequest, pipeline: Pipeline | None = None, caller: User | None = None
+    settings: Settings,
+    body: PlanRequest,
+    pipeline: Pipeline | None = None,
+    caller: User | None = None,
+    max_candidates: int | None = None,
 ) -> Plan:
     """The plan for the task the body carries (`pipeline`, when the caller has read it already), on the
     catalog the optimize function uses (refreshed prices included); errors name the body's filename.
     With the `caller`, as their launch would be planned: at their contracts, and with the buckets they may
-    read placed and their egress counted (shared.storage.gravity)."""
+    read placed and their egress counted (shared.storage.gravity). `max_candidates`: each task's failover
+    list cut there (None: the optimizer's default)."""
     pipeline = pipeline if pipeline is not None else read_task(body)
     clouds = {c.lower() for c in body.clouds} if body.clouds else None
     wiring = wiring_for(settings)
@@ -97,6 +102,7 @@ def plan_task_file(
 
             data = locate_data(settings, pipeline, owner=caller.user_id, declared=body.data_gb)
         sources = data.sources if data else []
+        cut: dict[str, Any] = {} if max_candidates is None else {"max_candidates": max_candidates}
         plan = optimizer.plan_pipeline(
             pipeline,
             wiring.catalog,
@@ -104,6 +110,7 @@ def plan_task_file(
             minimize=body.minimize,
             prices=prices,
             data=sources,
+            **cut,
         )
         plan.notes.extend(data.notes if data else [])
         return plan
@@ -121,7 +128,9 @@ def dry_run(settings: Settings, body: PlanRequest, caller: User | None = None) -
 def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJobResponse:
     check_workdir_key(caller, body.workdir_key)
     pipeline = read_task(body)  # the one parse of the file (null secrets must have values: `body.secrets`)
-    plan_task_file(settings, body, pipeline)  # a task nothing can run is refused before anything is recorded
+    # A task nothing can run is refused before anything is recorded, with the dry run's error: whether a
+    # task has a place is known at its first candidate (the job's own plan ranks them, in submit_job).
+    plan_task_file(settings, body, pipeline, max_candidates=1)
     job_id = submission.new_job_id()
     if body.notify:
         # This job's own channels (the webhook kept as a Secrets Manager secret), stored before the job

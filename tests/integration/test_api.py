@@ -206,6 +206,46 @@ def test_a_plan_nothing_can_satisfy_is_400(alice: Api) -> None:
     assert answer.json_body["error"] == "NoOfferingError"
 
 
+@pytest.mark.parametrize(
+    "task",
+    [
+        "resources:\n  cpus: 100000\nrun: echo\n",
+        "resources:\n  cloud: aws\n  accelerators: TPU-v4-8\nrun: echo\n",
+        "name: p\nexecution: parallel\ntasks:\n- name: a\n  run: echo\n- name: b\n  resources:\n"
+        "    memory: 99999\n  run: echo\n",
+    ],
+)
+def test_a_submission_nothing_can_run_is_refused_with_the_dry_runs_error_and_records_nothing(
+    alice: Api, task: str
+) -> None:
+    """Submit checks for a place at the first candidate of each task, not the dry run's whole list: the
+    answer is the same error, located the same way."""
+    dry = alice.post("/plan", {"task": task, "filename": "t.yaml"})
+    submitted = alice.post("/jobs", {"task": task, "filename": "t.yaml"})
+    assert dry.status_code == submitted.status_code == 400
+    assert submitted.json_body == dry.json_body
+    assert alice.get("/jobs").json_body == {"jobs": [], "cursor": None}
+
+
+def test_submit_asks_the_optimizer_for_one_candidate_per_task_before_the_jobs_own_plan(
+    alice: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shared.optimizer
+
+    asked: list[int | None] = []
+    original = shared.optimizer.plan_pipeline
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("max_candidates"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(shared.optimizer, "plan_pipeline", counted)
+    job_id = alice.submit()
+    assert alice.get(f"/jobs/{job_id}").json_body["state"] == JobState.PLANNED
+    assert asked[0] == 1 and len(asked) == 2  # the check, then the job's plan (its whole failover list)
+    assert asked[1] is not None and asked[1] > 1
+
+
 def test_upload_gives_a_working_presigned_put_that_a_job_can_use(
     stack: Settings, alice: Api, bob: Api
 ) -> None:

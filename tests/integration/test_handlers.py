@@ -153,6 +153,31 @@ def test_a_preemption_relaunched_in_the_same_call_leaves_provision_nothing_to_la
     assert int(visible[0]["attributes"]["SentTimestamp"]) / 1000 >= float(record.launched_at) - 0.001
 
 
+def test_a_preemption_relaunched_in_the_same_call_reads_the_cooldown_record_once(
+    stack: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan orders spot places by the cooling ones and the spot gate reads refused launches: both from
+    one GetItem of the record in the spot_watch call that re-plans and relaunches."""
+    from shared.store.cooldowns import CooldownStore
+
+    job_id = launch(stack, queues)
+    reads: list[float] = []
+    original = CooldownStore.record
+
+    def counted(self: CooldownStore) -> dict[str, list[str]]:
+        reads.append(time.time())
+        return original(self)
+
+    monkeypatch.setattr(CooldownStore, "record", counted)
+    event = LocalCloud(stack.home).preempt(job_id)
+    assert event is not None
+    assert spot_watch_handler(event, None) == {"outcome": "done"}  # EventBridge's event, as Lambda gets it
+    assert len(reads) == 1
+    relaunched = get_job(wiring_for(stack), job_id, owner=None)
+    assert relaunched.state == JobState.SETTING_UP and relaunched.attempt == 1
+    assert wiring_for(stack).cooldowns.preemptions()  # counted, in the record every later call reads
+
+
 def test_failover_strategy_tries_the_same_region_again_first(stack: Settings, queues: QueueDriver) -> None:
     job_id = launch(stack, queues, strategy="FAILOVER")
     first = get_job(wiring_for(stack), job_id, owner=None)
