@@ -17,7 +17,8 @@ from botocore.config import Config
 from local_runtime.moto_endpoint import free_port, start_moto
 
 # A small answer of moto's that does not depend on what earlier tests left in the process's moto backends
-# (/moto-api/data.json dumps them all: this test failed after the suite's earlier tests, and passed alone)
+# (/moto-api/data.json dumps them all, and answers 500 once moto holds an object whose bucket a test deleted:
+# this test failed so in a full CI run, and passed alone)
 LIST_TABLES = {
     "X-Amz-Target": "DynamoDB_20120810.ListTables",
     "Content-Type": "application/x-amz-json-1.0",
