@@ -14,6 +14,7 @@ from shared.task.values import (
     FIELD_ALIASES,
     NETWORK_TIERS,
     RECOVERY_STRATEGIES,
+    ResourceReadings,
     canonical_cloud,
     parse_accelerators,
     parse_cpus,
@@ -78,7 +79,7 @@ def _recovery_strategy(value: str) -> str:
     return upper
 
 
-class ResourceFields(SpecModel):
+class ResourceFields(SpecModel, ResourceReadings):
     """One set of resources; `Resources` adds the `any_of` / `ordered` alternatives."""
 
     infra: str | None = None
@@ -222,21 +223,6 @@ class ResourceFields(SpecModel):
         while len(parts) > 1 and parts[-1] == "*":
             parts.pop()
         return "/".join(parts)
-
-    def location(self) -> tuple[str | None, str | None, str | None]:
-        """(cloud, region, zone), from `infra` or from the separate fields."""
-        if self.infra is not None:
-            return parse_infra(self.infra)
-        return self.cloud, self.region, self.zone
-
-    def accelerator_alternatives(self) -> list[tuple[str, float]]:
-        return parse_accelerators(self.accelerators)
-
-    def disk_size_gib(self) -> float | None:
-        return None if self.disk_size is None else parse_size_gib(self.disk_size)
-
-    def port_ranges(self) -> list[tuple[int, int]]:
-        return parse_ports(self.ports)
 
 
 def _one_of(value: str | None, allowed: tuple[str, ...]) -> str | None:

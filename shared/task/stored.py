@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from shared.task.requests import ResourceChoice, choice_of
-from shared.task.values import parse_accelerators, parse_infra, parse_ports, parse_size_gib
+from shared.task.values import ResourceReadings
 
 Record = TypeVar("Record")
 
@@ -68,7 +68,7 @@ def _job_recovery(value: Any) -> Any:
 
 
 @dataclass(eq=False)
-class StoredResourceFields:
+class StoredResourceFields(ResourceReadings):
     """One set of resources (shared.task.resources.ResourceFields)."""
 
     infra: str | None = None
@@ -106,21 +106,6 @@ class StoredResourceFields:
     )
     stored: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     model_fields_set: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
-
-    def location(self) -> tuple[str | None, str | None, str | None]:
-        """(cloud, region, zone), from `infra` or from the separate fields."""
-        if self.infra is not None:
-            return parse_infra(self.infra)
-        return self.cloud, self.region, self.zone
-
-    def accelerator_alternatives(self) -> list[tuple[str, float]]:
-        return parse_accelerators(self.accelerators)
-
-    def disk_size_gib(self) -> float | None:
-        return None if self.disk_size is None else parse_size_gib(self.disk_size)
-
-    def port_ranges(self) -> list[tuple[int, int]]:
-        return parse_ports(self.ports)
 
 
 def _alternatives(value: list[dict[str, Any]]) -> list[StoredResourceFields]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from typing import Any, Protocol
 
 # `cloud` enum of sky/utils/schemas.py (nightly 1.0.0.dev20261027), matched case-insensitively.
 CLOUDS = (
@@ -205,3 +205,34 @@ def substitute_env_vars(value: Any, envs: dict[str, str]) -> Any:
 
 
 _ENV_REFERENCE = re.compile(r"\$\{([a-zA-Z_][a-zA-Z0-9_]*)\}|\$([a-zA-Z_][a-zA-Z0-9_]*)")
+
+
+class _ResourceValues(Protocol):
+    infra: str | None
+    cloud: str | None
+    region: str | None
+    zone: str | None
+    accelerators: Any
+    disk_size: Any
+    ports: Any
+
+
+class ResourceReadings:
+    """What a set of resources means, read from its fields (the task models and the stored reader)."""
+
+    __slots__ = ()
+
+    def location(self: _ResourceValues) -> tuple[str | None, str | None, str | None]:
+        """(cloud, region, zone), from `infra` or from the separate fields."""
+        if self.infra is not None:
+            return parse_infra(self.infra)
+        return self.cloud, self.region, self.zone
+
+    def accelerator_alternatives(self: _ResourceValues) -> list[tuple[str, float]]:
+        return parse_accelerators(self.accelerators)
+
+    def disk_size_gib(self: _ResourceValues) -> float | None:
+        return None if self.disk_size is None else parse_size_gib(self.disk_size)
+
+    def port_ranges(self: _ResourceValues) -> list[tuple[int, int]]:
+        return parse_ports(self.ports)
