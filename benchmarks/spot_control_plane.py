@@ -129,7 +129,7 @@ class ControlPlaneRun:
     start_hours: float
     prices: Prices
     policy: str = "skyless"  # or a peer of spot_peers.PEERS, answering for skyless's decide
-    clock: SimClock = field(default_factory=SimClock)
+    clock: SimClock = field(default_factory=lambda: SimClock(detached=True))
 
     def __post_init__(self) -> None:
         self.monitor = Monitor(self.clock)
