@@ -10,17 +10,12 @@ from chalice import Chalice
 from chalice.config import Config
 from chalice.local import ChaliceRequestHandler, CustomLocalChalice, LocalChalice, LocalDevServer
 
-# Chalice keeps the request being handled in `app.current_request`, one attribute shared by all threads:
-# two requests at once would read each other's. Lambda never runs two requests in one process, so the
-# app is written for that; here requests are read concurrently but handled one at a time.
-_APP_LOCK = threading.Lock()
 log = logging.getLogger("skyless.api")
 
 
-class SerializedRequestHandler(ChaliceRequestHandler):
-    def _generic_handle(self) -> None:
-        with _APP_LOCK:
-            super()._generic_handle()
+class QuietRequestHandler(ChaliceRequestHandler):
+    """Requests are handled concurrently, one thread each: the app class becomes chalice's LocalChalice
+    below, whose `current_request` is kept per thread, so two requests never read each other's."""
 
     def log_message(self, format: str, *args: Any) -> None:
         # One line per request (agents' heartbeats included) would swamp runtime.log.
@@ -36,7 +31,7 @@ class ApiServer:
             # What chalice.local.create_local_server does to the app, without binding a socket of its own.
             CustomLocalChalice.__bases__ = (LocalChalice, app.__class__)
             app.__class__ = CustomLocalChalice
-        self._server = LocalDevServer(app, config, host, port, handler_cls=SerializedRequestHandler)
+        self._server = LocalDevServer(app, config, host, port, handler_cls=QuietRequestHandler)
         self._server.server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.server.serve_forever, name="api", daemon=True)
         self.url = f"http://{host}:{port}"
