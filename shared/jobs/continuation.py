@@ -9,40 +9,11 @@ from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_read_job
 from shared.jobs.provisioning import launch_read_job
-from shared.optimizer.cooling import Cooling
-from shared.store.job_store import Cooldowns
+from shared.store.job_store import CooldownsReadOnce
 from shared.store.models import JobModel
 from shared.wiring import Wiring
 
 FALLBACK_DELAY_SECONDS = 20  # a message this process does the work of itself is delivered this much later
-
-Evidence = tuple[list[Cooling], dict[str, list[tuple[float, str]]]]
-
-
-class CooldownsReadOnce:
-    """The cool-down record read once for one plan-and-launch: the plan's ordering (cooling places) and the
-    launch's spot gate (refused launches) come from the same GetItem, milliseconds apart, where each read
-    it before. A refusal this call writes drops the read, so nothing after it reads around its own write;
-    another job's write between the two uses is the race the two reads already had."""
-
-    def __init__(self, record: Cooldowns) -> None:
-        self.record = record
-        self._evidence: Evidence | None = None
-
-    def preemptions(self) -> dict[str, list[str]]:
-        return self.record.preemptions()
-
-    def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
-        self._evidence = None
-        self.record.refused(cloud, region, zone, who, at)
-
-    def cooling(self, now: float | None = None) -> list[Cooling]:
-        return self.evidence(now)[0]
-
-    def evidence(self, now: float | None = None) -> Evidence:
-        if self._evidence is None:
-            self._evidence = self.record.evidence(now)
-        return self._evidence
 
 
 def replan_and_launch(wiring: Wiring, job: JobModel) -> Outcome:

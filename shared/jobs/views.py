@@ -17,6 +17,7 @@ from shared.jobs.planning import plan_of
 from shared.optimizer.cooling import Cooling, place_of
 from shared.optimizer.plan import Block, Plan
 from shared.states import is_terminal
+from shared.store.job_store import Cooldowns, CooldownsReadOnce
 from shared.store.models import ClusterModel, EventModel, JobModel
 from shared.wiring import Wiring
 
@@ -156,12 +157,12 @@ def _cooling_dict(cooling: Cooling) -> dict[str, Any]:
     return {**cooling.as_dict(), "until": iso(cooling.until)}
 
 
-def _plan_cooling(wiring: Wiring, plan: Plan | None) -> list[Cooling]:
+def _plan_cooling(cooldowns: Cooldowns, plan: Plan | None) -> list[Cooling]:
     """The cooling places that cover a spot candidate of the plan (one read, only for spot plans)."""
     spot = [c for t in (plan.tasks if plan else []) for c in t.candidates if c.use_spot]
     if not spot:
         return []
-    return [c for c in wiring.cooldowns.cooling() if any(c.covers(candidate) for candidate in spot)]
+    return [c for c in cooldowns.cooling() if any(c.covers(candidate) for candidate in spot)]
 
 
 def _cost_so_far(job: JobModel, cluster: ClusterModel | None) -> float:
@@ -210,12 +211,16 @@ def get_job(wiring: Wiring, job_id: str, *, owner: str | None) -> JobView:
     job = store.get(job_id)
     if job is None or (owner is not None and job.owner != owner):
         raise NotFoundError(f"no job {job_id}", field="job_id")
-    cooling = [] if is_terminal(job.state) else _plan_cooling(wiring, plan_of(job))
+    cooldowns = CooldownsReadOnce(wiring.cooldowns)
+    cooling = [] if is_terminal(job.state) else _plan_cooling(cooldowns, plan_of(job))
     view = job_view(job, store.cluster(job.cluster_id), store.timeline(job_id), cooling)
-    return with_group(wiring, job, replace(view, spot_probes=spot_probe_lines(wiring, job)))
+    probes = spot_probe_lines(wiring, job, cooldowns=cooldowns)
+    return with_group(wiring, job, replace(view, spot_probes=probes))
 
 
-def spot_probe_lines(wiring: Wiring, job: JobModel, now: float | None = None) -> list[str]:
+def spot_probe_lines(
+    wiring: Wiring, job: JobModel, now: float | None = None, cooldowns: Cooldowns | None = None
+) -> list[str]:
     """For a live job whose plan has spot (a deadline job's plan is priced for both markets): each spot zone
     of the plan with refusals in the last 10 minutes or a wait, and when it is probed next; the job's hourly
     limit when reached. One read."""
@@ -227,7 +232,7 @@ def spot_probe_lines(wiring: Wiring, job: JobModel, now: float | None = None) ->
         return []
     zones = list(dict.fromkeys(place_of(c.cloud, c.region, c.zone) for c in candidates))
     now = time.time() if now is None else now
-    _, refusals = wiring.cooldowns.evidence(now)
+    _, refusals = (cooldowns or wiring.cooldowns).evidence(now)
     from shared.jobs.deadlines import history_of, job_probes
 
     return job_probes(wiring.settings, job.job_id, refusals, now, history_of(job)).lines(zones)

@@ -190,3 +190,32 @@ class Cooldowns(Protocol):
     def evidence(self, now: float | None = None) -> tuple[list[Cooling], dict[str, list[tuple[float, str]]]]:
         """`cooling`, and each zone's refused spot launches as (epoch seconds, who), from one read."""
         ...
+
+
+Evidence = tuple[list[Cooling], dict[str, list[tuple[float, str]]]]
+
+
+class CooldownsReadOnce:
+    """The cool-down record read once for one plan-and-launch (or one job view): the plan's ordering
+    (cooling places) and the launch's spot gate (refused launches) come from the same GetItem, milliseconds
+    apart, where each read it before. A refusal this call writes drops the read, so nothing after it reads
+    around its own write; another job's write between the two uses is the race the two reads already had."""
+
+    def __init__(self, record: Cooldowns) -> None:
+        self.record = record
+        self._evidence: Evidence | None = None
+
+    def preemptions(self) -> dict[str, list[str]]:
+        return self.record.preemptions()
+
+    def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
+        self._evidence = None
+        self.record.refused(cloud, region, zone, who, at)
+
+    def cooling(self, now: float | None = None) -> list[Cooling]:
+        return self.evidence(now)[0]
+
+    def evidence(self, now: float | None = None) -> Evidence:
+        if self._evidence is None:
+            self._evidence = self.record.evidence(now)
+        return self._evidence

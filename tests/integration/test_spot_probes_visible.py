@@ -102,3 +102,23 @@ def test_a_jobs_refused_launches_stop_at_its_hourly_limit_and_the_job_page_says_
     bob = Browser(client)
     bob.sign_in(create_user("bob", stack))
     assert bob.get(f"/dashboard/jobs/{job_id}").status_code == 404
+
+
+def test_a_jobs_view_reads_the_shared_spot_evidence_once(
+    stack: Settings, queues: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    LocalCloud(stack.home).set_capacity_rules({"no_spot_capacity": ["*"]})
+    job_id = submit(stack, queues, "alice")
+    wiring = wiring_for(stack)
+    record = type(wiring.cooldowns)
+    read = record.evidence
+    reads: list[float | None] = []
+
+    def counted(self: object, now: float | None = None) -> object:
+        reads.append(now)
+        return read(self, now)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(record, "evidence", counted)
+    job = get_job(wiring, job_id, owner=None)
+    assert job.spot_probes and job.cooling  # both come from the record: the refusals cool the zones
+    assert len(reads) == 1

@@ -3,7 +3,7 @@ writes."""
 
 from __future__ import annotations
 
-from shared.jobs.continuation import CooldownsReadOnce
+from shared.store.job_store import CooldownsReadOnce
 from shared.store.memory import MemoryJobStore
 
 NOW = 1_800_000_000.0
