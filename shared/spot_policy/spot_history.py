@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-_SHORTEST_OUTAGE = 60.0  # seconds an outage counts for at least in `typical_outage`
+_SHORTEST_OUTAGE = 60.0  # seconds an outage (or the prior) counts for at least in `typical_outage`
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class SpotHistory:
         """The typical length of an outage here: the geometric mean of the outages seen to end, shrunk
         towards `prior_outage` like `mean_outage`. Outages are heavy-tailed: a few long ones make the mean,
         while most are short; how long the outage under way has lasted is what tells a long one."""
-        logs = self.outage_log_seconds + math.log(prior_outage) * prior_weight
+        logs = self.outage_log_seconds + math.log(max(prior_outage, _SHORTEST_OUTAGE)) * prior_weight
         return math.exp(logs / (self.logged_outages + prior_weight))
 
     def launched(self, at: float) -> SpotHistory:

@@ -56,6 +56,7 @@ def test_typical_outage_is_the_geometric_mean_shrunk_to_the_prior() -> None:
     assert history.typical_outage(prior) == pytest.approx(expected)
     assert history.mean_outage(prior) == pytest.approx((20.9 * H + prior) / 11)
     assert history.typical_outage(prior) < 0.25 * history.mean_outage(prior)
+    assert SpotHistory().typical_outage(0.0) == pytest.approx(60.0)  # a zero prior is no error
 
 
 def test_a_fresh_outage_where_outages_are_mostly_short_is_waited_out() -> None:
