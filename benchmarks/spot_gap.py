@@ -167,8 +167,8 @@ def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool, policy_told: P
     """`policy_told` (skyless's `decide` unless said), given a history in which every place with capacity
     now is expected to run exactly as long as its trace says (the mean run of `SpotHistory` set to it)
     and, with `outages`, when no place has capacity, the outage is expected to last exactly until the
-    first place has it again (the mean outage set to it, the outage's age hidden); nothing else the
-    policy sees is changed."""
+    first place has it again (the mean and the typical outage set to it, the outage's age hidden); nothing
+    else the policy sees is changed."""
     by_place = {t.place: t for t in traces}
     gap = traces[0].gap
     config = DEFAULT_CONFIG
@@ -193,7 +193,13 @@ def oracle(traces: Sequence[AvailabilityTrace], *, outages: bool, policy_told: P
             for option in spot:
                 known = told.get(option.place, SpotHistory())
                 seconds = wait * (known.outages + weight) - config.outage * weight  # mean_outage() == wait
-                told[option.place] = dataclasses.replace(known, outage_seconds=seconds, down_since=None)
+                logs = (
+                    math.log(max(wait, 1.0)) * (known.logged_outages + weight)
+                    - math.log(config.outage) * weight
+                )
+                told[option.place] = dataclasses.replace(  # and typical_outage() == wait
+                    known, outage_seconds=seconds, outage_log_seconds=logs, down_since=None
+                )
         return policy_told(job, places, told)
 
     return policy

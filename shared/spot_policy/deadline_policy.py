@@ -235,21 +235,27 @@ def _expected_outage(
     job: DeadlineState, spot: Sequence[PlaceOption], history: Mapping[str, SpotHistory], config: PolicyConfig
 ) -> float:
     """How much longer no spot place is expected to have capacity: as long again as this outage has
-    lasted (outages have long tails), and at least one place's outage shared among the regions."""
+    lasted (outages have long tails), and at least one place's typical outage (not the mean, which the
+    rare long outages make) shared among the regions."""
     began = [history.get(p.place, _NO_HISTORY).down_since for p in spot]
     known = [b for b in began if b is not None]
     age = job.now - max(known) if len(known) == len(began) else 0.0
-    return max(_place_outage(spot, history, config), age)
+    return max(_place_outage(spot, history, config, typical=True), age)
 
 
 def _place_outage(
-    spot: Sequence[PlaceOption], history: Mapping[str, SpotHistory], config: PolicyConfig
+    spot: Sequence[PlaceOption],
+    history: Mapping[str, SpotHistory],
+    config: PolicyConfig,
+    typical: bool = False,
 ) -> float:
     """The expected wait for capacity at some place once every place is down: the shortest expected
-    outage of one place, shared among the groups (regions) whose outages are independent. The places of one
-    group fail together, so ten instance types in one region wait as long as one."""
+    (or, with `typical`, typical) outage of one place, shared among the groups (regions) whose outages
+    are independent. The places of one group fail together, so ten instance types in one region wait as
+    long as one."""
     shortest = min(
-        history.get(p.place, _NO_HISTORY).mean_outage(config.outage, config.prior_weight) for p in spot
+        (h.typical_outage if typical else h.mean_outage)(config.outage, config.prior_weight)
+        for h in (history.get(p.place, _NO_HISTORY) for p in spot)
     )
     return shortest / len({p.group for p in spot})
 

@@ -4,7 +4,10 @@ away or refused, and when it was last seen up or down. Built from the control pl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+
+_SHORTEST_OUTAGE = 60.0  # seconds an outage (or the prior) counts for at least in `typical_outage`
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,8 @@ class SpotHistory:
     outage_seconds: float = 0.0  # total length of the outages seen to end (by a launch that got capacity)
     outages: int = 0  # how many outages were seen to end
     capacity_score: float | None = None  # 0..1 (an EC2 spot placement score / 10), where a cloud has one
+    outage_log_seconds: float = 0.0  # the sum of ln(seconds) of the outages seen to end
+    logged_outages: int = 0  # how many outages that sum holds (none in histories stored before it)
 
     def unavailable_at(self, now: float, cooldown: float) -> bool:
         """Seen without capacity less than `cooldown` ago, and not seen with capacity since."""
@@ -34,15 +39,26 @@ class SpotHistory:
         """The expected length of an outage here, shrunk towards `prior_outage` like `mean_run`."""
         return (self.outage_seconds + prior_outage * prior_weight) / (self.outages + prior_weight)
 
+    def typical_outage(self, prior_outage: float, prior_weight: float = 1.0) -> float:
+        """The typical length of an outage here: the geometric mean of the outages seen to end, shrunk
+        towards `prior_outage` like `mean_outage`. Outages are heavy-tailed: a few long ones make the mean,
+        while most are short; how long the outage under way has lasted is what tells a long one."""
+        logs = self.outage_log_seconds + math.log(max(prior_outage, _SHORTEST_OUTAGE)) * prior_weight
+        return math.exp(logs / (self.logged_outages + prior_weight))
+
     def launched(self, at: float) -> SpotHistory:
         """A spot launch got capacity at `at` (which ends the outage under way, if one was)."""
         ended = self.down_since is not None and at >= self.down_since
+        outage = at - self.down_since if ended and self.down_since else 0.0
         return replace(
             self,
             last_available=_later(self.last_available, at),
             down_since=None,
-            outage_seconds=self.outage_seconds + (at - self.down_since if ended and self.down_since else 0.0),
+            outage_seconds=self.outage_seconds + outage,
             outages=self.outages + (1 if ended else 0),
+            outage_log_seconds=self.outage_log_seconds
+            + (math.log(max(outage, _SHORTEST_OUTAGE)) if ended else 0.0),
+            logged_outages=self.logged_outages + (1 if ended else 0),
         )
 
     def ran(self, started_at: float, ended_at: float, *, preempted: bool) -> SpotHistory:
