@@ -48,8 +48,9 @@ class SpotHistory:
 
     def launched(self, at: float) -> SpotHistory:
         """A spot launch got capacity at `at` (which ends the outage under way, if one was)."""
-        ended = self.down_since is not None and at >= self.down_since
-        outage = at - self.down_since if ended and self.down_since else 0.0
+        began = self.down_since
+        ended = began is not None and at >= began
+        outage = at - began if began is not None and ended else 0.0
         return replace(
             self,
             last_available=_later(self.last_available, at),

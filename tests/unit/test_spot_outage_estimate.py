@@ -90,3 +90,9 @@ def test_the_history_round_trips_through_the_store_and_an_older_one_still_reads(
     read = history_of(older)[ZONE.place]  # type: ignore[arg-type]
     assert read.outages == 10 and read.logged_outages == 0
     assert read.typical_outage(DEFAULT_CONFIG.outage) == pytest.approx(DEFAULT_CONFIG.outage)
+
+
+def test_an_outage_that_began_at_time_zero_counts_its_whole_length() -> None:
+    history = SpotHistory().refused(0.0).launched(1800.0)
+    assert (history.outages, history.outage_seconds) == (1, 1800.0)
+    assert history.mean_outage(600.0) == (1800.0 + 600.0) / 2
