@@ -133,7 +133,8 @@ class ControlPlaneRun:
 
     def __post_init__(self) -> None:
         self.monitor = Monitor(self.clock)
-        self.cloud = TraceCloud(self.traces, self.clock, self.start_hours, self.prices, self.monitor)
+        self.cloud = TraceCloud(self.traces, self.clock, trace_start(self.traces, self.start_hours) / HOUR,
+                                self.prices, self.monitor)  # fmt: skip
         self.agenda: list[tuple[float, int, str, Any]] = []
         self.seq = itertools.count()
         self.agents: dict[str, Agent] = {}  # instance id -> its agent
@@ -416,6 +417,17 @@ class _Queues:
 
 
 # -- the command line ------------------------------------------------------------------------------
+
+
+def trace_start(traces: list[ZoneTrace], start_hours: float) -> float:
+    """Where a run starting `start_hours` into the traces begins, in seconds: on the trace sample the
+    replay and the best possible start from, when the traces share one sample gap (else as given). Started
+    between samples, the control plane would run another window than the schedules it is judged against."""
+    gaps = {t.gap for t in traces}
+    if len(gaps) != 1:
+        return start_hours * HOUR
+    gap = gaps.pop()
+    return (start_hours * HOUR // gap) * gap
 
 
 def availability(trace: ZoneTrace, nodes: int) -> AvailabilityTrace:

@@ -70,12 +70,20 @@ def send_provision_at(wiring: Wiring, body: dict[str, Any], at: float) -> None:
 
 
 def superseded_wait(job: JobModel, message: ProvisionMessage) -> bool:
-    """True for a launch message of a job's timed wait (a deadline job's, or a plain spot job's waiting on
-    the evidence, shared/jobs/spot_gate.py) that is not its current one: a copy delivered
-    again after the job already woke (and perhaps waited anew). Each copy would otherwise walk the places
-    and wait again, sending one more launch each round: refused launches doubling with every round."""
-    if JobState(job.state) != JobState.WAITING or message.not_before is None:
+    """True for a launch message that must not wake a job in a timed wait (a deadline job's, or a plain spot
+    job's waiting on the evidence, shared/jobs/spot_gate.py):
+
+    - a copy of a wait's message that is not its current one, delivered again after the job already woke
+      (and perhaps waited anew). Each copy would otherwise walk the places and wait again, sending one more
+      launch each round: refused launches doubling with every round;
+    - a launch without a time while the wait's own message is still ahead: the fallback of a launch the
+      step already did itself (shared/jobs/continuation.py), which ended in this wait. Taken, it walked the
+      places again 20 s after every preemption that found no spot, and the job's next probe came 20 s after
+      the moment the policy had chosen. Reconcile's redrive of a job stuck past its wait still wakes it."""
+    if JobState(job.state) != JobState.WAITING:
         return False
+    if message.not_before is None:
+        return job.next_check_at is not None and float(job.next_check_at) > time.time() + 1
     return job.next_check_at is None or abs(float(job.next_check_at) - float(message.not_before)) > 1e-3
 
 

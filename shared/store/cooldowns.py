@@ -55,7 +55,7 @@ def record_model(settings: Settings) -> type[PreemptionRecord]:
 
 
 def entry(at: float, cluster_id: str) -> str:
-    return f"{at:.3f}#{cluster_id}"
+    return f"{at:.6f}#{cluster_id}"
 
 
 def entry_time(text: str) -> float:

@@ -271,6 +271,29 @@ def test_copies_of_a_waiting_jobs_launch_wake_it_once(fast: Settings, queues: Qu
     assert queues.delayed_count("provision") == 1
 
 
+def test_the_fallback_launch_of_a_step_that_already_waited_leaves_the_wait_alone(
+    fast: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
+):
+    """A recovery re-plans and launches in one call and sends a launch message, 20 s later, as its fallback
+    (shared/jobs/continuation.py). When that call's policy waited for spot, the fallback must not walk the
+    zones again: it probed them twice, and moved the job's next probe 20 s past the policy's moment."""
+    slow = fast.with_(deadline_retry_seconds=300)  # the wait's own launch is minutes ahead
+    for name, value in slow.to_env().items():
+        monkeypatch.setenv(name, value)
+    LocalCloud(slow.home).set_capacity_rules({"no_spot_capacity": ["*"]})
+    job_id = submit(slow, queues, deadline="3h", hours=0.5)
+    job = wiring_for(slow).store.get(job_id)
+    assert job is not None and job.state == JobState.WAITING and job.next_check_at is not None
+    _, refused = wiring_for(slow).cooldowns.evidence()
+    fallback = {"job_id": job_id, "attempt": 0, "action": "launch"}  # as plan_read_job sends it
+    deliver(queues, "provision", [record(fallback, "-fallback")])
+    again = wiring_for(slow).store.get(job_id)
+    assert again is not None and again.state == JobState.WAITING
+    assert float(again.next_check_at) == float(job.next_check_at) and again.version == job.version
+    assert wiring_for(slow).cooldowns.evidence()[1] == refused  # no zone probed again
+    assert queues.delayed_count("provision") == 1  # the wait's own launch, still the one pending
+
+
 class LambdaDied(BaseException):
     """The step's process ended here (no `except Exception` in the code under test catches it)."""
 

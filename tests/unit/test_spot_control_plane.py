@@ -25,7 +25,12 @@ def write_trace(folder: Path, zone: str, counts: list[int], gap: int = 600) -> P
 
 
 def control_plane(
-    *traces: Path, deadline: str, nodes: int = 1, policy: str = "skyless", env: dict[str, str] | None = None
+    *traces: Path,
+    deadline: str,
+    nodes: int = 1,
+    policy: str = "skyless",
+    env: dict[str, str] | None = None,
+    start: float = 0.0,
 ) -> dict[str, Any]:
     argv = [
         sys.executable,
@@ -43,7 +48,7 @@ def control_plane(
         "--restart-hours",
         str(RESTART),
         "--start-hours",
-        "0",
+        str(start),
         "--on-demand-price",
         str(OD),
         "--spot-price",
@@ -82,6 +87,16 @@ def test_a_preemption_is_charged_another_restart(tmp_path: Path) -> None:
     assert row["cost"] == pytest.approx(relative(WORK + 2 * RESTART), abs=1e-3)
     assert (row["launches"], row["preemptions"], row["missed"]) == (2, 1, False)
     assert row["refused"] >= 1  # spot was tried while the zone had none
+
+
+def test_a_start_between_trace_samples_runs_the_window_the_replay_is_judged_on(tmp_path: Path) -> None:
+    """Spot for the first 20 samples of 10 min (3.33 h), enough for the 3.2 h the job needs from the first
+    sample. Started 9 min into it, the control plane ran another window than the replay and the best
+    possible (which start on samples): 3.18 h of spot, a preemption just short of the end, a restart more."""
+    trace = write_trace(tmp_path, "us-east-1a", [1] * 20 + [0] * 200)
+    row = control_plane(trace, deadline="none", start=0.15)
+    assert row["cost"] == pytest.approx(relative(WORK + RESTART), abs=1e-3)
+    assert (row["launches"], row["preemptions"]) == (1, 0)
 
 
 def test_a_deadline_spot_cannot_meet_goes_on_demand_and_is_met(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from shared.jobs.deadlines import place_key, probe_view
 from shared.optimizer.plan import Candidate
 from shared.optimizer.probes import MAX_PROBE_GAP_SECONDS, SpotProbes, spot_probes, with_refusal
 from shared.spot_policy import SpotHistory
+from shared.store.memory import MemoryJobStore
 
 ZONE = "aws/us-east-1/us-east-1a"
 OTHER = "aws/us-east-1/us-east-1b"
@@ -120,3 +121,17 @@ def test_a_zones_wait_for_a_job_counts_only_the_refusals_since_it_last_got_spot_
     assert probes("a", launched, history).budget_until() is not None  # 12 in the last hour: limit holds
     status = probes("a", after + 1, history).lines([ZONE])  # what `status` says
     assert status[0].endswith("next probe in 5 min"), status
+
+
+def test_a_refusal_is_kept_to_the_microsecond_so_a_wait_begun_after_it_outlasts_its_zones_wait():
+    """A job refused in a zone waits the retry from the moment it decided, just after the refusal; kept to
+    the millisecond, the refusal read back up to half a millisecond later, the zone's wait outlasted the
+    job's by that much, and the job woke to a zone it might not probe: another full retry lost."""
+    store = MemoryJobStore()
+    refused_at = 1795000000.0008
+    store.cooldowns.refused("aws", "us-east-1", "us-east-1a", "job-1-0", at=refused_at)
+    decided = refused_at + 2e-6  # the same step, a moment later: the policy's Wait begins here
+    _, refusals = store.cooldowns.evidence(decided)
+    assert refusals[ZONE] == [(approx(refused_at, abs=1e-6), "job-1-0")]
+    woken = spot_probes(refusals, "job-1", decided + RETRY, retry=RETRY, per_hour=12)
+    assert woken.not_before(ZONE) is None
