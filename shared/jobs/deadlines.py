@@ -244,8 +244,14 @@ def job_probes(
 
 
 def history_of(job: JobModel) -> dict[str, SpotHistory]:
+    """The job's stored history; fields this version does not know (written by a newer one, before a
+    rollback) are dropped, so the job goes on with what it knows."""
     raw = json.loads(job.spot_history) if job.spot_history else {}
-    return {place: SpotHistory(**fields) for place, fields in raw.items()}
+    known = {spec.name for spec in dataclasses.fields(SpotHistory)}
+    return {
+        place: SpotHistory(**{name: value for name, value in fields.items() if name in known})
+        for place, fields in raw.items()
+    }
 
 
 def history_json(history: dict[str, SpotHistory]) -> str:

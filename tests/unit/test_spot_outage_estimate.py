@@ -79,7 +79,7 @@ def test_where_outages_were_long_a_fresh_one_still_moves_to_on_demand() -> None:
     assert isinstance(decide(job(3 * H), [ZONE], history), UseOnDemand)
 
 
-def test_the_history_round_trips_through_the_store_and_an_older_one_still_reads() -> None:
+def test_the_history_round_trips_through_the_store_and_an_older_or_newer_one_still_reads() -> None:
     history = {ZONE.place: seen(MOSTLY_SHORT)}
     stored = SimpleNamespace(spot_history=history_json(history))
     assert history_of(stored) == history  # type: ignore[arg-type]
@@ -90,6 +90,11 @@ def test_the_history_round_trips_through_the_store_and_an_older_one_still_reads(
     read = history_of(older)[ZONE.place]  # type: ignore[arg-type]
     assert read.outages == 10 and read.logged_outages == 0
     assert read.typical_outage(DEFAULT_CONFIG.outage) == pytest.approx(DEFAULT_CONFIG.outage)
+
+    # Written by a newer version (a rollback while the job runs): what this one does not know is dropped.
+    fields = json.loads(stored.spot_history)[ZONE.place]
+    newer = SimpleNamespace(spot_history=json.dumps({ZONE.place: {**fields, "run_log_seconds": 5.0}}))
+    assert history_of(newer) == history  # type: ignore[arg-type]
 
 
 def test_an_outage_that_began_at_time_zero_counts_its_whole_length() -> None:
