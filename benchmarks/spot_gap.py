@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "clusters, overheads included; launches; slack unused at the end)"
     )
     say(
-        f"{'start h':>7} | {'skyless':>7} {'od h':>5} {'spot h':>6} {'launch':>6} {'unused':>6} | "
+        f"{'start h':>7} | {args.policy[:7]:>7} {'od h':>5} {'spot h':>6} {'launch':>6} {'unused':>6} | "
         f"{'best':>6} {'od h':>5} {'spot h':>6} {'launch':>6} {'unused':>6} | {'gap':>6} | "
         f"{'runs told':>9} {'+outages':>8}"
     )
@@ -301,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 json.dumps(
                     {
                         "start_hours": start,
-                        "skyless": _row(mine),
+                        "policy": args.policy,
+                        "replayed": _row(mine),
                         "best": _row(best),
                         "runs_told": round(runs, 4),
                         "runs_and_outages_told": round(both, 4),

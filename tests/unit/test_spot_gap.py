@@ -58,7 +58,7 @@ def test_spot_all_the_time_is_the_best_and_the_oracle_changes_nothing(tmp_path: 
         "launches": 1,
         "unused_hours": pytest.approx(0.8, abs=1e-4),
     }
-    assert row["skyless"]["cost"] == pytest.approx(1 / 3, abs=1e-4)
+    assert row["replayed"]["cost"] == pytest.approx(1 / 3, abs=1e-4)
     assert row["runs_told"] == pytest.approx(1 / 3, abs=1e-4)
     assert row["runs_and_outages_told"] == pytest.approx(1 / 3, abs=1e-4)
 
@@ -76,4 +76,4 @@ def test_the_best_schedule_buys_just_enough_on_demand_to_wait_for_spot(tmp_path:
         "launches": 2,
         "unused_hours": pytest.approx(0.1, abs=1e-4),
     }
-    assert row["skyless"]["cost"] >= row["best"]["cost"] - 1e-9
+    assert row["replayed"]["cost"] >= row["best"]["cost"] - 1e-9
