@@ -13,7 +13,9 @@ Thresholds on the job's slack (time to the deadline that the work does not need)
   on-demand, take 3 zones from 1.26x to 1.14x the best possible over 10 starts; one zone is unchanged).
   With no spot anywhere, the job runs on-demand only if waiting out the outage (expected to last as long
   again as it has) would eat into the reserve and the outage outlasts an on-demand restart; otherwise
-  it waits;
+  it waits. With one place it waits too when on-demand, once started, could not be left in the first
+  half of the remaining work: those on-demand hours are paid as well by going at the net, as greedy
+  does, and waiting keeps the chance that spot comes back first;
 - **hysteresis**: a running cluster is never moved; on-demand is left for spot only with two restarts of
   slack above the net and when the place's expected spot run saves more than the restarts cost (counting,
   when the job is behind its reserve, the slack they spend as future on-demand hours).
