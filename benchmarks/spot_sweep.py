@@ -9,6 +9,7 @@ setting.
   --ratios 0.5,...,0.9    job / deadline      --restarts 0.05,0.1,0.2,0.5   hours
   --starts N              start points per zone and setting, spread over the trace (default 5)
   --work-hours C          (default 48)        --json   one line per zone and setting
+  --replay-only           the pure policy's replay in place of the control plane (the grid in seconds)
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--on-demand-price", type=float, default=3.06)
     parser.add_argument("--spot-price", type=float, default=round(3.06 / 3.1, 4))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--replay-only", action="store_true")
     args = parser.parse_args(argv)
     files = args.trace or sorted((DEFAULT_TRACES / "availability/1-node/aws-02-15-2023").glob("*.json"))
     prices = Prices(args.on_demand_price, args.spot_price)
@@ -48,7 +50,8 @@ def main(argv: list[str]) -> int:
     means: dict[tuple[float, float], list[tuple[float, float]]] = {}
     missed = runs = 0
     if not args.json:
-        print(f"{'zone':>12} {'ratio':>5} {'restart':>7} {'control':>7} {'replay':>6} {'greedy':>6} late")
+        column = "replay" if args.replay_only else "control"
+        print(f"{'zone':>12} {'ratio':>5} {'restart':>7} {column:>7} {'replay':>6} {'greedy':>6} late")
     for path in files:
         trace = load_zone_trace(Path(path))
         for ratio in args.ratios:
@@ -67,11 +70,16 @@ def main(argv: list[str]) -> int:
                 )
                 costs, replays, greedy, late = [], [], [], 0
                 for start in starts:
-                    run = ControlPlaneRun([trace], 1, args.work_hours, deadline, restart, start, prices).run()
-                    costs.append(run.cost)
-                    late += run.missed
                     other = replayed([trace], setting, start)
                     assert other is not None
+                    if args.replay_only:
+                        costs.append(other["cost"])
+                        late += int(other["missed"])
+                    else:
+                        run = ControlPlaneRun([trace], 1, args.work_hours, deadline, restart, start, prices)
+                        result = run.run()
+                        costs.append(result.cost)
+                        late += result.missed
                     replays.append(other["cost"])
                     greedy.append(other["greedy"])
                 row = (statistics.mean(costs), statistics.mean(replays), statistics.mean(greedy))
@@ -84,7 +92,8 @@ def main(argv: list[str]) -> int:
                     )
                 if args.json:
                     print(json.dumps({"zone": trace.zone, "ratio": ratio, "restart_hours": restart,
-                                      "control_plane": round(row[0], 4), "replay": round(row[1], 4),
+                                      "control_plane": None if args.replay_only else round(row[0], 4),
+                                      "replay": round(row[1], 4),
                                       "greedy": round(row[2], 4), "missed": late}))  # fmt: skip
                 else:
                     print(
@@ -94,7 +103,8 @@ def main(argv: list[str]) -> int:
                     )
     if args.json:
         return 0
-    print(f"\nmean over zones per setting (control plane vs greedy); missed {missed} of {runs} runs")
+    judged = "replay" if args.replay_only else "control plane"
+    print(f"\nmean over zones per setting ({judged} vs greedy); missed {missed} of {runs} runs")
     for (ratio, restart), pairs in means.items():
         ours, theirs = statistics.mean(p[0] for p in pairs), statistics.mean(p[1] for p in pairs)
         flag = "  WORSE" if ours > theirs + 1e-9 else ""

@@ -13,7 +13,9 @@ Thresholds on the job's slack (time to the deadline that the work does not need)
   on-demand, take 3 zones from 1.26x to 1.14x the best possible over 10 starts; one zone is unchanged).
   With no spot anywhere, the job runs on-demand only if waiting out the outage (expected to last as long
   again as it has) would eat into the reserve and the outage outlasts an on-demand restart; otherwise
-  it waits;
+  it waits. With one place it waits too when on-demand, once started, could not be left in the first
+  half of the remaining work: those on-demand hours are paid as well by going at the net, as greedy
+  does, and waiting keeps the chance that spot comes back first;
 - **hysteresis**: a running cluster is never moved; on-demand is left for spot only with two restarts of
   slack above the net and when the place's expected spot run saves more than the restarts cost (counting,
   when the job is behind its reserve, the slack they spend as future on-demand hours).
@@ -55,6 +57,7 @@ class PolicyConfig:
     pace_share: float = 0.4  # the reserve never asks for more than this share of the job's even pace
     pace_share_regions: float = 0.8  # the same with spot in several regions (more restarts to cover)
     leave_restarts: float = 2.0  # on-demand is left for spot with this many restarts of slack to spare
+    one_way_share: float = 0.5  # one place: on-demand before the net only if it can be left this early
     region_window: float = 1 * HOUR  # after a preemption or refusal in a region, its other places are
     region_penalty: float = 3.0  # expected to run this many times shorter for this long (they fail together)
 
@@ -118,8 +121,13 @@ def decide(
     outage = _expected_outage(job, spot, history, config)
     # On-demand saves slack only if the outage outlasts its restart overhead; it never saves money.
     on_demand_pays = outage > config.outage_restarts * d and slack - outage < reserve
-    if not on_demand_pays and slack - min(config.retry, slack) > net + d:
+    # With one place, on-demand that would hold the job for most of its work is taken at the net, as greedy.
+    one_way = on_demand_pays and len(spot) == 1 and _stuck_on_demand(job, slack - d, net, reserve, config)
+    if (one_way or not on_demand_pays) and slack - min(config.retry, slack) > net + d:
         until = job.now + min(config.retry, slack - net - d)
+        if one_way:
+            why = "on-demand now would hold the job for most of its work; waiting for spot until the net"
+            return Wait(until, f"no spot capacity; {why} ({_hours(slack)} of slack)")
         return Wait(until, f"no spot capacity; waiting ({_hours(slack)} of slack)")
     return UseOnDemand(
         on_demand.place,
@@ -127,6 +135,18 @@ def decide(
         f"{_hours(reserve)} of slack the rest may need",
         job.now + config.retry,
     )
+
+
+def _stuck_on_demand(
+    job: DeadlineState, slack_after: float, net: float, reserve: float, config: PolicyConfig
+) -> bool:
+    """Whether on-demand, started now with `slack_after` of slack left, would hold the job past
+    `one_way_share` of its remaining work. On on-demand the slack stays put while the reserve's part above
+    the net shrinks in step with the work left; the job may leave once its slack clears the reserve by
+    `leave_restarts` restarts. Until then it pays on-demand hours it would pay as well by waiting and going
+    on-demand at the safety net, and waiting keeps the chance that spot comes back first."""
+    room = slack_after - net - config.leave_restarts * job.restart_overhead
+    return room < config.one_way_share * (reserve - net)
 
 
 def _on_demand_place(job: DeadlineState, places: Sequence[PlaceOption]) -> PlaceOption | None:

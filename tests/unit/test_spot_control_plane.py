@@ -161,3 +161,19 @@ def test_the_sweep_prints_each_zone_and_setting_beside_greedy(tmp_path: Path) ->
         ("us-east-1a", 0.9, 0.2),
     ]
     assert all(r["missed"] == 0 and r["control_plane"] <= r["greedy"] + 1e-9 for r in rows)
+
+
+def test_the_replay_only_sweep_judges_the_replay_and_runs_no_control_plane(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path, "us-east-1a", [1] * 30 + [0] * 6 + [1] * 200)
+    argv = [sys.executable, str(ROOT / "benchmarks" / "spot_policy.py"), "--control-plane", "--sweep",
+            "--replay-only", "--trace", str(trace), "--work-hours", "3", "--ratios", "0.9", "--restarts",
+            "0.05,0.2", "--starts", "2"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "mean over zones per setting (replay vs greedy)" in done.stdout
+    assert "at or below greedy in 2 of 2 zone x setting cells" in done.stdout
+    rows = [json.loads(line) for line in subprocess.run(
+        [*argv, "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT, check=True
+    ).stdout.splitlines()]  # fmt: skip
+    assert [(r["restart_hours"], r["control_plane"]) for r in rows] == [(0.05, None), (0.2, None)]
+    assert all(r["replay"] <= r["greedy"] + 1e-9 and r["missed"] == 0 for r in rows)

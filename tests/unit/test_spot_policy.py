@@ -126,6 +126,47 @@ def test_a_long_outage_with_little_slack_above_the_reserve_moves_to_on_demand() 
     assert decision.check_at == 10 * H + DEFAULT_CONFIG.retry  # spot is tried again from on-demand
 
 
+ONE_ZONE = [PlaceOption("aws/us-west-2/us-west-2b", 0.99, 3.06, "aws/us-west-2")]
+
+
+def tight_one_zone_job(slack: float) -> DeadlineState:
+    """48 h of work due 53.3 h after submit (ratio 0.9), 41 h left, restart 0.5 h, spot down for 3 h."""
+    work_left, deadline = 41 * H, 48 * H / 0.9
+    now = deadline - work_left - slack
+    return DeadlineState(now, deadline, work_left, 0.5 * H, total_work=48 * H, submitted_at=0.0)
+
+
+def three_hour_outage(places: list[PlaceOption], now: float) -> dict[str, SpotHistory]:
+    return {p.place: SpotHistory().refused(now - 3 * H).refused(now) for p in places}
+
+
+def test_one_zone_waits_for_spot_when_on_demand_now_would_hold_the_job_for_most_of_its_work() -> None:
+    # The outage would eat into the reserve, but after on-demand's restart the slack would clear the reserve
+    # by the two restarts leaving needs only in the last quarter of the work: it would pay those on-demand
+    # hours anyway at the net, so it waits (greedy's bet), keeping the chance that spot comes back.
+    state = tight_one_zone_job(slack=2.5 * H)
+    decision = decide(state, ONE_ZONE, three_hour_outage(ONE_ZONE, state.now))
+    assert isinstance(decision, Wait)
+    assert "most of its work" in decision.reason
+    assert decision.until - state.now <= DEFAULT_CONFIG.retry
+
+
+def test_one_zone_goes_on_demand_early_when_it_could_leave_again_in_the_first_half_of_the_work() -> None:
+    state = tight_one_zone_job(slack=3.5 * H)
+    assert isinstance(decide(state, ONE_ZONE, three_hour_outage(ONE_ZONE, state.now)), UseOnDemand)
+
+
+def test_the_one_way_door_is_for_one_place_only_several_zones_still_go_on_demand_early() -> None:
+    state = tight_one_zone_job(slack=2.5 * H)
+    assert isinstance(decide(state, ZONES, three_hour_outage(ZONES, state.now)), UseOnDemand)
+
+
+def test_one_zone_on_the_one_way_door_still_goes_on_demand_at_the_safety_net() -> None:
+    net = 0.5 * H + DEFAULT_CONFIG.reaction
+    state = tight_one_zone_job(slack=net + 0.5 * H)  # waiting any longer would cross the net
+    assert isinstance(decide(state, ONE_ZONE, three_hour_outage(ONE_ZONE, state.now)), UseOnDemand)
+
+
 def test_the_places_of_one_region_share_its_outage_however_many_instance_types_it_has() -> None:
     types = ("m6i.large", "r6i.large", "m6i.xlarge", "r6i.xlarge", "m6i.2xlarge", "c6i.large", "c6i.xlarge")
     one_region = [PlaceOption(f"{z.place} {t}", 0.99, 3.06, "aws/us-east-1") for z in ZONES for t in types]
