@@ -83,17 +83,25 @@ def decide_uniform_progress(
             )
         if ready:
             return UseSpot(ready[0].place, "uniform progress: ahead; spot has capacity")
-        return Wait(job.now + config.retry, "uniform progress: ahead; waiting for spot")
+        return Wait(_ahead_until(job, d, config), "uniform progress: ahead; waiting for spot")
     if job.slack < 2 * d + config.reaction:
         return UseOnDemand(on_demand.place, "uniform progress: safety net")
     if ready:
         return UseSpot(ready[0].place, "uniform progress: spot has capacity")
     if done < expected(job.now):
         return UseOnDemand(on_demand.place, "uniform progress: behind; on-demand", job.now + config.retry)
+    return Wait(_ahead_until(job, d, config), "uniform progress: ahead; waiting for spot")
+
+
+def _ahead_until(job: DeadlineState, d: float, config: PolicyConfig) -> float:
+    """How long a job ahead of even progress waits for spot: a retry, and never past the moment it falls
+    behind or its slack reaches the safety net (left on-demand with the net near, a whole retry's wait
+    could pass the net and the deadline)."""
+    window = job.deadline - job.submitted_at
+    done = job.total_work - job.work_left
     behind_at = job.submitted_at + done * window / job.total_work if job.total_work > 0 else job.deadline
     net_at = job.now + job.slack - 2 * d - config.reaction
-    until = min(job.now + config.retry, max(behind_at, job.now), net_at)
-    return Wait(max(until, job.now), "uniform progress: ahead; waiting for spot")
+    return max(min(job.now + config.retry, max(behind_at, job.now), net_at), job.now)
 
 
 def decide_spot_only(

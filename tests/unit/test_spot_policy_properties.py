@@ -233,3 +233,15 @@ def test_no_policy_pays_less_than_the_optimum(case: dict, name: str) -> None:
     result = replay(POLICIES[name], case["traces"], case["places"], **kwargs)
     best = optimal_cost(case["traces"], case["places"], **kwargs)
     assert best <= result.cost * (1 + 1e-9) + 1e-9
+
+
+def test_uniform_progress_left_on_demand_with_no_spot_still_keeps_the_deadline() -> None:
+    # Restarts free, no spot ever: it leaves on-demand whenever ahead, and its wait for spot must end at the
+    # safety net: a whole retry's wait passed it, and the deadline (159 of 704 such jobs, 195 s samples).
+    place = PlaceOption("cloud/r0/z0", 1.0, 2.0, "cloud/r0")
+    for work, ratio in itertools.product(range(3000, 20000, 997), (0.5, 0.6, 0.7, 0.8)):
+        deadline = work / ratio
+        trace = AvailabilityTrace(place.place, 195.0, (False,) * (int(deadline / 195.0) + 50))
+        result = replay(decide_uniform_progress, [trace], [place], start_tick=0, total_work=float(work),
+                        deadline_after=deadline, restart_overhead=0.0)  # fmt: skip
+        assert not result.missed, (work, ratio, result)
