@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Chalice, Response
 
-from functions.submit import admin_views, contract_views, gateway_events, team_views
+from functions.submit import admin_views, cluster_routes, contract_views, gateway_events, team_views
 from functions.submit.dashboard import register_dashboard
 from functions.submit.gateway_events import is_routed, to_rest_event
 from functions.submit.lazy_modules import module_on_first_use
 from functions.submit.route_table import (
+    LOG_QUERY,
     ROUTES,
     Auth,
     QueryParam,
     RouteSpec,
-    current_request,
     int_param,
     query_params,
     register_route,
@@ -47,7 +47,6 @@ from shared.config import Settings
 if TYPE_CHECKING:
     from shared.api import (
         budget_models,
-        cluster_models,
         cost_models,
         notification_models,
         report_models,
@@ -55,27 +54,6 @@ if TYPE_CHECKING:
         storage_models,
     )
     from shared.api.budget_models import BudgetRequest, BudgetResponse
-    from shared.api.cluster_models import (
-        AutostopRequest,
-        ClusterCancelResponse,
-        ClusterClaimRequest,
-        ClusterClaimResponse,
-        ClusterDetail,
-        ClusterExecRequest,
-        ClusterJob,
-        ClusterJobStatusRequest,
-        ClusterJobStatusResponse,
-        ClusterLaunchRequest,
-        ClusterLaunchResponse,
-        ClusterList,
-        ClusterLogsResponse,
-        ClusterPollRequest,
-        ClusterPollResponse,
-        ClusterQueue,
-        ClusterView,
-        SshAccess,
-        SshRequest,
-    )
     from shared.api.cost_models import CostReportResponse
     from shared.api.notification_models import (
         NotificationSettingsRequest,
@@ -87,7 +65,6 @@ if TYPE_CHECKING:
     from shared.api.storage_models import BucketList, BucketView
 else:  # the API's model modules: imported by the first request of a route that reads one
     budget_models = module_on_first_use("shared.api.budget_models")
-    cluster_models = module_on_first_use("shared.api.cluster_models")
     cost_models = module_on_first_use("shared.api.cost_models")
     notification_models = module_on_first_use("shared.api.notification_models")
     report_models = module_on_first_use("shared.api.report_models")
@@ -97,7 +74,6 @@ else:  # the API's model modules: imported by the first request of a route that 
 if TYPE_CHECKING:
     from functions.submit import (
         budget_views,
-        cluster_views,
         cost_views,
         job_views,
         notification_views,
@@ -105,12 +81,9 @@ if TYPE_CHECKING:
         schedule_views,
     )
     from shared.api.auth import BootCaller
-    from shared.clusters.agents import ClusterBootCaller
-    from shared.store.cluster_records import NamedClusterModel
     from shared.store.users import User
-else:  # each imported by the first request of one of its routes (named clusters' import the task models)
+else:  # each imported by the first request of one of its routes
     budget_views = module_on_first_use("functions.submit.budget_views")
-    cluster_views = module_on_first_use("functions.submit.cluster_views")
     cost_views = module_on_first_use("functions.submit.cost_views")
     job_views = module_on_first_use("functions.submit.job_views")
     notification_views = module_on_first_use("functions.submit.notification_views")
@@ -179,12 +152,6 @@ def get_job(job_id: str, caller: User) -> JobDetail:
 @_route("/jobs/{job_id}/cancel", "POST", "Cancel a job", response=JobDetail, errors=(404, 409))
 def cancel_job(job_id: str, caller: User) -> JobDetail:
     return job_views.cancel(Settings.from_env(), caller, job_id)
-
-
-LOG_QUERY = (
-    QueryParam("rank", "integer", "The node whose log to read (default 0)"),
-    QueryParam("after", "string", "The cursor an earlier read answered"),
-)
 
 
 @_route("/jobs/{job_id}/logs", "GET", "A job's log text from a cursor", response=LogsResponse,
@@ -405,196 +372,7 @@ def test_notifications(caller: User) -> NotificationTestResponse:
     return notification_views.test(Settings.from_env(), caller)
 
 
-# ------------------------------------------------------------- named clusters (views: cluster_views.py)
-
-
-@_route(
-    "/clusters", "GET", "The caller's clusters (not torn down)", response=lambda: cluster_models.ClusterList
-)
-def list_clusters(caller: User) -> ClusterList:
-    return cluster_views.list_for(Settings.from_env(), caller)
-
-
-@_route(
-    "/clusters/{name}",
-    "GET",
-    "One cluster: place, nodes, autostop, cost, timeline",
-    response=lambda: cluster_models.ClusterDetail,
-    errors=(400, 404),
-)
-def get_cluster(name: str, caller: User) -> ClusterDetail:
-    return cluster_views.detail(Settings.from_env(), caller, name)
-
-
-@_route(
-    "/clusters/{name}/launch",
-    "POST",
-    "Launch a task on a named cluster (provision, reuse or start it)",
-    status=201,
-    body=lambda: cluster_models.ClusterLaunchRequest,
-    response=lambda: cluster_models.ClusterLaunchResponse,
-    errors=(400, 409),
-)
-def launch_on_cluster(name: str, caller: User, body: ClusterLaunchRequest) -> ClusterLaunchResponse:
-    return cluster_views.launch(Settings.from_env(), caller, name, body)
-
-
-@_route(
-    "/clusters/{name}/exec",
-    "POST",
-    "Queue a task or command on an UP cluster (no setup)",
-    status=201,
-    body=lambda: cluster_models.ClusterExecRequest,
-    response=lambda: cluster_models.ClusterJob,
-    errors=(400, 404, 409),
-)
-def exec_on_cluster(name: str, caller: User, body: ClusterExecRequest) -> ClusterJob:
-    return cluster_views.exec_job(Settings.from_env(), caller, name, body)
-
-
-@_route(
-    "/clusters/{name}/queue",
-    "GET",
-    "The cluster's jobs, newest first",
-    response=lambda: cluster_models.ClusterQueue,
-    errors=(400, 404),
-)
-def cluster_queue(name: str, caller: User) -> ClusterQueue:
-    return cluster_views.queue(Settings.from_env(), caller, name)
-
-
-@_route(
-    "/clusters/{name}/jobs/{job}/logs",
-    "GET",
-    "A cluster job's log from a cursor ('latest': newest job)",
-    response=lambda: cluster_models.ClusterLogsResponse,
-    query=LOG_QUERY,
-    errors=(400, 404),
-)
-def cluster_job_logs(name: str, job: str, caller: User) -> ClusterLogsResponse:
-    params = query_params(app)
-    rank = int_param(params, "rank", 0)
-    return cluster_views.logs(Settings.from_env(), caller, name, job, rank=rank, after=params.get("after"))
-
-
-@_route(
-    "/clusters/{name}/jobs/{job}/cancel",
-    "POST",
-    "Cancel a job of the cluster ('all': every live job)",
-    response=lambda: cluster_models.ClusterCancelResponse,
-    errors=(400, 404),
-)
-def cancel_cluster_job(name: str, job: str, caller: User) -> ClusterCancelResponse:
-    return cluster_views.cancel(Settings.from_env(), caller, name, job)
-
-
-@_route(
-    "/clusters/{name}/stop",
-    "POST",
-    "Stop the cluster (disks kept)",
-    response=lambda: cluster_models.ClusterView,
-    errors=(400, 404, 409),
-)
-def stop_cluster(name: str, caller: User) -> ClusterView:
-    return cluster_views.stop(Settings.from_env(), caller, name)
-
-
-@_route(
-    "/clusters/{name}/start",
-    "POST",
-    "Start a stopped cluster",
-    response=lambda: cluster_models.ClusterView,
-    errors=(400, 404, 409),
-)
-def start_cluster(name: str, caller: User) -> ClusterView:
-    return cluster_views.start(Settings.from_env(), caller, name)
-
-
-@_route(
-    "/clusters/{name}/down",
-    "POST",
-    "Tear the cluster down",
-    response=lambda: cluster_models.ClusterView,
-    errors=(400, 404, 409),
-)
-def down_cluster(name: str, caller: User) -> ClusterView:
-    return cluster_views.down(Settings.from_env(), caller, name)
-
-
-@_route(
-    "/clusters/{name}/autostop",
-    "POST",
-    "Set (or, with -1, cancel) the cluster's autostop",
-    body=lambda: cluster_models.AutostopRequest,
-    response=lambda: cluster_models.ClusterView,
-    errors=(400, 404, 409),
-)
-def autostop_cluster(name: str, caller: User, body: AutostopRequest) -> ClusterView:
-    return cluster_views.autostop(Settings.from_env(), caller, name, body)
-
-
-@_route(
-    "/clusters/{name}/ssh",
-    "POST",
-    "How to reach the nodes; on a cloud, let the caller's key in",
-    body=lambda: cluster_models.SshRequest,
-    response=lambda: cluster_models.SshAccess,
-    errors=(400, 404, 409),
-)
-def ssh_cluster(name: str, caller: User, body: SshRequest) -> SshAccess:
-    identity = (current_request(app).context or {}).get("identity") or {}
-    return cluster_views.ssh(Settings.from_env(), caller, name, body, identity.get("sourceIp"))
-
-
-@_route("/node-agent/{name}", "GET", "The node agent's source (a cluster node's user-data fetches it)",
-        auth="none", errors=(404,))  # fmt: skip
-def node_agent_source(name: str) -> Response:
-    return Response(body=cluster_views.agent_source(name), status_code=200,
-                    headers={"Content-Type": "text/x-python; charset=utf-8"})  # fmt: skip
-
-
-@_route(
-    "/cluster-agent/{key}/claim",
-    "POST",
-    "A cluster node trades its boot token for the agent token",
-    auth="cluster_boot",
-    body=lambda: cluster_models.ClusterClaimRequest,
-    response=lambda: cluster_models.ClusterClaimResponse,
-    errors=(400, 404, 425),
-)
-def cluster_agent_claim(
-    key: str, caller: ClusterBootCaller, body: ClusterClaimRequest
-) -> ClusterClaimResponse:
-    return cluster_views.agent_claim(Settings.from_env(), caller, body)
-
-
-@_route(
-    "/cluster-agent/{key}/poll",
-    "POST",
-    "A cluster node asks for work and reports presence and shells",
-    auth="cluster_agent",
-    body=lambda: cluster_models.ClusterPollRequest,
-    response=lambda: cluster_models.ClusterPollResponse,
-    errors=(404,),
-)
-def cluster_agent_poll(key: str, caller: NamedClusterModel, body: ClusterPollRequest) -> ClusterPollResponse:
-    return cluster_views.agent_poll(Settings.from_env(), key, body, caller)
-
-
-@_route(
-    "/cluster-agent/{key}/jobs/{job}/status",
-    "POST",
-    "A cluster node reports a job's phase",
-    auth="cluster_agent",
-    body=lambda: cluster_models.ClusterJobStatusRequest,
-    response=lambda: cluster_models.ClusterJobStatusResponse,
-    errors=(404,),
-)
-def cluster_agent_job_status(
-    key: str, job: str, caller: NamedClusterModel, body: ClusterJobStatusRequest
-) -> ClusterJobStatusResponse:
-    return cluster_views.agent_job_status(Settings.from_env(), key, job, body)
-
+cluster_routes.register(_route, app)  # /clusters/*, /cluster-agent/*, /node-agent/*
 
 # ------------------------------------------------------- buckets skyless made (`skyless storage ls|delete`)
 

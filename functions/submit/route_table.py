@@ -74,6 +74,10 @@ class RouteSpec:
     form: tuple[str, ...] = ()  # the fields of an application/x-www-form-urlencoded body
 
 
+LOG_QUERY = (  # a job's and a cluster job's log
+    QueryParam("rank", "integer", "The node whose log to read (default 0)"),
+    QueryParam("after", "string", "The cursor an earlier read answered"),
+)
 ROUTES: list[RouteSpec] = []
 
 

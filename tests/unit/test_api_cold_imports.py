@@ -43,5 +43,8 @@ def test_a_routes_views_are_imported_by_its_first_request() -> None:
         "    assert client.http.get('/openapi.json').status_code == 200\n"
     )
     assert loaded_after(route) == []  # an unauthenticated request and the description need no view
-    views = "import functions.submit.app as api\napi.job_views.read_task\napi.cluster_views.agent_source\n"
+    views = (
+        "import functions.submit.app as api\nimport functions.submit.cluster_routes as clusters\n"
+        "api.job_views.read_task\nclusters.cluster_views.agent_source\n"
+    )
     assert {"functions.submit.job_views", "functions.submit.cluster_views"} <= set(loaded_after(views))
