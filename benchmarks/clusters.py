@@ -38,7 +38,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from control_plane import PRICES, CallCounter, item_size, percentile
+from aws_call_counts import CallCounter, item_size
+from control_plane_report import PRICES, percentile
 
 TASK = "name: bench\nresources:\n  cpus: 2+\nsetup: echo setup\nrun: echo up\n"
 SECONDS_PER_DAY = 86400

@@ -33,187 +33,21 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import botocore.session
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# Public AWS prices, us-east-1, on-demand (Nov 2025 list prices).
-PRICES = {
-    "dynamodb_write_per_million": 0.625,  # on-demand write request units (1 KB each)
-    "dynamodb_read_per_million": 0.125,  # on-demand read request units (4 KB, strongly consistent)
-    "sqs_request_per_million": 0.40,  # standard queue, per 64 KB request
-    "s3_put_per_thousand": 0.005,  # PUT, COPY, POST, LIST
-    "s3_get_per_thousand": 0.0004,  # GET and others
-    "lambda_request_per_million": 0.20,
-    "lambda_gb_second_arm64": 0.0000133334,
-    "http_api_request_per_million": 1.00,  # API Gateway HTTP API, first 300 M
-}
-LAMBDA_MEMORY_GB = 0.5  # infra/template.yaml: MemorySize 512
-
-DYNAMODB_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
-DYNAMODB_READS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
-S3_PUTS = {"PutObject", "CopyObject", "ListObjectsV2", "ListObjects", "CreateMultipartUpload", "UploadPart"}
-DISPATCHER_OPERATIONS = {("sqs", "ReceiveMessage"), ("sqs", "DeleteMessageBatch"), ("sqs", "DeleteMessage")}
+from aws_call_counts import CallCounter, stored_item_reader
+from control_plane_report import report, run_figures
 
 SIMPLE_TASK = "name: bench\nresources:\n  cpus: 1+\nrun: echo hello\n"
 SPOT_TASK = "name: bench-spot\nresources:\n  cpus: 2\n  use_spot: true\nrun: echo hello\n"
-
-
-def value_size(value: dict[str, Any]) -> int:
-    """Bytes of one DynamoDB-JSON attribute value, by DynamoDB's item size rules."""
-    ((kind, raw),) = value.items()
-    if kind == "S":
-        return len(raw.encode())
-    if kind == "N":
-        digits = raw.lstrip("-").replace(".", "").lstrip("0") or "0"
-        return (len(digits) + 1) // 2 + 1
-    if kind == "B":
-        return len(raw)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind in ("SS", "NS", "BS"):
-        return sum(value_size({kind[0]: v}) for v in raw)
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + value_size(v) + 1 for k, v in raw.items())
-    if kind == "L":
-        return 3 + sum(value_size(v) + 1 for v in raw)
-    return len(json.dumps(raw))
-
-
-def item_size(item: dict[str, Any]) -> int:
-    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
-
-
-def billed_units(size: int, transactional: bool) -> int:
-    return max(1, -(-size // 1024)) * (2 if transactional else 1)
-
-
-class CallCounter:
-    """Counts AWS API calls per (service, operation), items per call where one call carries many, and the
-    DynamoDB write units those items are billed."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.calls: Counter[tuple[str, str]] = Counter()
-        self.units: Counter[tuple[str, str]] = Counter()
-        self.write_units = 0
-        self.heartbeat_items = 0  # UpdateItems that set only a node's heartbeat_at (an agent's sign of life)
-        self.local = threading.local()
-        # reads a stored item (DynamoDB JSON) for its size; set once the stack is up
-        self.sizer: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None
-
-    @contextmanager
-    def ignored(self) -> Iterator[None]:
-        """The benchmark's own calls (watching queue depths, emitting events) are not the control plane's."""
-        self.local.ignored = True
-        try:
-            yield
-        finally:
-            self.local.ignored = False
-
-    def install(self) -> None:
-        """Register on every botocore client created from now on (boto3 and pynamodb both go through here)."""
-        original = botocore.session.Session.create_client
-        counter = self
-
-        def create_client(session: Any, *args: Any, **kwargs: Any) -> Any:
-            client = original(session, *args, **kwargs)
-            client.meta.events.register("before-call", counter.on_call)
-            client.meta.events.register("before-parameter-build", counter.on_parameters)
-            return client
-
-        botocore.session.Session.create_client = create_client  # type: ignore[method-assign]
-
-    def on_call(self, model: Any, **_: Any) -> None:
-        if getattr(self.local, "ignored", False):
-            return
-        with self.lock:
-            self.calls[(model.service_model.service_name, model.name)] += 1
-
-    def on_parameters(self, model: Any, params: dict[str, Any], **_: Any) -> None:
-        """Items per call, from the API parameters (before-call only sees the serialized request)."""
-        if getattr(self.local, "ignored", False):
-            return
-        key = (model.service_model.service_name, model.name)
-        items = 1
-        if key == ("dynamodb", "BatchWriteItem"):
-            items = sum(len(v) for v in params.get("RequestItems", {}).values())
-        elif key == ("dynamodb", "TransactWriteItems"):
-            items = len(params.get("TransactItems", []))
-        elif key == ("sqs", "SendMessageBatch"):
-            items = len(params.get("Entries", []))
-        units = self.dynamodb_write_units(model.name, params) if key[0] == "dynamodb" else 0
-        heartbeat = key == ("dynamodb", "UpdateItem") and is_heartbeat_write(params)
-        with self.lock:
-            self.units[key] += items
-            self.write_units += units
-            self.heartbeat_items += heartbeat
-
-    def dynamodb_write_units(self, operation: str, params: dict[str, Any]) -> int:
-        if operation == "TransactWriteItems":
-            writes = [
-                (kind, body) for entry in params.get("TransactItems", []) for kind, body in entry.items()
-            ]
-            return sum(billed_units(self.written_size(kind, body), True) for kind, body in writes)
-        if operation == "BatchWriteItem":
-            return sum(
-                billed_units(self.written_size(kind, {"TableName": table, **body}), False)
-                for table, requests in params.get("RequestItems", {}).items()
-                for request in requests
-                for kind, body in request.items()
-            )
-        kinds = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}
-        return billed_units(self.written_size(kinds[operation], params), False) if operation in kinds else 0
-
-    def written_size(self, kind: str, body: dict[str, Any]) -> int:
-        if kind in ("Put", "PutRequest"):
-            return item_size(body["Item"])
-        stored = self.stored_size(body["TableName"], body["Key"])
-        if kind == "Update":
-            return stored + sum(value_size(v) for v in body.get("ExpressionAttributeValues", {}).values())
-        return stored  # Delete, DeleteRequest, ConditionCheck
-
-    def stored_size(self, table: str, key: dict[str, Any]) -> int:
-        if self.sizer is None:
-            return item_size(key)
-        return item_size(self.sizer(table, key) or key)
-
-    def snapshot(self) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], int, int]:
-        with self.lock:
-            return Counter(self.calls), Counter(self.units), self.write_units, self.heartbeat_items
-
-
-def stored_item_reader(runtime: Any) -> Callable[[str, dict[str, Any]], dict[str, Any] | None]:
-    """Reads an item from moto's store in this process, in the turn the endpoint gives DynamoDB calls: the
-    size of what a write replaces is then counted without an HTTP call on the handler's thread (which the
-    latencies measured here would include)."""
-    from moto.core import DEFAULT_ACCOUNT_ID
-    from moto.dynamodb.models import dynamodb_backends
-
-    backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][runtime.settings.region]
-    lock = runtime.moto.dynamodb_lock
-
-    def read(table: str, key: dict[str, Any]) -> dict[str, Any] | None:
-        with lock:
-            item = backend.get_item(table, key)
-            return None if item is None else dict(item.to_json()["Attributes"])
-
-    return read
-
-
-def is_heartbeat_write(params: dict[str, Any]) -> bool:
-    """An UpdateItem of a cluster record that sets a node's heartbeat_at and nothing else."""
-    names = list(params.get("ExpressionAttributeNames", {}).values())
-    sets_one = str(params.get("UpdateExpression", "")).count("=") == 1
-    return len(names) == 3 and {"nodes", "heartbeat_at"} <= set(names) and sets_one
 
 
 @dataclass
@@ -309,14 +143,6 @@ class AgentPlayer:
             self.report(spec.job_id, node.instance_id, self.tokens[node.instance_id], "heartbeat")
         for node in nodes:
             self.report(spec.job_id, node.instance_id, self.tokens[node.instance_id], "succeeded", 0)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def wait_until_quiet(runtime: Any, counter: CallCounter, timeout: float = 120) -> None:
@@ -527,13 +353,6 @@ def submit_breakdown(
     }
 
 
-def print_parts(title: str, samples: list[dict[str, float]], ms: Callable[[list[float], float], str]) -> None:
-    print(f"  {title} (p50 / p99 of each part):")
-    for part in dict.fromkeys(k for parts in samples for k in parts):
-        values = [parts[part] for parts in samples if part in parts]
-        print(f"    {part:48s} {ms(values, 50)}  {ms(values, 99)}")
-
-
 STEPS = (
     ("shared.jobs.recovery", "recover_job"),  # spot_watch's continuation runs inside it (its `then`)
     ("shared.jobs.continuation", "replan_and_launch"),
@@ -605,125 +424,6 @@ def play_simple(launches: LaunchLog, player: AgentPlayer, job_id: str) -> None:
     _, spec, nodes = launches.wait_for(job_id, 1)
     player.run_until_running(spec, nodes)
     player.finish(spec, nodes)
-
-
-def report(result: dict[str, Any]) -> None:
-    jobs = result["jobs"]
-    calls: Counter[tuple[str, str]] = result["calls"]
-    units: Counter[tuple[str, str]] = result["units"]
-
-    def per_job(selector: Callable[[tuple[str, str]], bool], source: Counter[tuple[str, str]]) -> float:
-        return sum(n for key, n in source.items() if selector(key)) / jobs
-
-    def ms(values: list[float], q: float) -> str:
-        return f"{percentile(values, q) * 1000:7.1f} ms"
-
-    print(
-        f"jobs: {jobs} simple (1 node) -> {result['simple_states']}; "
-        f"{result['preemptions']} spot jobs preempted once -> {result['spot_states']}"
-    )
-    print()
-    print("latency (local runtime, this machine)")
-    print(
-        f"  submit -> launch request          p50 {ms(result['submit_latency'], 50)}   "
-        f"p99 {ms(result['submit_latency'], 99)}"
-    )
-    if result.get("submit_parts"):
-        print_parts("where a submission's time goes", result["submit_parts"], ms)
-    if result["preempt_latency"]:
-        print(
-            f"  preemption -> replacement launch  p50 {ms(result['preempt_latency'], 50)}   "
-            f"p99 {ms(result['preempt_latency'], 99)}"
-        )
-    if result.get("preempt_parts"):
-        print("  where a preemption's time goes (p50 / p99 of each part, over the preempted jobs):")
-        for part in dict.fromkeys(k for parts in result["preempt_parts"] for k in parts):
-            values = [parts[part] for parts in result["preempt_parts"] if part in parts]
-            print(f"    {part:48s} {ms(values, 50)}  {ms(values, 99)}")
-        print("  the steps inside (p50 / p99 per call, calls per preemption):")
-        for step, values in result["preempt_steps"].items():
-            per = len(values) / max(1, result["preemptions"])
-            print(f"    {step:48s} {ms(values, 50)}  {ms(values, 99)}  x{per:.1f}")
-    print()
-    print("AWS calls per simple job lifecycle (submit .. teardown), control plane only")
-    by_service: dict[str, list[tuple[str, float]]] = {}
-    for (service, operation), count in sorted(calls.items()):
-        by_service.setdefault(service, []).append((operation, count / jobs))
-    for service, operations in by_service.items():
-        listed = ", ".join(f"{op} {n:.2f}" for op, n in operations)
-        print(f"  {service:9s} {sum(n for _, n in operations):6.2f}  ({listed})")
-
-    ddb_write_calls = per_job(lambda k: k[0] == "dynamodb" and k[1] in DYNAMODB_WRITES, calls)
-    ddb_writes = per_job(lambda k: k[0] == "dynamodb" and k[1] in DYNAMODB_WRITES, units)
-    ddb_write_units = result["write_units"] / jobs
-    ddb_reads = per_job(lambda k: k[0] == "dynamodb" and k[1] in DYNAMODB_READS, units)
-    messages = per_job(lambda k: k[0] == "sqs" and k[1] in ("SendMessage", "SendMessageBatch"), units)
-    sqs_handler = per_job(lambda k: k[0] == "sqs" and k not in DISPATCHER_OPERATIONS, calls)
-    sqs_poller = per_job(lambda k: k in DISPATCHER_OPERATIONS, calls)
-    s3_puts = per_job(lambda k: k[0] == "s3" and k[1] in S3_PUTS, calls)
-    s3_gets = per_job(lambda k: k[0] == "s3" and k[1] not in S3_PUTS, calls)
-    invocations = sum(result["handler_calls"].values()) / jobs
-    api_invocations = result["api_requests"] / jobs
-    handler_gb_s = sum(result["handler_seconds"].values()) / jobs * LAMBDA_MEMORY_GB
-    print()
-    beats = result["heartbeat_items"] / jobs
-    print(
-        f"  DynamoDB writes      {ddb_write_calls:.2f} calls, {ddb_writes:.2f} items written, "
-        f"{ddb_write_units:.2f} billed write units (1 KB steps, x2 in transactions)"
-    )
-    print(
-        f"    of the items: {ddb_writes - beats:.2f} the job's steps (target <= 12) + {beats:.2f} heartbeat "
-        "writes (a report >= silent_after/3 after the last one recorded: agents this script plays late)"
-    )
-    print(f"  DynamoDB read units  {ddb_reads:.2f}")
-    print(f"  queue messages sent  {messages:.2f}  (target <= 6)")
-    print(
-        f"  SQS requests         {sqs_handler:.2f} by handlers/API + {sqs_poller:.2f} by the poller "
-        "(Receive/Delete; Lambda's event source mapping bills these too, and its empty polls)"
-    )
-    print(
-        f"  S3 requests          {s3_puts:.2f} PUT/LIST + {s3_gets:.2f} GET (+ 1 log chunk POST per node "
-        "by the agent, not counted above)"
-    )
-    print(f"  Lambda invocations   {invocations:.2f} queue/schedule + {api_invocations:.2f} API requests")
-    for kind, total in sorted(result["handler_seconds"].items()):
-        count = result["handler_calls"][kind]
-        mean_ms = total / count * 1000
-        print(f"    {kind:10s} {count / jobs:.2f} invocations/job, {mean_ms:.1f} ms mean per batch")
-
-    p = PRICES
-    cost = {
-        "DynamoDB": ddb_write_units * p["dynamodb_write_per_million"] / 1e6
-        + ddb_reads * p["dynamodb_read_per_million"] / 1e6,
-        "SQS": (sqs_handler + sqs_poller) * p["sqs_request_per_million"] / 1e6,
-        "S3": (s3_puts + 1) * p["s3_put_per_thousand"] / 1e3 + s3_gets * p["s3_get_per_thousand"] / 1e3,
-        "Lambda": (invocations + api_invocations) * p["lambda_request_per_million"] / 1e6
-        + handler_gb_s * p["lambda_gb_second_arm64"],
-        "API Gateway": api_invocations * p["http_api_request_per_million"] / 1e6,
-    }
-    print()
-    print("control-plane dollars per 1,000 simple jobs (us-east-1 list prices, free tiers ignored)")
-    for name, dollars in cost.items():
-        print(f"  {name:12s} ${dollars * 1000:.5f}")
-    print(f"  {'total':12s} ${sum(cost.values()) * 1000:.5f}")
-    print("  (handler GB-s measured here at 512 MB; API function GB-s not included; heartbeats of long jobs")
-    print("   add one API request + its writes every heartbeat_seconds per node; reconcile is a fixed")
-    print("   1,440 invocations/day, independent of the number of jobs)")
-    print("  prices: " + ", ".join(f"{k}={v}" for k, v in p.items()))
-
-
-def run_figures(result: dict[str, Any]) -> dict[str, float]:
-    """The figures compared across runs: latency percentiles (seconds) and items written a simple job."""
-    items = sum(
-        n for (service, op), n in result["units"].items() if service == "dynamodb" and op in DYNAMODB_WRITES
-    )
-    return {
-        "submit p50": percentile(result["submit_latency"], 50),
-        "submit p99": percentile(result["submit_latency"], 99),
-        "preemption p50": percentile(result["preempt_latency"], 50),
-        "preemption p99": percentile(result["preempt_latency"], 99),
-        "items a job": (items - result["heartbeat_items"]) / max(1, result["jobs"]),
-    }
 
 
 def run_many(args: argparse.Namespace, argv: list[str]) -> None:
