@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--control-plane" in argv:  # the same judgement through the real handlers: spot_control_plane.py
         sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
-        from spot_control_plane import main as control_plane
+        from spot_control_plane_cli import main as control_plane
 
         return control_plane([a for a in argv if a != "--control-plane"])
     parser = argparse.ArgumentParser(
