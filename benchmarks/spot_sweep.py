@@ -17,10 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
 
-from spot_control_plane import DEFAULT_TRACES, HOUR, ControlPlaneRun, replayed
-from trace_cloud import Prices, ZoneTrace, load_zone_trace
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]  # run alone too, as its --help says
+
+from spot_control_plane import DEFAULT_TRACES, HOUR, ControlPlaneRun, replayed  # noqa: E402
+from trace_cloud import Prices, ZoneTrace, load_zone_trace  # noqa: E402
 
 
 def _floats(text: str) -> list[float]:
@@ -114,3 +118,7 @@ def main(argv: list[str]) -> int:
     for line in worse:
         print(f"  {line}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
