@@ -48,7 +48,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--replay-only", action="store_true")
     args = parser.parse_args(argv)
-    files = args.trace or sorted((DEFAULT_TRACES / "availability/1-node/aws-02-15-2023").glob("*.json"))
+    default = DEFAULT_TRACES / "availability/1-node/aws-02-15-2023"
+    files = args.trace or sorted(default.glob("*.json"))
+    if not files:  # a git worktree elsewhere than beside shared/ has no default traces: say so, not "0 of 0"
+        parser.error(f"no traces: {default} has no *.json; name them with --trace FILE ...")
     prices = Prices(args.on_demand_price, args.spot_price)
     worse: list[str] = []
     means: dict[tuple[float, float], list[tuple[float, float]]] = {}
