@@ -17,10 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
 
-from spot_control_plane import DEFAULT_TRACES, HOUR, ControlPlaneRun, replayed
-from trace_cloud import Prices, ZoneTrace, load_zone_trace
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]  # run alone too, as its --help says
+
+from spot_control_plane import DEFAULT_TRACES, HOUR, ControlPlaneRun, replayed  # noqa: E402
+from trace_cloud import Prices, ZoneTrace, load_zone_trace  # noqa: E402
 
 
 def _floats(text: str) -> list[float]:
@@ -44,7 +48,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--replay-only", action="store_true")
     args = parser.parse_args(argv)
-    files = args.trace or sorted((DEFAULT_TRACES / "availability/1-node/aws-02-15-2023").glob("*.json"))
+    default = DEFAULT_TRACES / "availability/1-node/aws-02-15-2023"
+    files = args.trace or sorted(default.glob("*.json"))
+    if not files:  # a git worktree elsewhere than beside shared/ has no default traces: say so, not "0 of 0"
+        parser.error(f"no traces: {default} has no *.json; name them with --trace FILE ...")
     prices = Prices(args.on_demand_price, args.spot_price)
     worse: list[str] = []
     means: dict[tuple[float, float], list[tuple[float, float]]] = {}
@@ -114,3 +121,7 @@ def main(argv: list[str]) -> int:
     for line in worse:
         print(f"  {line}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -123,7 +123,10 @@ def decide(
     on_demand_pays = outage > config.outage_restarts * d and slack - outage < reserve
     # With one place, on-demand that would hold the job for most of its work is taken at the net, as greedy.
     one_way = on_demand_pays and len(spot) == 1 and _stuck_on_demand(job, slack - d, net, reserve, config)
-    if (one_way or not on_demand_pays) and slack - min(config.retry, slack) > net + d:
+    if one_way or not on_demand_pays:
+        if slack - min(config.retry, slack) <= net + d:
+            why = f"one more wait would cross the safety net ({_hours(slack)} of slack)"
+            return UseOnDemand(on_demand.place, f"no spot capacity; {why}", job.now + config.retry)
         until = job.now + min(config.retry, slack - net - d)
         if one_way:
             why = "on-demand now would hold the job for most of its work; waiting for spot until the net"

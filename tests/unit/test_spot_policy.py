@@ -156,6 +156,42 @@ def test_one_zone_goes_on_demand_early_when_it_could_leave_again_in_the_first_ha
     assert isinstance(decide(state, ONE_ZONE, three_hour_outage(ONE_ZONE, state.now)), UseOnDemand)
 
 
+def on_demand_hours_until_left(state: DeadlineState, history: dict[str, SpotHistory]) -> float | None:
+    """Run `state`'s job on on-demand from now (its restart overhead first; spot back at once) and ask the
+    policy every 6 minutes, as the control plane's checks do; the work done before it answers spot, or
+    None when it stays on on-demand to the end."""
+    placement = Placement(ONE_ZONE[0].place, Market.ON_DEMAND, started_at=state.now)
+    step, work_left, now = 0.1 * H, state.work_left, state.now + state.restart_overhead
+    while work_left > 0:
+        running = DeadlineState(
+            now,
+            state.deadline,
+            work_left,
+            state.restart_overhead,
+            state.total_work,
+            state.submitted_at,
+            placement,
+        )
+        if isinstance(decide(running, ONE_ZONE, history), UseSpot):
+            return state.work_left - work_left
+        now, work_left = now + step, work_left - step
+    return None
+
+
+@pytest.mark.parametrize("slack_hours", [2.5, 2.9, 3.0, 3.1, 3.2, 3.3, 3.5, 4.0])
+def test_the_one_way_door_opens_only_for_a_stint_the_leave_rule_ends_in_the_first_half(
+    slack_hours: float,
+) -> None:
+    # The door's projection and the leave rule must agree: on-demand early is taken only when, run on
+    # on-demand with spot back, the job is let go before `one_way_share` of its remaining work.
+    state = tight_one_zone_job(slack=slack_hours * H)
+    history = three_hour_outage(ONE_ZONE, state.now)
+    opened = isinstance(decide(state, ONE_ZONE, history), UseOnDemand)
+    left_after = on_demand_hours_until_left(state, history)
+    leaves_early = left_after is not None and left_after <= DEFAULT_CONFIG.one_way_share * state.work_left
+    assert opened == leaves_early, (opened, left_after and left_after / H)
+
+
 def test_the_one_way_door_is_for_one_place_only_several_zones_still_go_on_demand_early() -> None:
     state = tight_one_zone_job(slack=2.5 * H)
     assert isinstance(decide(state, ZONES, three_hour_outage(ZONES, state.now)), UseOnDemand)
