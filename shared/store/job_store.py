@@ -172,6 +172,9 @@ class JobStore(Protocol):
         ...
 
 
+Evidence = tuple[list[Cooling], dict[str, list[tuple[float, str]]]]  # cooling places, refusals by zone
+
+
 class Cooldowns(Protocol):
     """Recent spot preemptions by zone (written by a move's `PreemptionCount`), for the cool-down policy."""
 
@@ -187,12 +190,9 @@ class Cooldowns(Protocol):
         """The zones and regions cooling now; forgets entries the policy no longer counts."""
         ...
 
-    def evidence(self, now: float | None = None) -> tuple[list[Cooling], dict[str, list[tuple[float, str]]]]:
+    def evidence(self, now: float | None = None) -> Evidence:
         """`cooling`, and each zone's refused spot launches as (epoch seconds, who), from one read."""
         ...
-
-
-Evidence = tuple[list[Cooling], dict[str, list[tuple[float, str]]]]
 
 
 class CooldownsReadOnce:
