@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from shared.clouds.errors import CloudAuthError, CloudError, InvalidLaunchError, NoCapacityError, QuotaError
 from shared.errors import NoOfferingError
 from shared.jobs.planning import make_plan
 from shared.optimizer.plan import Block, Candidate, Plan
@@ -80,6 +81,16 @@ def note_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: str
         "error": error,
     }
     wiring.store.note(job.job_id, "refused", tried_text(candidate, message), detail)
+
+
+def note_refused_launch(wiring: Wiring, job: JobModel, candidate: Candidate, error: CloudError) -> None:
+    """`note_refusal` with the kind of `error`, for the deadline policy's launches (which block nothing for
+    capacity). An invalid request is the job's own fault, not a refusal: not noted, as in the walk."""
+    if isinstance(error, InvalidLaunchError):
+        return
+    kinds = ((NoCapacityError, "no capacity"), (QuotaError, "quota"), (CloudAuthError, "auth"))
+    kind = next((name for cls, name in kinds if isinstance(error, cls)), "transient")
+    note_refusal(wiring, job, candidate, kind, error.message)
 
 
 def launched_message(count: int, where: str, tried: list[str]) -> str:
