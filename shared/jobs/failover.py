@@ -69,6 +69,12 @@ def tried_text(candidate: Candidate, error_message: str) -> str:
     return f"{candidate.place} {candidate.instance_type}: {error_message}"
 
 
+def refusals_partition(job_id: str) -> str:
+    """Where a job's refused launches are noted: beside its timeline, not in it. A deadline job may be refused
+    12 times an hour for days; the timeline is what `status`, `logs` (every second) and the dashboard read."""
+    return f"refused#{job_id}"
+
+
 def note_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: str, message: str) -> None:
     """A launch request the cloud refused, as the provider scorecard counts it (shared/reports/);
     `error` is the kind a block names: no capacity, quota, auth, transient."""
@@ -80,7 +86,7 @@ def note_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: str
         "use_spot": candidate.use_spot,
         "error": error,
     }
-    wiring.store.note(job.job_id, "refused", tried_text(candidate, message), detail)
+    wiring.store.note(refusals_partition(job.job_id), "refused", tried_text(candidate, message), detail)
 
 
 def note_refused_launch(wiring: Wiring, job: JobModel, candidate: Candidate, error: CloudError) -> None:

@@ -23,6 +23,7 @@ from shared.clouds.base import LaunchSpec
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.submission import SubmitJob, submit_job
+from shared.jobs.views import get_job
 from shared.states import JobState
 from shared.store.users import create_user, find_user
 from shared.wiring import wiring_for
@@ -131,6 +132,9 @@ def test_a_deadline_jobs_refused_and_obtained_launches_are_each_counted_once_for
     assert moved is not None and moved.state == JobState.SETTING_UP.value and int(moved.attempt) == 1
     assert _cluster(fast, b).use_spot
     assert refused[a] == 2 and refused[b] >= 3
+    for job_id in (a, b):  # noted beside the timeline: `status` shows the launches, not every refusal
+        timeline = get_job(wiring_for(fast), job_id, owner=None).timeline
+        assert [e for e in timeline if e["kind"] == "refused"] == []
 
     mine = {name: _line(_report(api_url, key)) for name, key in keys.items()}
     # a: two refused for capacity, one launched; b: its refusals, and two launches (on-demand, then spot)
