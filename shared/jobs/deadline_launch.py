@@ -2,8 +2,9 @@
 moment it named, by a delayed message (never a sleeping process).
 
 - **Launch** (`launch_by_policy`, from the provision walk of a job with a deadline): ask `decide` with the
-  plan's places and the job's spot history; launch its answer; a spot launch refused for capacity is
-  recorded in the history and the policy asked again at once; on-demand without capacity drops that
+  plan's places and the job's spot history; launch its answer (every refused launch noted for the provider
+  report, as the plain walk's); a spot launch refused for capacity is recorded in the history and the
+  policy asked again at once; on-demand without capacity drops that
   place's on-demand; quota and credential errors block as in the plain walk. A `Wait` moves the job to
   WAITING with a launch message due at the policy's time.
 - **Check** (`check_deadline`, provision queue action `deadline_check`): at the time the policy asked for
@@ -41,6 +42,7 @@ from shared.jobs.deadlines import (
     probe_view,
     with_shared_evidence,
 )
+from shared.jobs.failover import note_refused_launch
 from shared.jobs.launching import (
     fail_provisioning,
     launch_candidate,
@@ -123,6 +125,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         try:
             nodes = launch_candidate(wiring, job, candidate)
         except TransientCloudError as error:
+            note_refused_launch(wiring, job, candidate, error)
             if int(job.transient_retries) < wiring.settings.max_transient_retries:
                 return retry_later(wiring, job, candidates.index(planned), blocks, error)
             blocks.append(zone_block(candidate, f"transient: {error.message}"))
@@ -131,6 +134,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
             return fail_provisioning(wiring, job, f"{decision.place}: {error.message}")
         except NoCapacityError as error:
             note_spot_refusal(wiring, job, candidate, error)
+            note_refused_launch(wiring, job, candidate, error)
             tried.append(f"{decision.place} ({market}): {error.message}")
             if market is Market.SPOT:
                 history[option.place] = history.get(option.place, SpotHistory()).refused(now)
@@ -140,6 +144,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
                 places = [_without_on_demand(o) if o.place == option.place else o for o in places]
                 places = [o for o in places if o.spot_price is not None or o.on_demand_price is not None]
         except CloudError as error:
+            note_refused_launch(wiring, job, candidate, error)
             block = block_for(candidate, error)
             blocks.append(block)
             tried.append(f"{decision.place}: {error.message}")

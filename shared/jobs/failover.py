@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from shared.clouds.errors import CloudAuthError, CloudError, InvalidLaunchError, NoCapacityError, QuotaError
 from shared.errors import NoOfferingError
 from shared.jobs.planning import make_plan
 from shared.optimizer.plan import Block, Candidate, Plan
@@ -68,6 +69,12 @@ def tried_text(candidate: Candidate, error_message: str) -> str:
     return f"{candidate.place} {candidate.instance_type}: {error_message}"
 
 
+def refusals_partition(job_id: str) -> str:
+    """Where a job's refused launches are noted: beside its timeline, not in it. A deadline job may be refused
+    12 times an hour for days; the timeline is what `status`, `logs` (every second) and the dashboard read."""
+    return f"refused#{job_id}"
+
+
 def note_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: str, message: str) -> None:
     """A launch request the cloud refused, as the provider scorecard counts it (shared/reports/);
     `error` is the kind a block names: no capacity, quota, auth, transient."""
@@ -79,7 +86,17 @@ def note_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: str
         "use_spot": candidate.use_spot,
         "error": error,
     }
-    wiring.store.note(job.job_id, "refused", tried_text(candidate, message), detail)
+    wiring.store.note(refusals_partition(job.job_id), "refused", tried_text(candidate, message), detail)
+
+
+def note_refused_launch(wiring: Wiring, job: JobModel, candidate: Candidate, error: CloudError) -> None:
+    """`note_refusal` with the kind of `error`, for the deadline policy's launches (which block nothing for
+    capacity). An invalid request is the job's own fault, not a refusal: not noted, as in the walk."""
+    if isinstance(error, InvalidLaunchError):
+        return
+    kinds = ((NoCapacityError, "no capacity"), (QuotaError, "quota"), (CloudAuthError, "auth"))
+    kind = next((name for cls, name in kinds if isinstance(error, cls)), "transient")
+    note_refusal(wiring, job, candidate, kind, error.message)
 
 
 def launched_message(count: int, where: str, tried: list[str]) -> str:

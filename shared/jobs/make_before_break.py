@@ -5,7 +5,8 @@ by first obtaining the new capacity, and lets the running attempt go only once i
    idempotent per attempt: a duplicate check gets the same nodes). Its agents hold the next attempt's boot
    token and are answered "not yet" (425) until the job is on their attempt (shared/jobs/node_claims.py).
 2. Refused (no capacity, quota, a transient error): the running cluster is untouched; the refusal is the
-   place's spot history, and the policy is asked again at its next check.
+   place's spot history and a launch request the provider report counts (its note), and the policy is asked
+   again at its next check. Obtained, the launch is counted by its cluster record (step 3), not noted.
 3. Obtained: the job moves to RECOVERING on the next attempt (the old agents get 410 and stop), the earlier
    attempts are fenced (terminated, and the cloud asked until they are gone: shared/jobs/fencing.py), and
    only then is the new cluster recorded (RECOVERING -> SETTING_UP), which is when its agents get their
@@ -30,6 +31,7 @@ from shared.clouds.errors import CloudError, NoCapacityError
 from shared.jobs.blocks import blocks_of
 from shared.jobs.costs import cost_with
 from shared.jobs.deadlines import cluster_ended, history_json
+from shared.jobs.failover import note_refused_launch
 from shared.jobs.fencing import FENCE_RETRY_SECONDS, fence_earlier_attempts
 from shared.jobs.launching import launch_candidate, note_spot_refusal, record_launch
 from shared.jobs.messages import cluster_id_for, send_launch, send_optimize
@@ -65,6 +67,7 @@ def move_when_obtained(
         nodes = launch_candidate(wiring, job, candidate, attempt=next_attempt)
     except CloudError as error:
         note_spot_refusal(wiring, job, candidate, error)
+        note_refused_launch(wiring, job, candidate, error)
         if market is Market.SPOT and isinstance(error, NoCapacityError):
             history[place] = history.get(place, SpotHistory()).refused(now)
         return Outcome.DONE, history, f"{place} ({market}): {error.message}"

@@ -3,7 +3,8 @@
 What one report reads: the jobs created in the window (the owner's through the owner index; an admin's
 report through `iter_all_jobs`, one created-day index Query per day, as the cost report), at most
 `MAX_SCORECARD_JOBS`; their attempts' cluster records (one BatchGetItem per 100); and each of those jobs'
-timeline (one Query per job, on its own partition). Nothing else: no scan of the events or clusters tables.
+timeline and refused launches (a Query of each, on the job's own two partitions: shared/jobs/failover.py's
+`refusals_partition`). Nothing else: no scan of the events or clusters tables.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from typing import Any
 
 from shared.jobs.cost_report import cluster_record, job_record
+from shared.jobs.failover import refusals_partition
 from shared.reports.provider_scorecard import JobHistory, Scorecard, TimelineEvent, build_scorecard
 from shared.store.models import EventModel
 from shared.wiring import Wiring
@@ -53,7 +55,11 @@ def provider_scorecard(
         JobHistory(
             job=job,
             clusters=tuple(clusters_by_job.get(job.job_id, ())),
-            events=tuple(timeline_event(e) for e in store.timeline(job.job_id)),
+            events=tuple(
+                timeline_event(e)
+                for partition in (job.job_id, refusals_partition(job.job_id))
+                for e in store.timeline(partition)
+            ),
         )
         for job in jobs
     ]

@@ -3,7 +3,8 @@
 Pure: plain records in (each job's cluster records and timeline events), a scorecard out.
 
 - Launch requests: every launch that succeeded (a cluster record) and every refused one (a `refused` note,
-  written by the plan's walk with the cloud's error kind: `no capacity`, `quota`, `auth`, `transient`).
+  written by the plan's walk, the deadline policy's and make before break's launches with the cloud's error
+  kind: `no capacity`, `quota`, `auth`, `transient`).
 - Time to RUNNING: from a cluster's launch to the job's first RUNNING event while that cluster was its own
   (the first attempt that no move to RECOVERING has ended yet).
 - Preemptions: moves to RECOVERING whose detail says `preempted`, counted on the cluster they took;
