@@ -87,26 +87,28 @@ def stint_of(detail: Mapping[str, Any]) -> Stint | None:
 
 
 def market_change(record: TimelineRecord, earlier: Sequence[TimelineRecord]) -> MarketChange | None:
-    """The change a RUNNING event tells, or None. `earlier`: the job's state events before, oldest first."""
+    """The change a RUNNING event tells, or None. `earlier`: the job's state events before, oldest first.
+    The market before is the last launch's that ran (a launch lost before it ran was never told)."""
     if record.kind != "state" or record.state != "RUNNING":
         return None
-    launches: list[TimelineRecord] = []
+    launch: TimelineRecord | None = None
+    ran = False
     for event in reversed(earlier):
-        if event.state == "RUNNING" and not launches:
-            return None  # this launch was told at its first RUNNING
-        if event.state == "SETTING_UP":
-            launches.append(event)
-            if len(launches) == 2:
-                break
-    after = stint_of(launches[0].detail) if launches else None
-    if after is None:
-        return None
-    if len(launches) == 1:
-        return MarketChange(None, after) if after.market == "on_demand" else None
-    before = stint_of(launches[1].detail)
-    if before is None or before.market == after.market:  # an older launch that did not say: unknown
-        return None
-    return MarketChange(before, after)
+        if launch is None:
+            if event.state == "RUNNING":
+                return None  # this launch was told at its first RUNNING
+            if event.state == "SETTING_UP":
+                launch = event
+        elif event.state == "RUNNING":
+            ran = True
+        elif event.state == "SETTING_UP" and ran:
+            before = stint_of(event.detail)
+            after = stint_of(launch.detail)
+            if before is None or after is None or before.market == after.market:
+                return None  # an older launch that did not say its market: unknown
+            return MarketChange(before, after)
+    after = stint_of(launch.detail) if launch is not None else None
+    return MarketChange(None, after) if after is not None and after.market == "on_demand" else None
 
 
 def is_planned_move(record: TimelineRecord, earlier: Sequence[TimelineRecord]) -> bool:

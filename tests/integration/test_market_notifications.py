@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import QueueDriver
+from conftest import QueueDriver, sent_mail
 from fakes.slack_webhook import SlackWebhook
 
 from functions.notify.handler import handler as notify_handler
@@ -128,9 +128,10 @@ def fields(post: dict[str, Any]) -> dict[str, str]:
 
 
 def test_a_deadline_job_moved_to_on_demand_and_back_to_spot_is_told_each_way_once(
-    fast: Settings, queues: QueueDriver, alice_hook: SlackWebhook
+    fast: Settings, queues: QueueDriver, alice_hook: SlackWebhook, moto_endpoint: str
 ) -> None:
-    update_user_settings(fast, "alice", slack_webhook=alice_hook.url)
+    address = f"alice-{fast.prefix}@example.com"
+    update_user_settings(fast, "alice", slack_webhook=alice_hook.url, email=address)
     reader = EventsStreamReader(fast)
     cloud = LocalCloud(fast.home)
     job_id = submit(fast, queues, "alice", deadline="600s", hours=500 / 3600)
@@ -158,8 +159,15 @@ def test_a_deadline_job_moved_to_on_demand_and_back_to_spot_is_told_each_way_onc
     assert stored is not None and stored.policy_reason
     assert facts["*Why*"] == stored.policy_reason and told.endswith(f": {stored.policy_reason}.")
 
+    mails = [m for m in sent_mail(moto_endpoint) if address in m["destinations"]["ToAddresses"]]
+    assert [m["subject"] for m in mails] == texts(alice_hook)
+    assert (
+        "Market: spot -> on-demand" in mails[2]["body"] and f"Why: {stored.policy_reason}" in mails[2]["body"]
+    )
+
     notify_handler({"Records": batch}, None)  # the same stream batch delivered again: nothing sent twice
     assert len(alice_hook.posts) == 3
+    assert len([m for m in sent_mail(moto_endpoint) if address in m["destinations"]["ToAddresses"]]) == 3
 
     cloud.set_capacity_rules({})  # spot is back: the policy's check moves the job, making before breaking
     check_when_due(fast, queues, job_id)
@@ -174,7 +182,10 @@ def test_a_deadline_job_moved_to_on_demand_and_back_to_spot_is_told_each_way_onc
     stream_to_notify(reader)  # the notify events themselves come round on the stream: they tell nothing
     assert len(alice_hook.posts) == 4
     sent = [e for e in wiring_for(fast).store.timeline(job_id) if e.kind == "notify"]
-    assert [e.detail["topic"] for e in sent] == ["preempted", "recovered", "market", "market"]
+    recorded = [(e.detail["topic"], e.detail["channel"]) for e in sent]
+    assert recorded == [
+        (t, c) for t in ("preempted", "recovered", "market", "market") for c in ("slack", "email")
+    ]
 
 
 def _prices(text: str) -> list[str]:

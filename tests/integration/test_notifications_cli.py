@@ -63,6 +63,20 @@ def test_set_refuses_unknown_events_and_bad_addresses(cli_api: list[str]) -> Non
     assert run("notify", "set", *cli_api).exit_code == 2
 
 
+def test_market_is_a_default_event_and_every_event_can_be_chosen_at_once(cli_api: list[str]) -> None:
+    assert run("notify", "set", "--email", "m@example.com", *cli_api).exit_code == 0
+    assert "market" in _on(run("notify", "show", *cli_api).output)  # no --on given: the defaults
+    everything = "preempted,recovered,succeeded,failed,no-capacity,budget,market"
+    result = run("notify", "set", "--on", everything, *cli_api)  # the API once took at most 5 of the 6
+    assert result.exit_code == 0, result.output
+    assert _on(result.output) == everything.replace("-", "_").replace(",", ", ")
+    assert _on(run("notify", "set", "--on", "market", *cli_api).output) == "market"
+
+
+def _on(output: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("On:")).removeprefix("On:").strip()
+
+
 def test_launch_notify_flags_become_the_jobs_override(
     cli_api: list[str], stack: Settings, webhook: SlackWebhook, tmp_path: Path
 ) -> None:
