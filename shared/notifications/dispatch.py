@@ -71,7 +71,7 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
     for topic in topics:
         change = market_change(record, earlier) if topic == MARKET_TOPIC else None
         notification = compose_market(change, record, facts) if change else compose(topic, record, facts)
-        also = topic if topic == MARKET_TOPIC else None  # an event's second topic: sent once on its own
+        also = topic if topic == MARKET_TOPIC else None  # its own send record: a RUNNING may also recover
         for channel, target in (("slack", channels.slack_webhook), ("email", channels.email)):
             if not target:
                 continue
