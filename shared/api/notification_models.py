@@ -15,7 +15,7 @@ class RequestBody(DeferredModel):
     model_config = ConfigDict(extra="forbid")
 
 
-Topic = Literal["preempted", "recovered", "succeeded", "failed", "no_capacity", "budget"]
+Topic = Literal["preempted", "recovered", "succeeded", "failed", "no_capacity", "budget", "market"]
 
 
 class NotificationSettingsRequest(RequestBody):
@@ -27,7 +27,7 @@ class NotificationSettingsRequest(RequestBody):
         description="A Slack incoming webhook URL; kept as a secret, shown masked.",
     )
     email: str | None = Field(None, max_length=254, description="Where SES sends the notifications.")
-    on: list[Topic] | None = Field(None, max_length=5, description="The events to hear about (default: all).")
+    on: list[Topic] | None = Field(None, max_length=7, description="The events to hear about (default: all).")
 
 
 class NotificationSettingsResponse(DeferredModel):

@@ -51,7 +51,7 @@ from shared.jobs.launching import (
     retry_later,
     wait_or_give_up,
 )
-from shared.jobs.make_before_break import move_when_obtained
+from shared.jobs.make_before_break import market_detail, move_when_obtained
 from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
@@ -160,7 +160,10 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
                 "next_check_at": check_at,
             }
             index = candidates.index(planned)
-            outcome = record_launch(wiring, job, candidate, index, blocks, nodes, extra_changes=changes)
+            detail = market_detail(candidate, decision.place, decision.reason)
+            outcome = record_launch(
+                wiring, job, candidate, index, blocks, nodes, extra_changes=changes, extra_detail=detail
+            )
             if outcome is Outcome.DONE and check_at is not None:
                 send_provision_at(wiring, _check_body(job), check_at)
             return outcome

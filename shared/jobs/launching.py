@@ -114,6 +114,7 @@ def record_launch(
     replanned: Plan | None = None,
     *,
     extra_changes: dict[str, Any] | None = None,
+    extra_detail: dict[str, Any] | None = None,
 ) -> Outcome:
     store = wiring.store
     cluster_id = cluster_id_for(job.job_id, int(job.attempt))
@@ -147,7 +148,7 @@ def record_launch(
     }
     if replanned is not None:
         changes.update(plan_fields(replanned))
-    detail: dict[str, Any] = {"instances": [n.instance_id for n in ordered]}
+    detail: dict[str, Any] = {"instances": [n.instance_id for n in ordered], **(extra_detail or {})}
     if tried:
         detail["tried"] = tried[-MAX_TRIED_SHOWN:]
     moved = store.move(

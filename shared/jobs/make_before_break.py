@@ -46,6 +46,17 @@ from shared.wiring import Wiring
 FOLLOW_UP_SECONDS = 15  # after a move, when the next attempt's re-plan comes in case this step died
 
 
+def market_detail(candidate: Candidate, place: str, reason: str) -> dict[str, Any]:
+    """What a deadline job's launch event says of its market (the `market` notification reads it): the
+    market, where, why the policy chose it, and the cluster's price per hour."""
+    return {
+        "market": (Market.SPOT if candidate.use_spot else Market.ON_DEMAND).value,
+        "place": place,
+        "policy_reason": reason,
+        "hourly_price": round(candidate.hourly_price * candidate.num_nodes, 6),
+    }
+
+
 def move_when_obtained(
     wiring: Wiring,
     job: JobModel,
@@ -85,7 +96,7 @@ def move_when_obtained(
     }
     changes["spot_history"] = history_json(history)
     cause = f"deadline policy: {reason}; {len(nodes)} node(s) obtained on {place} ({market}) first"
-    detail = {"cluster": job.cluster_id}
+    detail = {"cluster": job.cluster_id, "planned_move": True}  # not a preemption (shared/notifications)
     send_optimize(wiring, job.job_id, next_attempt, delay_seconds=FOLLOW_UP_SECONDS)  # taken up if we die
     if not wiring.store.move(job, JobState.RECOVERING, cause, changes=changes, detail=detail):
         latest = wiring.store.get(job.job_id)
@@ -100,6 +111,9 @@ def move_when_obtained(
             send_launch(wiring, job.job_id, next_attempt, delay_seconds=FENCE_RETRY_SECONDS)
         return Outcome.RETRY_LATER, history, None
     extra = {"market": market.value, "policy_reason": reason, "next_check_at": check_at}
-    outcome = record_launch(wiring, moved, candidate, index, blocks_of(moved), nodes, extra_changes=extra)
+    outcome = record_launch(
+        wiring, moved, candidate, index, blocks_of(moved), nodes,
+        extra_changes=extra, extra_detail=market_detail(candidate, place, reason),
+    )  # fmt: skip
     fence.write_down(wiring, job.job_id, next_attempt)
     return outcome, history, None

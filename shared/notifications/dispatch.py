@@ -8,7 +8,7 @@ rather than sending it twice). A delivery that fails is recorded as failed; it n
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from shared.config import Settings
@@ -25,6 +25,7 @@ from shared.notifications.events import (
     record_from_image,
     topic_of,
 )
+from shared.notifications.market_changes import MARKET_TOPIC, compose_market, is_planned_move, market_change
 from shared.notifications.records import send_key
 from shared.notifications.settings import Channels, channels_for
 from shared.notifications.slack import post_to_slack, slack_payload
@@ -40,15 +41,15 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
     if record.kind == NOTIFY_KIND:
         return []
     store = wiring_for(settings).store
-    earlier: list[str] = []
+    earlier: list[TimelineRecord] = []
     if needs_history(record):
         earlier = [
-            e.state
+            _record_of(e)
             for e in store.timeline(record.job_id)
             if e.kind == "state" and e.at < record.at and e.state
         ]
-    topic = topic_of(record, earlier)
-    if topic is None:
+    topics = topics_of(record, earlier)
+    if not topics:
         return []
     if record.job_id.startswith(UPLOAD_PREFIX):  # a task file that could not run: no job, the owner is noted
         owner, job_id = str(record.detail.get("owner") or ""), None
@@ -58,31 +59,59 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
             return []
         owner, job_id = job.owner, job.job_id
     channels = channels_for(settings, owner, job_id)
-    if TOPIC_GATE.get(topic, topic) not in channels.topics:
+    topics = [t for t in topics if TOPIC_GATE.get(t, t) in channels.topics]
+    if not topics:
         return []
     if happened_before(record.at, channels.since):  # e.g. replayed at `local up` after `notify set`
-        log.info("not announcing %s %s: it happened before notifications were set up", record.job_id, topic)
+        log.info("not announcing %s %s: it happened before notifications were set up", record.job_id, topics)
         return []
-    notification = compose(topic, record, facts_for(settings, record))
+    facts = facts_for(settings, record)
     records = wiring_for(settings).notifications
     deliveries = []
-    for channel, target in (("slack", channels.slack_webhook), ("email", channels.email)):
-        if not target:
-            continue
-        key = send_key(record.job_id, record.at, channel)
-        if not records.claim_send(key):
-            continue
-        delivery = deliver(settings, channel, target, notification)
-        records.finish_send(key, ok=delivery.ok, attempts=delivery.attempts)
-        store.note(
-            record.job_id,
-            NOTIFY_KIND,
-            f"{channel} notification {'sent' if delivery.ok else 'failed'} ({topic})",
-            detail={**delivery.as_dict(), "topic": topic, "event": record.at},
-        )
-        log.info("%s %s notification for %s: %s", topic, channel, record.job_id, delivery.as_dict()["status"])
-        deliveries.append(delivery)
+    for topic in topics:
+        change = market_change(record, earlier) if topic == MARKET_TOPIC else None
+        notification = compose_market(change, record, facts) if change else compose(topic, record, facts)
+        also = topic if topic == MARKET_TOPIC else None  # its own send record: a RUNNING may also recover
+        for channel, target in (("slack", channels.slack_webhook), ("email", channels.email)):
+            if not target:
+                continue
+            key = send_key(record.job_id, record.at, channel, also=also)
+            if not records.claim_send(key):
+                continue
+            delivery = deliver(settings, channel, target, notification)
+            records.finish_send(key, ok=delivery.ok, attempts=delivery.attempts)
+            store.note(
+                record.job_id,
+                NOTIFY_KIND,
+                f"{channel} notification {'sent' if delivery.ok else 'failed'} ({topic})",
+                detail={**delivery.as_dict(), "topic": topic, "event": record.at},
+            )
+            log.info(
+                "%s %s notification for %s: %s", topic, channel, record.job_id, delivery.as_dict()["status"]
+            )
+            deliveries.append(delivery)
     return deliveries
+
+
+def topics_of(record: TimelineRecord, earlier: Sequence[TimelineRecord]) -> list[str]:
+    """The topics one event tells, in order: its state's, then a deadline job's market change. A policy's
+    planned move is neither a preemption nor a recovery."""
+    topic = topic_of(record, [e.state for e in earlier if e.state])
+    if topic in ("preempted", "recovered") and is_planned_move(record, earlier):
+        topic = None
+    found = [topic] if topic else []
+    if market_change(record, earlier) is not None:
+        found.append(MARKET_TOPIC)
+    return found
+
+
+def _record_of(event: Any) -> TimelineRecord:
+    detail = event.detail
+    plain = detail.as_dict() if hasattr(detail, "as_dict") else dict(detail or {})
+    return TimelineRecord(
+        job_id=event.job_id, at=event.at, kind=str(event.kind or ""), state=event.state,
+        message=str(event.message or ""), detail=plain,
+    )  # fmt: skip
 
 
 def happened_before(at: str, since: float) -> bool:

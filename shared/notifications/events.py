@@ -8,6 +8,8 @@ A timeline event is a row of the events table (shared/store/models.py: EventMode
   whose reason is "no capacity anywhere ...".
 - `budget`: a job reached 50, 80 or 100 % of its cost cap or of its owner's monthly budget (kind `budget`,
   written once per threshold by shared/jobs/budget_checks.py);
+- `market`: a deadline job moved between spot and on-demand, or started on on-demand (told by the RUNNING
+  after the launch: shared/notifications/market_changes.py);
 - `upload_rejected`: a task file uploaded under `tasks/` could not run (shared/uploads/intake.py notes it
   under `upload#<key>` with kind `upload_rejected`); it is gated by the owner's `failed` topic.
 Events the notifier writes itself (kind `notify`) never notify.
@@ -21,7 +23,7 @@ from typing import Any
 
 from shared.aws.stream_images import plain_image
 
-TOPICS: tuple[str, ...] = ("preempted", "recovered", "succeeded", "failed", "no_capacity", "budget")
+TOPICS: tuple[str, ...] = ("preempted", "recovered", "succeeded", "failed", "no_capacity", "budget", "market")
 DEFAULT_TOPICS: tuple[str, ...] = TOPICS
 NOTIFY_KIND = "notify"
 UPLOAD_REJECTED_KIND = "upload_rejected"
@@ -37,6 +39,7 @@ HEADLINES = {
     "no_capacity": "found no capacity anywhere",
     "upload_rejected": "was rejected",
     "budget": "reached a budget threshold",
+    "market": "changed market",
     "test": "test notification",
 }
 
@@ -73,6 +76,7 @@ class Notification:
     subject: str
     event_message: str
     facts: JobFacts
+    extra_lines: tuple[tuple[str, str], ...] = ()  # the topic's own facts, after the job's
 
     @property
     def is_upload(self) -> bool:
@@ -108,6 +112,7 @@ class Notification:
             ("Where", self.where()),
             ("Spot", self.spot()),
             ("Cost so far", f"${f.cost:.4f}"),
+            *self.extra_lines,
             ("Logs", self.logs_command),
         ]
 

@@ -13,6 +13,7 @@ from typer.testing import CliRunner, Result
 
 from cli import notify_commands
 from shared.config import Settings
+from shared.notifications.events import TOPICS
 from shared.notifications.settings import channels_for
 
 cli = typer.Typer()
@@ -61,6 +62,19 @@ def test_set_refuses_unknown_events_and_bad_addresses(cli_api: list[str]) -> Non
     bad_email = run("notify", "set", "--email", "nobody", *cli_api)
     assert bad_email.exit_code == 2 and "email" in bad_email.output
     assert run("notify", "set", *cli_api).exit_code == 2
+
+
+def test_market_is_a_default_event_and_every_event_can_be_chosen_at_once(cli_api: list[str]) -> None:
+    assert run("notify", "set", "--email", "m@example.com", *cli_api).exit_code == 0
+    assert "market" in _on(run("notify", "show", *cli_api).output)  # no --on given: the defaults
+    result = run("notify", "set", "--on", ",".join(TOPICS), *cli_api)  # the API once took at most 5 of the 6
+    assert result.exit_code == 0, result.output
+    assert _on(result.output) == ", ".join(TOPICS) and "market" in TOPICS
+    assert _on(run("notify", "set", "--on", "market", *cli_api).output) == "market"
+
+
+def _on(output: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("On:")).removeprefix("On:").strip()
 
 
 def test_launch_notify_flags_become_the_jobs_override(
