@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chalice.test import Client
 from conftest import QueueDriver
+from test_dashboard_pages import Browser
 from typer.testing import CliRunner
 
 from cli.main import app as cli
 from functions.optimize.handler import handler as optimize_handler
 from functions.provision.handler import handler as provision_handler
+from functions.submit.app import app
 from shared.clouds.local import LocalCloud
 from shared.config import Settings
 from shared.jobs.agent_reports import AgentReport, report_agent_status
@@ -148,6 +151,11 @@ def test_preempted_past_its_estimate_the_job_restarts_on_demand_at_once_and_says
     assert "ran its estimated 7 s of compute" in note and "on-demand at once" in note
     shown = status(cli_api, job_id)
     assert "past its 0.002 h estimate" in shown and "market: on-demand" in shown and NOTE in shown
+    with Client(app) as client:  # the dashboard's job page, signed in as the job's owner
+        browser = Browser(client)
+        browser.sign_in(cli_api[cli_api.index("--api-key") + 1])
+        page = browser.get(f"/dashboard/jobs/{job_id}")
+    assert page.status_code == 200 and "past its 0.002 h estimate: the rest is unknown" in page.body.decode()
 
 
 def test_on_demand_past_its_estimate_stays_and_a_late_check_delivered_twice_notes_it_once(
