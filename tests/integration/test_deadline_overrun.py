@@ -29,6 +29,7 @@ from shared.jobs.agent_reports import AgentReport, report_agent_status
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
+from shared.store.jobs import DynamoJobStore
 from shared.store.models import JobModel
 from shared.wiring import wiring_for
 
@@ -159,7 +160,7 @@ def test_preempted_past_its_estimate_the_job_restarts_on_demand_at_once_and_says
 
 
 def test_on_demand_past_its_estimate_stays_and_a_late_check_delivered_twice_notes_it_once(
-    fast: Settings, queues: QueueDriver
+    fast: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch
 ):
     LocalCloud(fast.home).set_capacity_rules({"no_spot_capacity": ["*"]})
     job_id = submit_job(
@@ -175,8 +176,21 @@ def test_on_demand_past_its_estimate_stays_and_a_late_check_delivered_twice_note
     [check] = queues.receive("provision")
     assert json.loads(check["body"])["action"] == "deadline_check"
     assert json.loads(check["body"])["not_before"] == float(job.next_check_at)
+    before = stored(fast, job_id)  # what a second Lambda, given a copy at the same moment, read
     deliver(queues, "provision", [check, *copies([check])])
     deliver(queues, "provision", copies(copies([check])))  # and once more, later
+    writes: list[bool] = []
+    save = DynamoJobStore.save_progress
+
+    def saving(self: DynamoJobStore, *args: Any, **kwargs: Any) -> bool:
+        writes.append(save(self, *args, **kwargs))
+        return writes[-1]
+
+    with monkeypatch.context() as patch:  # the concurrent copy: it read the job before the first wrote
+        patch.setattr(DynamoJobStore, "get", lambda self, job_id: before)
+        patch.setattr(DynamoJobStore, "save_progress", saving)
+        deliver(queues, "provision", copies(copies(copies([check]))))
+    assert writes == [False]  # it reached the conditional write, and lost it
 
     after = stored(fast, job_id)
     assert after.state == JobState.SETTING_UP and int(after.attempt) == 0 and after.market == "on_demand"
