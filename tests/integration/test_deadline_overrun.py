@@ -114,6 +114,7 @@ def test_preempted_past_its_estimate_the_job_restarts_on_demand_at_once_and_says
         cli, ["launch", str(path), "--deadline", "2h", "--hours", "0.002", "-d", *cli_api]
     )  # 7.2 s of compute, 2 h of slack: within its estimate the policy takes spot
     assert launched.exit_code == 0, launched.output
+    assert "after any preemption once it runs past its --hours" in " ".join(launched.output.split())
     job_id = launched.output.split("Job ", 1)[1].split()[0]
     deliver(queues, "optimize")
     deliver(queues, "provision")
