@@ -165,17 +165,21 @@ def current_placement(cluster: ClusterModel | None) -> Placement | None:
     return Placement(key, market, float(cluster.launched_at))
 
 
+def work_counted(job: JobModel, current: Placement | None, now: float) -> float:
+    """The work done by the ended clusters and the live cluster's progress so far (seconds)."""
+    done = float(job.work_done or 0)
+    if current is not None:
+        done += max(0.0, now - current.started_at - float(job.restart_overhead or 0))
+    return done
+
+
 def deadline_state(job: JobModel, current: Placement | None, now: float) -> DeadlineState:
     total = float(job.work_seconds or 0)
-    done = float(job.work_done or 0)
-    overhead = float(job.restart_overhead or 0)
-    if current is not None:
-        done += max(0.0, now - current.started_at - overhead)  # the live cluster's progress so far
     return DeadlineState(
         now=now,
         deadline=float(job.deadline_at),
-        work_left=max(0.0, total - done),
-        restart_overhead=overhead,
+        work_left=max(0.0, total - work_counted(job, current, now)),
+        restart_overhead=float(job.restart_overhead or 0),
         total_work=total,
         submitted_at=float(job.created_at),
         current=current,
@@ -345,9 +349,7 @@ def deadline_view(
     live = cluster if job.state in ("SETTING_UP", "RUNNING") else None
     current = current_placement(live)
     state = deadline_state(job, current, now)
-    done = float(job.work_done or 0)
-    if current is not None:
-        done += max(0.0, now - current.started_at - state.restart_overhead)
+    done = work_counted(job, current, now)
     if job.state == "SUCCEEDED":
         done = max(done, state.total_work)
     past = job.overran_at is not None or (not is_terminal(job.state) and past_estimate(state))
