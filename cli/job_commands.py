@@ -237,10 +237,12 @@ def _print_job(job: JobDetail, *, as_json: bool) -> None:
         console.print(f"  stopping: {_escape(job.budget_stop)}")
     if job.deadline is not None:
         d = job.deadline
-        console.print(
-            f"  deadline: {d.deadline}  work done: {d.work_done_hours:.2f} of {d.hours:g} h"
-            f"  slack: {d.slack_hours:.2f} h  market: {(d.market or '-').replace('_', '-')}"
+        progress = (
+            f"work done: {d.work_done_hours:.2f} h, past its {d.hours:g} h estimate (the rest is unknown)"
+            if d.past_estimate
+            else f"work done: {d.work_done_hours:.2f} of {d.hours:g} h  slack: {d.slack_hours:.2f} h"
         )
+        console.print(f"  deadline: {d.deadline}  {progress}  market: {(d.market or '-').replace('_', '-')}")
         if d.why:
             console.print(f"  why: {_escape(d.why)}")
     _print_places(job)

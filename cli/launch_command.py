@@ -279,7 +279,7 @@ def _follow_submitted(
     if o["deadline"] is not None:
         console.print(
             "Deadline job (skyless only; SkyPilot has none): spot while the deadline is safe, "
-            "on-demand when it must."
+            "on-demand when it must, and after any preemption once it runs past its --hours."
         )
     if detach:
         console.print(f"Follow it with: skyless logs {job_id}")

@@ -150,6 +150,9 @@ class DeadlineStatus(DeferredModel):
     slack_hours: float = Field(description="Time to the deadline the remaining work does not need.")
     market: str | None = Field(None, description="spot or on_demand: the policy's current choice.")
     why: str | None = Field(None, description="The policy's reason, in words.")
+    past_estimate: bool = Field(
+        False, description="The work done reached `hours` while the task still ran: the rest is unknown."
+    )
 
 
 class TriedPlace(DeferredModel):

@@ -14,6 +14,10 @@ moment it named, by a delayed message (never a sleeping process).
   launch leaves the running cluster as it is (the policy is asked again at the next check, not at once: a
   check trying every zone would spend the job's hourly refusals in a burst, then probe none for an hour).
   A `Wait` lets the cluster go through recovery.
+- **Past the estimate** (shared/jobs/deadlines.py `overrun_decision`): once the work counted reaches the
+  job's `--hours`, the rule takes the policy's place in both: on-demand at once, a running cluster kept.
+  The first decision that sees it writes `overran_at` with a timeline note, conditional on the job's
+  version like every write here, so a copy of the message notes nothing twice.
 - **No recovery limit**: preemptions never take spot away from a deadline job; its policy alone (whose
   safety net keeps the deadline) decides, for as long as it wants spot.
 
@@ -37,6 +41,9 @@ from shared.jobs.deadlines import (
     history_json,
     history_of,
     job_probes,
+    overrun_decision,
+    overrun_note,
+    past_estimate,
     policy_config,
     policy_places,
     probe_view,
@@ -57,7 +64,16 @@ from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
 from shared.optimizer.cooling import place_of
 from shared.optimizer.probes import with_refusal
-from shared.spot_policy import Market, PlaceOption, SpotHistory, UseSpot, Wait, decide, next_check
+from shared.spot_policy import (
+    DeadlineState,
+    Market,
+    PlaceOption,
+    SpotHistory,
+    UseSpot,
+    Wait,
+    decide,
+    next_check,
+)
 from shared.states import JobState
 from shared.store.models import JobModel
 from shared.wiring import Wiring
@@ -107,14 +123,17 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
     cooling, refusals = wiring.cooldowns.evidence()
     history = with_shared_evidence(history_of(job), by_key, cooling)
     config = policy_config(wiring.settings)
+    if not _noted_overrun(wiring, job, deadline_state(job, None, time.time())):
+        return Outcome.ALREADY_DONE
     tried: list[str] = []
     for _ in range(2 * len(places) + 2):
         if not places:
             break
         now = time.time()
         probes = job_probes(wiring.settings, job.job_id, refusals, now, history)
-        decision = decide(
-            deadline_state(job, None, now), places, probe_view(history, by_key, probes, config.retry), config
+        state = deadline_state(job, None, now)
+        decision = overrun_decision(state, places) or decide(
+            state, places, probe_view(history, by_key, probes, config.retry), config
         )
         if isinstance(decision, Wait):
             return _wait(wiring, job, decision, history, blocks)
@@ -197,7 +216,9 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     history = with_shared_evidence(history_of(job), by_key, cooling)
     config = policy_config(wiring.settings)
     probes = job_probes(wiring.settings, job.job_id, refusals, now, history)
-    decision = decide(state, places, probe_view(history, by_key, probes, config.retry), config)
+    decision = overrun_decision(state, places) or decide(
+        state, places, probe_view(history, by_key, probes, config.retry), config
+    )
     if isinstance(decision, Wait):
         cause = f"deadline policy: {decision.reason}"
         return recover_job(wiring, job, cause, preempted=False, counts_as_restart=True)
@@ -219,7 +240,10 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
         check_at = now + float(wiring.settings.deadline_retry_seconds)  # asked again, with the refusal known
         reason = f"stayed on {current.place} ({current.market}): {refused}"
     changes = {"policy_reason": reason, "next_check_at": check_at, "spot_history": history_json(history)}
-    if not wiring.store.save_progress(job, changes):
+    first_past = past_estimate(state) and job.overran_at is None
+    if first_past:
+        changes["overran_at"] = now
+    if not wiring.store.save_progress(job, changes, overrun_note(job) if first_past else None):
         return Outcome.ALREADY_DONE
     if check_at is not None:
         send_provision_at(wiring, _check_body(job), check_at)
@@ -242,6 +266,13 @@ def _wait(
     body = {"job_id": job.job_id, "attempt": int(job.attempt), "action": "launch"}
     send_provision_at(wiring, body, decision.until)
     return Outcome.RETRY_LATER
+
+
+def _noted_overrun(wiring: Wiring, job: JobModel, state: DeadlineState) -> bool:
+    """False when the job changed under this step (a copy of its message acted first)."""
+    if not past_estimate(state) or job.overran_at is not None:
+        return True
+    return wiring.store.save_progress(job, {"overran_at": state.now}, overrun_note(job))
 
 
 def _check_body(job: JobModel) -> dict[str, Any]:

@@ -4,8 +4,16 @@ and the pure policy (`shared.spot_policy`): its places and prices from the plan 
 
 A job with a deadline carries `deadline_at` (epoch seconds), `work_seconds` (the compute it needs on its
 planned hardware), `restart_overhead` (seconds a launch costs before the task makes progress again),
-`work_done` (seconds, counted when a cluster ends), `market`/`policy_reason` (the policy's last answer)
-and `spot_history` (JSON: place -> SpotHistory fields).
+`work_done` (seconds, counted when a cluster ends), `market`/`policy_reason` (the policy's last answer),
+`spot_history` (JSON: place -> SpotHistory fields) and `overran_at` (when the control plane first saw the
+job past its estimate, its timeline noted once).
+
+**Past the estimate**: `--hours` is the user's estimate. Once the work counted (the live cluster's progress
+included) reaches it while the task still runs, the rest of the work is unknown, so no slack can be
+computed and the policy's plan (spot while the slack allows) no longer holds: the job guards its deadline
+as well as it can (`overrun_decision`). A running cluster is kept, spot or on-demand, never moved; after a
+preemption or a loss, or from a wait, it launches on-demand at once (no waiting, no spot probe); on
+on-demand it stays. Only a plan without an on-demand place leaves it to the policy (spot only).
 """
 
 from __future__ import annotations
@@ -25,12 +33,16 @@ from shared.optimizer.plan import Block, Candidate
 from shared.optimizer.probes import Refusal, SpotProbes, spot_probes
 from shared.spot_policy import (
     DeadlineState,
+    Decision,
     Market,
     Placement,
     PlaceOption,
     PolicyConfig,
     SpotHistory,
+    UseOnDemand,
+    UseSpot,
 )
+from shared.states import is_terminal
 from shared.store.models import ClusterModel, JobModel
 
 if TYPE_CHECKING:
@@ -153,20 +165,55 @@ def current_placement(cluster: ClusterModel | None) -> Placement | None:
     return Placement(key, market, float(cluster.launched_at))
 
 
+def work_counted(job: JobModel, current: Placement | None, now: float) -> float:
+    """The work done by the ended clusters and the live cluster's progress so far (seconds)."""
+    done = float(job.work_done or 0)
+    if current is not None:
+        done += max(0.0, now - current.started_at - float(job.restart_overhead or 0))
+    return done
+
+
 def deadline_state(job: JobModel, current: Placement | None, now: float) -> DeadlineState:
     total = float(job.work_seconds or 0)
-    done = float(job.work_done or 0)
-    overhead = float(job.restart_overhead or 0)
-    if current is not None:
-        done += max(0.0, now - current.started_at - overhead)  # the live cluster's progress so far
     return DeadlineState(
         now=now,
         deadline=float(job.deadline_at),
-        work_left=max(0.0, total - done),
-        restart_overhead=overhead,
+        work_left=max(0.0, total - work_counted(job, current, now)),
+        restart_overhead=float(job.restart_overhead or 0),
         total_work=total,
         submitted_at=float(job.created_at),
         current=current,
+    )
+
+
+def past_estimate(state: DeadlineState) -> bool:
+    """The work counted has reached the job's `--hours` (the caller knows the task still runs)."""
+    return state.total_work > 0 and state.work_left <= 0
+
+
+def overrun_decision(state: DeadlineState, places: Sequence[PlaceOption]) -> Decision | None:
+    """The rule for a job past its estimate (the module's doc), None within it (the policy decides) or when
+    no place of the plan offers on-demand. The cheapest on-demand place, the plan's order among equals."""
+    if not past_estimate(state):
+        return None
+    past = f"past its {_span(state.total_work)} estimate"
+    current = state.current
+    if current is not None:
+        kept = UseSpot if current.market is Market.SPOT else UseOnDemand
+        return kept(current.place, f"{past}: the running cluster is kept")
+    offered = [p for p in places if p.on_demand_price is not None]
+    if not offered:
+        return None
+    cheapest = min(offered, key=lambda p: p.on_demand_price or 0.0)
+    return UseOnDemand(cheapest.place, f"{past}: on-demand, the rest of the work being unknown")
+
+
+def overrun_note(job: JobModel) -> str:
+    """The timeline's words, once, when the job is first seen past its estimate."""
+    return (
+        f"ran its estimated {_span(float(job.work_seconds or 0))} of compute and is still running; the "
+        "rest is unknown, so the deadline is guarded as well as it can be: a running cluster is kept, and "
+        "after a preemption the job restarts on on-demand at once and stays there"
     )
 
 
@@ -267,7 +314,7 @@ def cluster_ended(
         return {}
     overhead = float(job.restart_overhead or 0)
     done = float(job.work_done or 0) + max(0.0, now - float(cluster.launched_at) - overhead)
-    changes: dict[str, Any] = {"work_done": min(done, float(job.work_seconds or 0)), "market": None}
+    changes: dict[str, Any] = {"work_done": done, "market": None}  # past the estimate too: status shows it
     if cluster.use_spot:
         history = history_of(job)
         key = place_key(cluster.cloud, cluster.region, cluster.zone, cluster.instance_type)
@@ -287,6 +334,7 @@ class DeadlineView:
     slack_hours: float
     market: str | None
     why: str | None
+    past_estimate: bool = False  # the work done reached `hours` before the task ended
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -299,9 +347,12 @@ def deadline_view(
         return None
     now = time.time() if now is None else now
     live = cluster if job.state in ("SETTING_UP", "RUNNING") else None
-    state = deadline_state(job, current_placement(live), now)
-    finished = job.state == "SUCCEEDED"
-    done = state.total_work if finished else state.total_work - state.work_left
+    current = current_placement(live)
+    state = deadline_state(job, current, now)
+    done = work_counted(job, current, now)
+    if job.state == "SUCCEEDED":
+        done = max(done, state.total_work)
+    past = job.overran_at is not None or (not is_terminal(job.state) and past_estimate(state))
     return DeadlineView(
         deadline=_iso(float(job.deadline_at)),
         hours=round(state.total_work / HOUR, 4),
@@ -309,6 +360,7 @@ def deadline_view(
         slack_hours=round(state.slack / HOUR, 4),
         market=job.market,
         why=job.policy_reason,
+        past_estimate=past,
     )
 
 

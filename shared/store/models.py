@@ -75,6 +75,7 @@ class JobModel(Model):
     policy_reason = UnicodeAttribute(null=True)  # why, in words
     spot_history = UnicodeAttribute(null=True)  # JSON: place -> shared.spot_policy.SpotHistory fields
     next_check_at = NumberAttribute(null=True)  # the policy's next scheduled moment of truth
+    overran_at = NumberAttribute(null=True)  # first seen past its work_seconds, still running (noted once)
     # Job groups (shared/jobs/job_groups.py): a group lists its members; a member names its group.
     group_tasks = UnicodeAttribute(null=True)  # JSON list of the member job ids (a group's record)
     group_done_at = NumberAttribute(null=True)  # when every primary task had ended

@@ -47,7 +47,11 @@ from shared.store.memory_records import MemoryNotificationStore, MemoryReaperMar
 from shared.wiring import Wiring, install_wiring, uninstall_wiring, wiring_for
 
 DROUGHT_REGION = "aws/us-east-1"
-DEADLINES = {"deadline": ("3h", 0.5), "deadline-move": ("2h", 70 / 60)}  # (deadline, hours of work)
+DEADLINES = {  # (deadline, hours of work)
+    "deadline": ("3h", 0.5),
+    "deadline-move": ("2h", 70 / 60),
+    "deadline-overrun": ("3h", 0.005),  # 18 s: with a short restart overhead most tasks run past it
+}
 TASKS = {
     "simple": "name: simple\nresources:\n  cpus: 1+\nrun: echo hi\n",
     "spot": "name: spot\nresources:\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n",
@@ -57,6 +61,7 @@ TASKS = {
         "    - use_spot: true\n    - use_spot: false\nrun: python train.py\n"
     ),
     "deadline": "name: deadline\nresources:\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n",
+    "deadline-overrun": "name: overrun\nresources:\n  cpus: 2+\n  use_spot: true\nrun: python train.py\n",
     # a tighter deadline in one region, which spot droughts visit: on-demand while spot is refused there, then
     # moved to spot (made before break) when the policy's check finds it offered again
     "deadline-move": (

@@ -89,6 +89,40 @@ def test_chaos_moves_running_jobs_made_before_break_within_the_bound(
     assert report.illegal_moves == [] and report.handler_errors == [], report.handler_errors[:2]
 
 
+def test_chaos_deadline_jobs_past_their_estimate_relaunch_only_on_demand_and_say_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deadline jobs whose tasks run past their `--hours` (a 5 s restart overhead, 18 s estimated, tasks of
+    up to a minute), preempted often, under the same faults: every cluster launched after the job was seen
+    past its estimate is on-demand, the timeline note is written at most once per job, and every invariant
+    holds. On the memory store (the contract-tested twin of DynamoDB's)."""
+    monkeypatch.setenv("SKYLESS_AGENT_SECRET", "chaos")
+    settings = Settings(prefix=f"chaos{uuid.uuid4().hex[:8]}", home=tmp_path, providers="*=sim",
+                        endpoint_url="http://127.0.0.1:9", restart_overhead_seconds=5)  # fmt: skip
+    store = MemoryJobStore()
+    mix = {"deadline-overrun": 0.7, "spot": 0.3}
+    report = run_chaos(settings, ChaosConfig(jobs=30, seed=5, tasks=mix, drought_seconds=0, **STORMY), store)
+    summary = report.summary()
+    assert report.crashes > 20 and report.preemptions > 10, summary  # the chaos happened
+    overran, after = 0, []
+    for job in store.iter_all_jobs():
+        if not job.deadline_at:
+            continue
+        notes = [e for e in store.timeline(job.job_id) if "ran its estimated" in e.message]
+        assert len(notes) <= 1, (job.job_id, [e.message for e in notes])
+        if job.overran_at is None:
+            continue
+        overran += 1
+        clusters = (store.cluster(f"{job.job_id}-{n}") for n in range(int(job.attempt) + 1))
+        after += [c for c in clusters if c is not None and float(c.launched_at) > float(job.overran_at)]
+    assert overran >= 3 and len(after) >= 1, (overran, len(after), summary)  # the rule was exercised ...
+    assert [c.cluster_id for c in after if c.use_spot] == [], summary  # ... and launched on-demand only
+    assert report.lost == [] and report.stuck == [] and report.two_running_tasks == {}, summary
+    assert report.unfenced_launches == {} and report.three_live_clusters == {}, summary
+    assert report.vms_left_after_reconcile == [] and report.vms_left_after_reaper == [], summary
+    assert report.illegal_moves == [] and report.handler_errors == [], report.handler_errors[:2]
+
+
 def test_the_monitor_finds_a_task_started_on_an_extra_beside_a_live_earlier_cluster() -> None:
     """The checker's check: the made-before-break counts and findings from a hand-made cloud history."""
     clock = SimClock()
