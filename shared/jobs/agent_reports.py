@@ -335,7 +335,7 @@ def _on_node_failed(
     if exit_code is not None and exit_code in options["recover_on_exit_codes"]:
         listed = f"{what} (recover_on_exit_codes)"
         return recover_job(
-            wiring, job, listed, preempted=False, counts_as_restart=True,
+            wiring, job, listed, preempted=False, counts_as_restart=True, spends_a_restart=False,
             extra_detail={**failure, "exit_code_listed": True},
         )  # fmt: skip
     allowed = int(options["max_restarts_on_errors"])

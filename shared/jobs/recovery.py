@@ -63,6 +63,7 @@ def recover_job(
     *,
     preempted: bool,
     counts_as_restart: bool = False,
+    spends_a_restart: bool = True,
     replan_delay_seconds: int = 0,
     warned: bool = False,
     then: Callable[[JobModel], object] | None = None,
@@ -74,8 +75,9 @@ def recover_job(
     left it; the old cluster's teardown message waits until it returns (or raises), so the teardown does
     not compete with the replacement's launch request (the launch's fence terminates the old cluster
     first anyway). `warned`: the preemption came with a notice (the provider scorecard counts those,
-    shared/reports/). `extra_detail`: more for the event's detail (a task failure's exit code and restart
-    count, which the notifications tell)."""
+    shared/reports/). `spends_a_restart`: False for a restart that max_restarts_on_errors does not count (an
+    exit code in recover_on_exit_codes, as SkyPilot's `should_restart_on_failure`). `extra_detail`: more
+    for the event's detail (a task failure's exit code and restart count, which the notifications tell)."""
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
@@ -100,7 +102,7 @@ def recover_job(
         **attempt_fields(wiring.settings, job.job_id, next_attempt),
         "recoveries": recoveries,
         "lost_in_a_row": lost,
-        "restarts": int(job.restarts) + (1 if counts_as_restart else 0),
+        "restarts": int(job.restarts) + (1 if counts_as_restart and spends_a_restart else 0),
         "cluster_id": None,
         "candidate_index": 0,
         "wait_rounds": 0,

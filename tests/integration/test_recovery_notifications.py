@@ -190,3 +190,34 @@ def test_a_node_lost_at_boot_is_told_as_lost_not_preempted(
         "skyless: train recovered and is running again",
     ]
     assert "silent since" in str(alice_hook.posts[0]["blocks"][1])
+
+
+def test_an_exit_code_in_recover_on_exit_codes_restarts_without_spending_a_restart_and_says_so(
+    stack: Settings, queues: QueueDriver, alice_hook: SlackWebhook
+) -> None:
+    """As SkyPilot's `should_restart_on_failure`: a listed exit code recovers without counting toward
+    max_restarts_on_errors, so the one restart allowed is still there afterwards."""
+    update_user_settings(stack, "alice", slack_webhook=alice_hook.url, topics=["failed"])
+    reader = EventsStreamReader(stack)
+    task = TASK.format(restarts=1).replace("run:", "    recover_on_exit_codes: [42]\nrun:")
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=task)).job_id
+    deliver(queues, "optimize")
+    deliver(queues, "provision")
+    for code in (42, 42, 3):
+        runs(stack, job_id)
+        report(stack, job_id, "failed", exit_code=code)
+        assert view(stack, job_id).state == JobState.RECOVERING
+        relaunch(queues)
+    runs(stack, job_id)
+    report(stack, job_id, "failed", exit_code=3)
+    assert view(stack, job_id).state == JobState.FAILED
+    stream_to_notify(reader)
+    listed = "skyless: train failed with exit code 42; restarting (exit code listed in recover_on_exit_codes)"
+    assert texts(alice_hook) == [
+        listed,
+        listed,
+        "skyless: train failed with exit code 3; restarting (restart 1 of 1)",
+        "skyless: train failed",
+    ]
+    not_counted = "not counted: its exit code is in recover_on_exit_codes"
+    assert fields(alice_hook.posts[0])["*Restarts*"] == not_counted
