@@ -37,6 +37,7 @@ HEADLINES = {
     "node_lost": "lost a node; recovering",
     "recovered": "recovered and is running again",
     "restarted": "restarted and is running again",
+    "policy_wait": "was stopped by its deadline policy; waiting",
     "succeeded": "succeeded",
     "failed": "failed",
     "no_capacity": "found no capacity anywhere",

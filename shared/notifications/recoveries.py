@@ -11,9 +11,11 @@ for the task's own failure; a preemption or a lost cluster is a recovery):
 - a node lost without a preemption (detail `preempted` false, not a restart: gone or silent at boot, or an
   on-demand node the cloud lists as terminated): topic `node_lost`, gated by `preempted` (the owner's
   "my capacity went away and skyless is getting it back" news).
+- a deadline job's check answered by a wait (detail `policy_wait`, shared/jobs/deadline_launch.py: the
+  policy let its cluster go to wait for spot): topic `policy_wait`, "was stopped by its deadline policy;
+  waiting", gated by `preempted` as before, since the RUNNING after it still tells `recovered`.
 The RUNNING that ends RECOVERINGs which were all task-failure restarts is `restarted` (gated by `recovered`).
-An event written before these fields existed (or a restart no failure asked for: a deadline policy letting
-its cluster go) keeps the wording of a preemption.
+An event written before these fields existed keeps the wording of a preemption.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from shared.notifications.events import JobFacts, Notification, TimelineRecord
 RESTARTING = "restarting"
 NODE_LOST = "node_lost"
 RESTARTED = "restarted"
-GATES = {RESTARTING: "failed", NODE_LOST: "preempted", RESTARTED: "recovered"}
+POLICY_WAIT = "policy_wait"  # in a RECOVERING event's detail, and the topic telling it
+GATES = {RESTARTING: "failed", NODE_LOST: "preempted", RESTARTED: "recovered", POLICY_WAIT: "preempted"}
 TASK_FAILED = "task_failed"  # in a RECOVERING event's detail: the task failed and is restarted
 
 
@@ -39,6 +42,8 @@ def recovering_topic(record: TimelineRecord) -> str:
     detail = record.detail
     if is_task_restart(detail):
         return RESTARTING
+    if detail.get(POLICY_WAIT):
+        return POLICY_WAIT
     if detail.get("preempted") is False and detail.get("restart") is False:
         return NODE_LOST
     return "preempted"

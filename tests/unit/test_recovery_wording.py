@@ -18,7 +18,7 @@ LOST = {"cluster": "c", "preempted": False, "restart": False, "warned": False}
 RESTART = {"cluster": "c", "preempted": False, "restart": True, "warned": False, "task_failed": True,
            "setup_failed": False, "exit_code": 3, "restart_number": 1, "max_restarts": 2}  # fmt: skip
 LISTED = {**RESTART, "exit_code": 42, "exit_code_listed": True}
-POLICY_WAIT = {"cluster": "c", "preempted": False, "restart": True, "warned": False}
+POLICY_WAIT = {"cluster": "c", "preempted": False, "restart": True, "warned": False, "policy_wait": True}
 
 
 def event(state: str, detail: dict[str, Any] | None = None, at: int = 0) -> TimelineRecord:
@@ -47,7 +47,8 @@ def subject(detail: dict[str, Any]) -> str:
         ),
         ({}, "was preempted; recovering"),  # written before the detail said which
         ({"cluster": "c"}, "was preempted; recovering"),
-        (POLICY_WAIT, "was preempted; recovering"),  # a restart no failure asked for
+        (POLICY_WAIT, "was stopped by its deadline policy; waiting"),
+        ({k: v for k, v in POLICY_WAIT.items() if k != "policy_wait"}, "was preempted; recovering"),  # older
     ],
 )  # fmt: skip
 def test_each_recovering_says_what_happened(detail: dict[str, Any], told: str) -> None:
@@ -71,6 +72,7 @@ def test_the_restart_lines_say_how_many_restarts_are_left_or_that_it_was_not_cou
         ([LOST], "recovered"),
         ([PREEMPTED], "recovered"),
         ([{}], "recovered"),
+        ([POLICY_WAIT], "recovered"),
     ],
 )
 def test_the_running_after_says_restarted_only_when_every_recovery_was_a_restart(
