@@ -329,12 +329,22 @@ def _on_node_failed(
     what = f"node rank {rank} failed" + (f" with exit code {exit_code}" if exit_code is not None else "")
     if message:
         what += f": {message[:300]}"
+    failure: dict[str, Any] = {"task_failed": True, "setup_failed": ended is JobState.FAILED_SETUP}
+    if exit_code is not None:
+        failure["exit_code"] = int(exit_code)
     if exit_code is not None and exit_code in options["recover_on_exit_codes"]:
         listed = f"{what} (recover_on_exit_codes)"
-        return recover_job(wiring, job, listed, preempted=False, counts_as_restart=True)
-    if int(job.restarts) < options["max_restarts_on_errors"]:
+        return recover_job(
+            wiring, job, listed, preempted=False, counts_as_restart=True, spends_a_restart=False,
+            extra_detail={**failure, "exit_code_listed": True},
+        )  # fmt: skip
+    allowed = int(options["max_restarts_on_errors"])
+    if int(job.restarts) < allowed:
         restart = f"{what} (restart {int(job.restarts) + 1})"
-        return recover_job(wiring, job, restart, preempted=False, counts_as_restart=True)
+        counted = {"restart_number": int(job.restarts) + 1, "max_restarts": allowed}
+        return recover_job(
+            wiring, job, restart, preempted=False, counts_as_restart=True, extra_detail={**failure, **counted}
+        )
     return fail_job(wiring, job, what, ended)
 
 

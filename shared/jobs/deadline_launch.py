@@ -221,7 +221,10 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
     )
     if isinstance(decision, Wait):
         cause = f"deadline policy: {decision.reason}"
-        return recover_job(wiring, job, cause, preempted=False, counts_as_restart=True)
+        return recover_job(
+            wiring, job, cause, preempted=False, counts_as_restart=True, spends_a_restart=False,
+            extra_detail={"policy_wait": True},  # told as the policy's stop, not a preemption
+        )  # fmt: skip
     market = Market.SPOT if isinstance(decision, UseSpot) else Market.ON_DEMAND
     check_at = next_check(decision)
     reason = decision.reason

@@ -12,7 +12,7 @@ timeline says why."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from shared.jobs.blocks import blocks_json, blocks_of
@@ -63,9 +63,11 @@ def recover_job(
     *,
     preempted: bool,
     counts_as_restart: bool = False,
+    spends_a_restart: bool = True,
     replan_delay_seconds: int = 0,
     warned: bool = False,
     then: Callable[[JobModel], object] | None = None,
+    extra_detail: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Move the job to RECOVERING (attempt + 1), tear its cluster down, ask for a new plan. A caller that
     goes on to re-plan itself (shared/jobs/continuation.py) delays the optimize message: it is then only
@@ -73,7 +75,9 @@ def recover_job(
     left it; the old cluster's teardown message waits until it returns (or raises), so the teardown does
     not compete with the replacement's launch request (the launch's fence terminates the old cluster
     first anyway). `warned`: the preemption came with a notice (the provider scorecard counts those,
-    shared/reports/)."""
+    shared/reports/). `spends_a_restart`: False for a restart that max_restarts_on_errors does not count (an
+    exit code in recover_on_exit_codes, as SkyPilot's `should_restart_on_failure`). `extra_detail`: more
+    for the event's detail (a task failure's exit code and restart count, which the notifications tell)."""
     if not can_move(job.state, JobState.RECOVERING):
         return Outcome.ALREADY_DONE
     recoveries = int(job.recoveries) + (0 if counts_as_restart else 1)
@@ -98,7 +102,7 @@ def recover_job(
         **attempt_fields(wiring.settings, job.job_id, next_attempt),
         "recoveries": recoveries,
         "lost_in_a_row": lost,
-        "restarts": int(job.restarts) + (1 if counts_as_restart else 0),
+        "restarts": int(job.restarts) + (1 if counts_as_restart and spends_a_restart else 0),
         "cluster_id": None,
         "candidate_index": 0,
         "wait_rounds": 0,
@@ -108,7 +112,13 @@ def recover_job(
         **cluster_ended(job, cluster, preempted=preempted, now=time.time()),
         **({"next_check_at": None} if job.deadline_at else {}),
     }
-    detail = {"cluster": old_cluster, "preempted": preempted, "restart": counts_as_restart, "warned": warned}
+    detail = {
+        **(extra_detail or {}),
+        "cluster": old_cluster,
+        "preempted": preempted,
+        "restart": counts_as_restart,
+        "warned": warned,
+    }
     counted = []  # the preemption, for every job planning spot there (shared/optimizer/cooling.py)
     if preempted and cluster is not None and cluster.use_spot:
         counted.append(PreemptionCount(cluster.cloud, cluster.region, cluster.zone, cluster.cluster_id))

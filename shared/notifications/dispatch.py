@@ -27,13 +27,20 @@ from shared.notifications.events import (
 )
 from shared.notifications.market_changes import MARKET_TOPIC, compose_market, is_planned_move, market_change
 from shared.notifications.records import send_key
+from shared.notifications.recoveries import (
+    GATES,
+    RESTARTING,
+    compose_restart,
+    recovering_topic,
+    running_topic,
+)
 from shared.notifications.settings import Channels, channels_for
 from shared.notifications.slack import post_to_slack, slack_payload
 from shared.notifications.webhook_secrets import mask_webhook
 from shared.wiring import wiring_for
 
 log = logging.getLogger("skyless.notify")
-TOPIC_GATE = {"upload_rejected": "failed"}  # which user topic lets this one through
+TOPIC_GATE = {"upload_rejected": "failed", **GATES}  # which user topic lets this one through
 
 
 def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
@@ -70,7 +77,12 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
     deliveries = []
     for topic in topics:
         change = market_change(record, earlier) if topic == MARKET_TOPIC else None
-        notification = compose_market(change, record, facts) if change else compose(topic, record, facts)
+        if change:
+            notification = compose_market(change, record, facts)
+        elif topic == RESTARTING:
+            notification = compose_restart(record, facts)
+        else:
+            notification = compose(topic, record, facts)
         also = topic if topic == MARKET_TOPIC else None  # its own send record: a RUNNING may also recover
         for channel, target in (("slack", channels.slack_webhook), ("email", channels.email)):
             if not target:
@@ -95,10 +107,15 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
 
 def topics_of(record: TimelineRecord, earlier: Sequence[TimelineRecord]) -> list[str]:
     """The topics one event tells, in order: its state's, then a deadline job's market change. A policy's
-    planned move is neither a preemption nor a recovery."""
+    planned move is neither a preemption nor a recovery; a move to RECOVERING says which it was
+    (shared/notifications/recoveries.py)."""
     topic = topic_of(record, [e.state for e in earlier if e.state])
     if topic in ("preempted", "recovered") and is_planned_move(record, earlier):
         topic = None
+    elif topic == "preempted":
+        topic = recovering_topic(record)
+    elif topic == "recovered":
+        topic = running_topic(earlier)
     found = [topic] if topic else []
     if market_change(record, earlier) is not None:
         found.append(MARKET_TOPIC)

@@ -1,7 +1,8 @@
 """Which timeline events notify, and what the notification says. Pure: no I/O.
 
 A timeline event is a row of the events table (shared/store/models.py: EventModel). Topics:
-- `preempted`: the job entered RECOVERING (a spot node was taken away or fell silent);
+- `preempted`: the job entered RECOVERING (a spot node was taken away or fell silent); the dispatch tells
+  a restart after the task's own failure and a lost node apart (shared/notifications/recoveries.py);
 - `recovered`: RUNNING again after a RECOVERING since the last RUNNING;
 - `succeeded` / `failed`: the terminal states (CANCELLED does not notify: the user asked for it);
 - `no_capacity`: the first WAITING of an attempt (nothing had capacity; it retries), and a FAILED
@@ -33,7 +34,10 @@ NO_CAPACITY_REASON = "no capacity"
 
 HEADLINES = {
     "preempted": "was preempted; recovering",
+    "node_lost": "lost a node; recovering",
     "recovered": "recovered and is running again",
+    "restarted": "restarted and is running again",
+    "policy_wait": "was stopped by its deadline policy; waiting",
     "succeeded": "succeeded",
     "failed": "failed",
     "no_capacity": "found no capacity anywhere",
