@@ -24,7 +24,7 @@ from pynamodb.models import Model
 
 from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
-from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, PrunedCooldowns, entry
+from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, WRITE_CAP, PrunedCooldowns, entry, kept
 from shared.store.cost_rollups import (
     PLACES,
     AttemptFacts,
@@ -35,7 +35,7 @@ from shared.store.cost_rollups import (
     rollup_partitions,
     write_groups,
 )
-from shared.store.job_store import CompanionUpdate, NodeFields, PreemptionCount
+from shared.store.job_store import CompanionUpdate, NodeFields
 from shared.store.jobs import _days_since as days_since
 from shared.store.jobs import _event_key as event_key
 from shared.store.live_index import (
@@ -168,11 +168,6 @@ class MemoryJobStore:
             for record in saves:
                 self._clusters[record.cluster_id] = record.serialize()
             self._clusters.update(cluster_items)
-            for update in updates:
-                if isinstance(update, PreemptionCount):
-                    at = time.time() if update.at is None else update.at
-                    place = place_of(update.cloud, update.region, update.zone)
-                    self._preemptions.setdefault(place, set()).add(entry(at, update.cluster_id))
         for name, value in values.items():
             setattr(job, name, value)
         return True
@@ -429,7 +424,7 @@ def _nodes(cluster: ClusterModel) -> dict[str, dict[str, Any]]:
 
 
 class MemoryCooldowns(PrunedCooldowns):
-    """The cool-down record of a MemoryJobStore (written by its moves' PreemptionCount)."""
+    """The cool-down record of a MemoryJobStore, bounded as the DynamoDB one (shared/store/cooldowns.py)."""
 
     def __init__(self, store: MemoryJobStore) -> None:
         self.store = store
@@ -440,10 +435,28 @@ class MemoryCooldowns(PrunedCooldowns):
             refused = {REFUSAL_PREFIX + p: sorted(e) for p, e in self.store._refusals.items() if e}
             return {**taken, **refused}
 
+    def preempted(
+        self, cloud: str, region: str, zone: str | None, cluster_id: str, at: float | None = None
+    ) -> None:
+        self._add(
+            self.store._preemptions,
+            place_of(cloud, region, zone),
+            entry(time.time() if at is None else at, cluster_id),
+        )
+
     def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
-        at = time.time() if at is None else at
+        self._add(
+            self.store._refusals, place_of(cloud, region, zone), entry(time.time() if at is None else at, who)
+        )
+
+    def _add(self, sets: dict[str, set[str]], place: str, text: str) -> None:
+        """The DynamoDB record's conditional ADD: a set at WRITE_CAP is pruned to the newest first."""
         with self.store._lock:
-            self.store._refusals.setdefault(place_of(cloud, region, zone), set()).add(entry(at, who))
+            listed = sets.setdefault(place, set())
+            if len(listed) >= WRITE_CAP:
+                listed.intersection_update(kept(sorted(listed), time.time())[0])
+            if len(listed) < WRITE_CAP:
+                listed.add(text)
 
     def _forget(self, place: str, entries: list[str], prefix: str = ATTRIBUTE_PREFIX) -> None:
         kept = self.store._preemptions if prefix == ATTRIBUTE_PREFIX else self.store._refusals
