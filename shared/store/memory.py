@@ -24,7 +24,15 @@ from pynamodb.models import Model
 
 from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
-from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, WRITE_CAP, PrunedCooldowns, entry, kept
+from shared.store.cooldowns import (
+    ATTRIBUTE_PREFIX,
+    REFUSAL_PREFIX,
+    WRITE_CAP,
+    WRITE_CAP_IN_ALL,
+    PrunedCooldowns,
+    entry,
+    kept_record,
+)
 from shared.store.cost_rollups import (
     PLACES,
     AttemptFacts,
@@ -428,37 +436,48 @@ class MemoryCooldowns(PrunedCooldowns):
 
     def __init__(self, store: MemoryJobStore) -> None:
         self.store = store
+        self._written = 0  # as the DynamoDB record's WRITTEN
 
     def record(self) -> dict[str, list[str]]:
         with self.store._lock:
-            taken = {ATTRIBUTE_PREFIX + p: sorted(e) for p, e in self.store._preemptions.items() if e}
-            refused = {REFUSAL_PREFIX + p: sorted(e) for p, e in self.store._refusals.items() if e}
-            return {**taken, **refused}
+            return self._record_locked()
+
+    def _record_locked(self) -> dict[str, list[str]]:
+        taken = {ATTRIBUTE_PREFIX + p: sorted(e) for p, e in self.store._preemptions.items() if e}
+        refused = {REFUSAL_PREFIX + p: sorted(e) for p, e in self.store._refusals.items() if e}
+        return {**taken, **refused}
 
     def preempted(
         self, cloud: str, region: str, zone: str | None, cluster_id: str, at: float | None = None
     ) -> None:
-        self._add(
-            self.store._preemptions,
-            place_of(cloud, region, zone),
-            entry(time.time() if at is None else at, cluster_id),
-        )
+        at = time.time() if at is None else at
+        self._add(ATTRIBUTE_PREFIX, place_of(cloud, region, zone), entry(at, cluster_id))
 
     def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
-        self._add(
-            self.store._refusals, place_of(cloud, region, zone), entry(time.time() if at is None else at, who)
-        )
+        at = time.time() if at is None else at
+        self._add(REFUSAL_PREFIX, place_of(cloud, region, zone), entry(at, who))
 
-    def _add(self, sets: dict[str, set[str]], place: str, text: str) -> None:
-        """The DynamoDB record's conditional ADD: a set at WRITE_CAP is pruned to the newest first."""
+    def _add(self, prefix: str, place: str, text: str) -> None:
+        """The DynamoDB record's conditional ADD: a full zone or record is pruned first."""
         with self.store._lock:
-            listed = sets.setdefault(place, set())
-            if len(listed) >= WRITE_CAP:
-                listed.intersection_update(kept(sorted(listed), time.time())[0])
-            if len(listed) < WRITE_CAP:
+            listed = self._sets(prefix).setdefault(place, set())
+            if len(listed) >= WRITE_CAP or self._written >= WRITE_CAP_IN_ALL:
+                counted, stale = kept_record(self._record_locked(), time.time())
+                self._forget_locked(stale, sum(len(entries) for entries in counted.values()))
+            if len(listed) < WRITE_CAP and self._written < WRITE_CAP_IN_ALL:
+                self._written += 1
                 listed.add(text)
 
-    def _forget(self, place: str, entries: list[str], prefix: str = ATTRIBUTE_PREFIX) -> None:
-        kept = self.store._preemptions if prefix == ATTRIBUTE_PREFIX else self.store._refusals
+    def _sets(self, prefix: str) -> dict[str, set[str]]:
+        return self.store._preemptions if prefix == ATTRIBUTE_PREFIX else self.store._refusals
+
+    def _forget(self, stale: dict[str, list[str]], kept_count: int | None) -> None:
         with self.store._lock:
-            kept.get(place, set()).difference_update(entries)
+            self._forget_locked(stale, kept_count)
+
+    def _forget_locked(self, stale: dict[str, list[str]], kept_count: int | None) -> None:
+        for name, entries in stale.items():
+            prefix, place = name[: len(ATTRIBUTE_PREFIX)], name[len(ATTRIBUTE_PREFIX) :]
+            self._sets(prefix).get(place, set()).difference_update(entries)
+        if kept_count is not None:
+            self._written = kept_count

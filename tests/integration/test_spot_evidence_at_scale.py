@@ -23,7 +23,15 @@ from shared.config import Settings
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.jobs.views import JobView, get_job
 from shared.states import JobState
-from shared.store.cooldowns import KEPT_PER_ZONE, RECORD_KEY, REFUSAL_PREFIX, WRITE_CAP, CooldownStore
+from shared.store.cooldowns import (
+    KEPT_IN_ALL,
+    KEPT_PER_ZONE,
+    RECORD_KEY,
+    REFUSAL_PREFIX,
+    WRITE_CAP,
+    WRITE_CAP_IN_ALL,
+    CooldownStore,
+)
 from shared.wiring import wiring_for
 
 SLEEPER = json.dumps([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -90,6 +98,7 @@ def test_thousands_of_refusals_and_preemptions_leave_recovery_working_and_plans_
 
     item = _raw_item(cooldowns)
     assert max(len(entries) for entries in item.values()) <= WRITE_CAP  # without any read in between
+    assert sum(len(entries) for entries in item.values()) <= WRITE_CAP_IN_ALL
     assert _size(item) < ITEM_LIMIT / 4, _size(item)
 
     preemption = LocalCloud(stack.home).preempt(job_id, notice_seconds=0.1)
@@ -103,8 +112,8 @@ def test_thousands_of_refusals_and_preemptions_leave_recovery_working_and_plans_
     place = f"aws/{first.region}/{first.zone}"
     assert cooldowns.preemptions()[place][0].endswith(f"#{job_id}-0")  # counted, the newest there
     (read, size), *later = evidence_reads  # the re-plan's reads (2,601 entries written, ~105 KB)
-    assert read <= len(zones) * 2 * WRITE_CAP and size < 80_000, evidence_reads  # 1,801 entries: 73 KB
-    assert later and all(n <= len(zones) * 2 * KEPT_PER_ZONE for n, _ in later), evidence_reads  # pruned
+    assert read <= WRITE_CAP_IN_ALL and size < 80_000, evidence_reads  # 1,801 entries: 74 KB
+    assert later and all(n <= KEPT_IN_ALL for n, _ in later), evidence_reads  # pruned: 1,024, 43 KB
 
 
 def test_an_old_record_past_the_item_limit_shrinks_at_its_first_read(stack: Settings) -> None:

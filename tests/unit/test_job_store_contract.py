@@ -12,7 +12,7 @@ import pytest
 
 from shared.optimizer.cooling import FORGET_AFTER_SECONDS
 from shared.states import IllegalTransition, JobState
-from shared.store.cooldowns import KEPT_PER_ZONE, WRITE_CAP
+from shared.store.cooldowns import KEPT_IN_ALL, KEPT_PER_ZONE, WRITE_CAP, WRITE_CAP_IN_ALL
 from shared.store.job_store import Cooldowns, JobStore, NodeFields
 from shared.store.memory import MemoryJobStore
 from shared.store.models import JobModel
@@ -274,6 +274,17 @@ def test_a_zone_keeps_its_newest_entries_of_each_kind_whatever_the_history(
     assert [e.split("#", 1)[1] for e in cooldowns.preemptions()["aws/us-east-1/us-east-1b"]] == newest
     _, refusals = cooldowns.evidence(now)
     assert [who for _, who in refusals["aws/us-east-1/us-east-1b"]] == newest
+
+
+def test_the_record_keeps_its_newest_entries_whatever_the_number_of_zones(under_test: StoreUnderTest) -> None:
+    cooldowns = under_test.cooldowns
+    now = float(int(time.time()))
+    writes = WRITE_CAP_IN_ALL + 200  # over 150 zones, none of them full, no read in between
+    for n in range(writes):
+        cooldowns.refused("aws", f"r{n % 150}", f"r{n % 150}a", f"job-{n}-0", at=now - writes + n)
+    _, refusals = cooldowns.evidence(now)
+    counted = {who for listed in refusals.values() for _, who in listed}
+    assert counted == {f"job-{n}-0" for n in range(writes - KEPT_IN_ALL, writes)}
 
 
 def test_update_node_answers_false_for_a_node_the_cluster_does_not_have(under_test: StoreUnderTest) -> None:
