@@ -116,10 +116,10 @@ def test_thousands_of_refusals_and_preemptions_leave_recovery_working_and_plans_
     assert later and all(n <= KEPT_IN_ALL for n, _ in later), evidence_reads  # pruned: 1,024, 43 KB
 
 
-def test_an_old_record_past_the_item_limit_shrinks_at_its_first_read(stack: Settings) -> None:
-    cooldowns, now = CooldownStore(stack), time.time()
+def _seed_old_record(cooldowns: CooldownStore, now: float) -> None:
+    """12,000 entries in 12 zones, as the old layout kept them: past 400 KB."""
     client = cooldowns.model._get_connection().connection.client
-    for batch in range(24):  # 12,000 entries in the old layout: past 400 KB, as no bound kept them
+    for batch in range(24):
         entries = [f"{now - 60 - n:.6f}#job-{batch * 500 + n:012x}-1" for n in range(500)]
         client.update_item(
             TableName=cooldowns.model.Meta.table_name,
@@ -129,6 +129,32 @@ def test_an_old_record_past_the_item_limit_shrinks_at_its_first_read(stack: Sett
             ExpressionAttributeValues={":e": {"SS": entries}},
         )
     assert _size(_raw_item(cooldowns)) > ITEM_LIMIT
+
+
+def test_a_preempted_job_recovers_when_its_evidence_cannot_be_written(
+    stack: Settings, queues: QueueDriver
+) -> None:
+    job_id = submit_job(wiring_for(stack), SubmitJob.from_text(owner="alice", task_text=SPOT)).job_id
+    _deliver(queues, "optimize")
+    _deliver(queues, "provision")
+    first = _view(stack, job_id)
+    cooldowns = CooldownStore(stack)
+    _seed_old_record(cooldowns, time.time())  # the preemption's ADD now fails: ValidationException
+    preemption = LocalCloud(stack.home).preempt(job_id, notice_seconds=0.1)
+    assert preemption is not None
+
+    assert spot_watch_handler(preemption, None) == {"outcome": "done"}  # it raised TransactWriteError before
+
+    second = _view(stack, job_id)
+    assert second.state == JobState.SETTING_UP and second.attempt == 1
+    assert JobState.RECOVERING in [event["state"] for event in second.timeline]
+    assert f"aws/{first.region}/{first.zone}" not in cooldowns.preemptions()  # not counted: only logged
+    assert _size(_raw_item(cooldowns)) < ITEM_LIMIT / 8  # the re-plan's read pruned the old record
+
+
+def test_an_old_record_past_the_item_limit_shrinks_at_its_first_read(stack: Settings) -> None:
+    cooldowns, now = CooldownStore(stack), time.time()
+    _seed_old_record(cooldowns, now)
     with pytest.raises(UpdateError, match="ValidationException"):  # what the old layout came to
         cooldowns.refused("aws", "us-east-1", "us-east-1a", "job-new-0")
 
