@@ -164,8 +164,9 @@ Evidence = tuple[list[Cooling], dict[str, list[tuple[float, str]]]]  # cooling p
 
 
 class Cooldowns(Protocol):
-    """Recent spot preemptions and refused spot launches by zone, for the cool-down policy. Each zone keeps
-    of each kind its newest entries only (shared/store/cooldowns.py KEPT_PER_ZONE), whatever the history."""
+    """Recent spot preemptions and refused spot launches by zone, for the cool-down policy. Only the newest
+    entries are kept, whatever the history (shared/store/cooldowns.py: KEPT_PER_ZONE of each kind a zone,
+    KEPT_IN_ALL in all)."""
 
     def preemptions(self) -> dict[str, list[str]]:
         """Each place's counted entries (`"<epoch>#<cluster id>"`), newest first."""
