@@ -11,6 +11,7 @@ timeline says why."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,9 +27,10 @@ from shared.jobs.task_records import read_pipeline_of
 from shared.jobs.tokens import attempt_fields
 from shared.optimizer.plan import Block
 from shared.states import JobState, can_move
-from shared.store.job_store import PreemptionCount
 from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
+
+log = logging.getLogger(__name__)
 
 EAGER_NEXT_REGION = "EAGER_NEXT_REGION"
 FAILOVER = "FAILOVER"
@@ -119,14 +121,10 @@ def recover_job(
         "restart": counts_as_restart,
         "warned": warned,
     }
-    counted = []  # the preemption, for every job planning spot there (shared/optimizer/cooling.py)
-    if preempted and cluster is not None and cluster.use_spot:
-        counted.append(PreemptionCount(cluster.cloud, cluster.region, cluster.zone, cluster.cluster_id))
-    moved = wiring.store.move(
-        job, JobState.RECOVERING, cause, changes=changes, detail=detail, also_update=counted
-    )
-    if not moved:
+    if not wiring.store.move(job, JobState.RECOVERING, cause, changes=changes, detail=detail):
         return Outcome.ALREADY_DONE
+    if preempted and cluster is not None and cluster.use_spot:
+        count_preemption(wiring, cluster)
     if then is None:
         send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
         send_optimize(wiring, job.job_id, next_attempt, delay_seconds=replan_delay_seconds)
@@ -137,6 +135,16 @@ def recover_job(
     finally:
         send_teardown(wiring, job.job_id, next_attempt - 1, old_cluster)
     return Outcome.DONE
+
+
+def count_preemption(wiring: Wiring, cluster: ClusterModel) -> None:
+    """The preemption, for every job planning spot there (shared/optimizer/cooling.py). Written after the
+    move (once per preempted cluster), never in it: the job recovers whatever happens to its evidence; a
+    crash between the two loses one entry of evidence, never the job."""
+    try:
+        wiring.cooldowns.preempted(cluster.cloud, cluster.region, cluster.zone, cluster.cluster_id)
+    except Exception:  # evidence is advisory: the recovery's messages must still go out
+        log.exception("preemption of %s not counted in the spot evidence", cluster.cluster_id)
 
 
 def task_started(cluster: ClusterModel | None) -> bool:

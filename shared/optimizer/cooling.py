@@ -12,7 +12,7 @@ shared/store/cooldowns.py). From those times, with no state of its own, this mod
 - a region's is REGION_THRESHOLD over all its zones' preemptions (REGION_HALF_LIFE_SECONDS): three within
   about eight minutes, a storm, not one unlucky VM; three at once cool the region for 19 minutes;
 - no cooling lasts past MAX_COOLING_SECONDS from now, and preemptions older than FORGET_AFTER_SECONDS
-  no longer count (the store prunes them);
+  no longer count (the store prunes them, and keeps only a zone's newest ones: shared/store/cooldowns.py);
 - a spot launch refused for capacity, by any job, is the same kind of evidence about its zone (and region)
   as a preemption, counted the same way: the control plane learns where spot is short from every job's
   launches, instead of each job probing on its own.

@@ -20,7 +20,7 @@ The contract:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from shared.optimizer.cooling import Cooling
@@ -38,19 +38,7 @@ class NodeFields:
     fields: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
-class PreemptionCount:
-    """Count one spot preemption of `cluster_id` at a place, for the cool-down policy
-    (shared/optimizer/cooling.py); a companion write of the job's move to RECOVERING."""
-
-    cloud: str
-    region: str
-    zone: str | None
-    cluster_id: str
-    at: float | None = field(default=None)
-
-
-CompanionUpdate = NodeFields | PreemptionCount
+CompanionUpdate = NodeFields
 
 
 class JobStore(Protocol):
@@ -176,10 +164,18 @@ Evidence = tuple[list[Cooling], dict[str, list[tuple[float, str]]]]  # cooling p
 
 
 class Cooldowns(Protocol):
-    """Recent spot preemptions by zone (written by a move's `PreemptionCount`), for the cool-down policy."""
+    """Recent spot preemptions and refused spot launches by zone, for the cool-down policy. Only the newest
+    entries are kept, whatever the history (shared/store/cooldowns.py: KEPT_PER_ZONE of each kind a zone,
+    KEPT_IN_ALL in all)."""
 
     def preemptions(self) -> dict[str, list[str]]:
-        """Each place's entries (`"<epoch>#<cluster id>"`)."""
+        """Each place's counted entries (`"<epoch>#<cluster id>"`), newest first."""
+        ...
+
+    def preempted(
+        self, cloud: str, region: str, zone: str | None, cluster_id: str, at: float | None = None
+    ) -> None:
+        """Count one preemption of `cluster_id` there (idempotent: the same entry twice counts once)."""
         ...
 
     def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
@@ -207,6 +203,12 @@ class CooldownsReadOnce:
 
     def preemptions(self) -> dict[str, list[str]]:
         return self.record.preemptions()
+
+    def preempted(
+        self, cloud: str, region: str, zone: str | None, cluster_id: str, at: float | None = None
+    ) -> None:
+        self._evidence = None
+        self.record.preempted(cloud, region, zone, cluster_id, at)
 
     def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
         self._evidence = None

@@ -26,10 +26,9 @@ from pynamodb.transactions import TransactWrite
 
 from shared.config import Settings
 from shared.states import JobState, transition
-from shared.store.cooldowns import CooldownStore
 from shared.store.cost_rollup_items import add_pieces, marker, read_pieces, rollup_model
 from shared.store.cost_rollups import AttemptFacts, CostPiece, cluster_pieces, write_groups
-from shared.store.job_store import CompanionUpdate, NodeFields
+from shared.store.job_store import CompanionUpdate
 from shared.store.live_index import (
     LIVE_CLUSTER,
     LIVE_JOB,
@@ -192,11 +191,7 @@ class DynamoJobStore:
         return record
 
     def _companion(self, update: CompanionUpdate) -> tuple[Model, list[Action]]:
-        if isinstance(update, NodeFields):
-            return update.cluster, self.node_actions(update.instance_id, **update.fields)
-        count = update
-        cooldowns = CooldownStore(self.settings)
-        return cooldowns.preemption_update(count.cloud, count.region, count.zone, count.cluster_id, count.at)
+        return update.cluster, self.node_actions(update.instance_id, **update.fields)
 
     def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:
         index = self.jobs.by_owner  # type: ignore[attr-defined]

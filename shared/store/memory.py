@@ -24,7 +24,15 @@ from pynamodb.models import Model
 
 from shared.optimizer.cooling import place_of
 from shared.states import LIVE, JobState, transition
-from shared.store.cooldowns import ATTRIBUTE_PREFIX, REFUSAL_PREFIX, PrunedCooldowns, entry
+from shared.store.cooldowns import (
+    ATTRIBUTE_PREFIX,
+    REFUSAL_PREFIX,
+    WRITE_CAP,
+    WRITE_CAP_IN_ALL,
+    PrunedCooldowns,
+    entry,
+    kept_record,
+)
 from shared.store.cost_rollups import (
     PLACES,
     AttemptFacts,
@@ -35,7 +43,7 @@ from shared.store.cost_rollups import (
     rollup_partitions,
     write_groups,
 )
-from shared.store.job_store import CompanionUpdate, NodeFields, PreemptionCount
+from shared.store.job_store import CompanionUpdate, NodeFields
 from shared.store.jobs import _days_since as days_since
 from shared.store.jobs import _event_key as event_key
 from shared.store.live_index import (
@@ -168,11 +176,6 @@ class MemoryJobStore:
             for record in saves:
                 self._clusters[record.cluster_id] = record.serialize()
             self._clusters.update(cluster_items)
-            for update in updates:
-                if isinstance(update, PreemptionCount):
-                    at = time.time() if update.at is None else update.at
-                    place = place_of(update.cloud, update.region, update.zone)
-                    self._preemptions.setdefault(place, set()).add(entry(at, update.cluster_id))
         for name, value in values.items():
             setattr(job, name, value)
         return True
@@ -429,23 +432,52 @@ def _nodes(cluster: ClusterModel) -> dict[str, dict[str, Any]]:
 
 
 class MemoryCooldowns(PrunedCooldowns):
-    """The cool-down record of a MemoryJobStore (written by its moves' PreemptionCount)."""
+    """The cool-down record of a MemoryJobStore, bounded as the DynamoDB one (shared/store/cooldowns.py)."""
 
     def __init__(self, store: MemoryJobStore) -> None:
         self.store = store
+        self._written = 0  # as the DynamoDB record's WRITTEN
 
     def record(self) -> dict[str, list[str]]:
         with self.store._lock:
-            taken = {ATTRIBUTE_PREFIX + p: sorted(e) for p, e in self.store._preemptions.items() if e}
-            refused = {REFUSAL_PREFIX + p: sorted(e) for p, e in self.store._refusals.items() if e}
-            return {**taken, **refused}
+            return self._record_locked()
+
+    def _record_locked(self) -> dict[str, list[str]]:
+        taken = {ATTRIBUTE_PREFIX + p: sorted(e) for p, e in self.store._preemptions.items() if e}
+        refused = {REFUSAL_PREFIX + p: sorted(e) for p, e in self.store._refusals.items() if e}
+        return {**taken, **refused}
+
+    def preempted(
+        self, cloud: str, region: str, zone: str | None, cluster_id: str, at: float | None = None
+    ) -> None:
+        at = time.time() if at is None else at
+        self._add(ATTRIBUTE_PREFIX, place_of(cloud, region, zone), entry(at, cluster_id))
 
     def refused(self, cloud: str, region: str, zone: str | None, who: str, at: float | None = None) -> None:
         at = time.time() if at is None else at
-        with self.store._lock:
-            self.store._refusals.setdefault(place_of(cloud, region, zone), set()).add(entry(at, who))
+        self._add(REFUSAL_PREFIX, place_of(cloud, region, zone), entry(at, who))
 
-    def _forget(self, place: str, entries: list[str], prefix: str = ATTRIBUTE_PREFIX) -> None:
-        kept = self.store._preemptions if prefix == ATTRIBUTE_PREFIX else self.store._refusals
+    def _add(self, prefix: str, place: str, text: str) -> None:
+        """The DynamoDB record's conditional ADD: a full zone or record is pruned first."""
         with self.store._lock:
-            kept.get(place, set()).difference_update(entries)
+            listed = self._sets(prefix).setdefault(place, set())
+            if len(listed) >= WRITE_CAP or self._written >= WRITE_CAP_IN_ALL:
+                counted, stale = kept_record(self._record_locked(), time.time())
+                self._forget_locked(stale, sum(len(entries) for entries in counted.values()))
+            if len(listed) < WRITE_CAP and self._written < WRITE_CAP_IN_ALL:
+                self._written += 1
+                listed.add(text)
+
+    def _sets(self, prefix: str) -> dict[str, set[str]]:
+        return self.store._preemptions if prefix == ATTRIBUTE_PREFIX else self.store._refusals
+
+    def _forget(self, stale: dict[str, list[str]], kept_count: int | None) -> None:
+        with self.store._lock:
+            self._forget_locked(stale, kept_count)
+
+    def _forget_locked(self, stale: dict[str, list[str]], kept_count: int | None) -> None:
+        for name, entries in stale.items():
+            prefix, place = name[: len(ATTRIBUTE_PREFIX)], name[len(ATTRIBUTE_PREFIX) :]
+            self._sets(prefix).get(place, set()).difference_update(entries)
+        if kept_count is not None:
+            self._written = kept_count

@@ -246,7 +246,7 @@ class ChaosRun:
             cooldown_record: Any = raw.cooldowns
         else:
             records, cooldown_record = {}, CooldownStore(self.settings)
-        cooldowns = Faulty(cooldown_record, inject, "cooldowns", frozenset({"preemption_update"}))
+        cooldowns = Faulty(cooldown_record, inject, "cooldowns")
         objects = MemoryObjects()
         return Wiring(self.settings, store, queues, objects, providers, cooldowns, **records)  # type: ignore[arg-type]
 

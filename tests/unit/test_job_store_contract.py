@@ -12,7 +12,8 @@ import pytest
 
 from shared.optimizer.cooling import FORGET_AFTER_SECONDS
 from shared.states import IllegalTransition, JobState
-from shared.store.job_store import Cooldowns, JobStore, NodeFields, PreemptionCount
+from shared.store.cooldowns import KEPT_IN_ALL, KEPT_PER_ZONE, WRITE_CAP, WRITE_CAP_IN_ALL
+from shared.store.job_store import Cooldowns, JobStore, NodeFields
 from shared.store.memory import MemoryJobStore
 from shared.store.models import JobModel
 
@@ -235,13 +236,13 @@ def test_node_fields_go_with_the_move_or_not_at_all(under_test: StoreUnderTest) 
     assert fresh is not None and fresh.nodes["i-1"]["phase"] == "running"
 
 
-def test_a_preemption_is_counted_with_the_move_or_not_at_all(under_test: StoreUnderTest) -> None:
-    store = under_test.store
-    job, cluster = launched(store, "i-1")
-    stale = store.get(job.job_id)
-    count = PreemptionCount("aws", "us-east-1", "us-east-1a", cluster.cluster_id, at=time.time())
-    assert store.move(job, JobState.RECOVERING, "preempted", also_update=[count])
-    assert stale is not None and not store.move(stale, JobState.RECOVERING, "again", also_update=[count])
+def test_a_preemption_counted_twice_is_one_entry_and_is_pruned_past_the_horizon(
+    under_test: StoreUnderTest,
+) -> None:
+    _, cluster = launched(under_test.store, "i-1")
+    at = time.time()
+    under_test.cooldowns.preempted("aws", "us-east-1", "us-east-1a", cluster.cluster_id, at=at)
+    under_test.cooldowns.preempted("aws", "us-east-1", "us-east-1a", cluster.cluster_id, at=at)
     counted = under_test.cooldowns.preemptions()
     assert list(counted) == ["aws/us-east-1/us-east-1a"] and len(counted["aws/us-east-1/us-east-1a"]) == 1
     assert counted["aws/us-east-1/us-east-1a"][0].endswith("#" + cluster.cluster_id)
@@ -259,6 +260,31 @@ def test_refused_spot_launches_are_counted_beside_preemptions_and_pruned(under_t
     assert (zone.refusals, zone.preemptions, zone.last_refused) == (2, 0, now + 1)
     cooldowns.cooling(now=now + FORGET_AFTER_SECONDS + 60)  # prunes what no longer counts
     assert cooldowns.cooling(now=now + 2) == []
+
+
+def test_a_zone_keeps_its_newest_entries_of_each_kind_whatever_the_history(
+    under_test: StoreUnderTest,
+) -> None:
+    cooldowns = under_test.cooldowns
+    now = float(int(time.time()))
+    for n in range(WRITE_CAP * 3):  # no read in between: only the write's own cap holds the set
+        cooldowns.refused("aws", "us-east-1", "us-east-1b", f"job-{n}-0", at=now - 1000 + n)
+        cooldowns.preempted("aws", "us-east-1", "us-east-1b", f"job-{n}-0", at=now - 1000 + n)
+    newest = [f"job-{n}-0" for n in reversed(range(WRITE_CAP * 3 - KEPT_PER_ZONE, WRITE_CAP * 3))]
+    assert [e.split("#", 1)[1] for e in cooldowns.preemptions()["aws/us-east-1/us-east-1b"]] == newest
+    _, refusals = cooldowns.evidence(now)
+    assert [who for _, who in refusals["aws/us-east-1/us-east-1b"]] == newest
+
+
+def test_the_record_keeps_its_newest_entries_whatever_the_number_of_zones(under_test: StoreUnderTest) -> None:
+    cooldowns = under_test.cooldowns
+    now = float(int(time.time()))
+    writes = WRITE_CAP_IN_ALL + 200  # over 150 zones, none of them full, no read in between
+    for n in range(writes):
+        cooldowns.refused("aws", f"r{n % 150}", f"r{n % 150}a", f"job-{n}-0", at=now - writes + n)
+    _, refusals = cooldowns.evidence(now)
+    counted = {who for listed in refusals.values() for _, who in listed}
+    assert counted == {f"job-{n}-0" for n in range(writes - KEPT_IN_ALL, writes)}
 
 
 def test_update_node_answers_false_for_a_node_the_cluster_does_not_have(under_test: StoreUnderTest) -> None:
