@@ -9,11 +9,11 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from conftest import QueueDriver
 from fakes.slack_webhook import SlackWebhook
+from test_market_notifications import fields, stream_to_notify, texts
 
 from functions.notify.handler import handler as notify_handler
 from functions.optimize.handler import handler as optimize_handler
@@ -95,21 +95,6 @@ def relaunch(queues: QueueDriver) -> None:
     deliver(queues, "provision")  # the old cluster's teardown
     deliver(queues, "optimize")
     deliver(queues, "provision")
-
-
-def stream_to_notify(reader: EventsStreamReader) -> list[dict[str, Any]]:
-    records = reader.poll()
-    assert notify_handler({"Records": records}, None) == {"batchItemFailures": []}
-    return records
-
-
-def texts(hook: SlackWebhook) -> list[str]:
-    return [post["text"] for post in hook.posts]
-
-
-def fields(post: dict[str, Any]) -> dict[str, str]:
-    section = next(b for b in post["blocks"] if b["type"] == "section" and "fields" in b)
-    return dict(f["text"].split("\n", 1) for f in section["fields"])
 
 
 def test_a_task_failure_restarted_is_told_as_a_failure_with_its_exit_code_and_restarts_left(
