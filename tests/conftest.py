@@ -259,3 +259,23 @@ def sky_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     reset_default_catalog()
     yield home
     reset_default_catalog()
+
+
+@pytest.fixture
+def alice_hook() -> Iterator[Any]:
+    """A Slack webhook receiver (tests/fakes/slack_webhook.py) for the user alice, stopped after the test."""
+    from fakes.slack_webhook import SlackWebhook
+
+    server = SlackWebhook().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def bob_hook() -> Iterator[Any]:
+    """A second user's Slack webhook receiver."""
+    from fakes.slack_webhook import SlackWebhook
+
+    server = SlackWebhook().start()
+    yield server
+    server.stop()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -48,20 +47,6 @@ def fast(stack: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
     for name, value in settings.to_env().items():
         monkeypatch.setenv(name, value)
     return settings
-
-
-@pytest.fixture
-def alice_hook() -> Iterator[SlackWebhook]:
-    server = SlackWebhook().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def bob_hook() -> Iterator[SlackWebhook]:
-    server = SlackWebhook().start()
-    yield server
-    server.stop()
 
 
 def deliver(queues: QueueDriver, kind: str, records: list[dict[str, Any]] | None = None) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 from conftest import QueueDriver
@@ -46,20 +45,6 @@ SCHEDULED = {"detail-type": "Scheduled Event", "source": "aws.events", "detail":
 @pytest.fixture(autouse=True)
 def sleeping_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKYLESS_LOCAL_AGENT_COMMAND", SLEEPER)
-
-
-@pytest.fixture
-def alice_hook() -> Iterator[SlackWebhook]:
-    server = SlackWebhook().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def bob_hook() -> Iterator[SlackWebhook]:
-    server = SlackWebhook().start()
-    yield server
-    server.stop()
 
 
 def deliver(queues: QueueDriver, kind: str) -> None:
