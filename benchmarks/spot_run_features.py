@@ -9,7 +9,8 @@ issue 18).
 
 1. **The traces** (everything known): each zone's spot runs; their residual life by age (how much longer a
    run that has lasted `age` goes on; Kaplan-Meier, the run still going at the trace's end censored); the
-   next run after a short and after a long outage.
+   next run after a short and after a long outage, and after partial capacity (some of the N nodes
+   available: a launch that obtains a few before it is refused would show it).
 2. **Every decision** of the product's `decide`, replayed from each start: for every spot place with
    capacity at that moment, the features the history the policy is given holds (its mean run, the time
    since the place and its region were last refused or preempted, the interruptions of the last hours, the
@@ -41,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from spot_gap import DEFAULT_TRACES, availability  # noqa: E402
-from trace_cloud import load_zone_trace  # noqa: E402
+from trace_cloud import ZoneTrace, load_zone_trace  # noqa: E402
 
 import shared.spot_policy.deadline_policy as policy_module  # noqa: E402
 from shared.spot_policy import (  # noqa: E402
@@ -129,6 +130,35 @@ def trace_view(traces: Sequence[AvailabilityTrace], long_outage: float) -> dict[
         for kind, v in sorted(after.items())
     }
     return {"zones": zones, "residual_life": by_age, "after_outage": outages}
+
+
+def after_partial(zones: Sequence[ZoneTrace], nodes: int) -> dict[str, dict[str, float]]:
+    """The runs of `nodes` ended within the trace, by what came just before them: no node available, or
+    some (1..nodes-1); and whether any sample of the hour before was partial."""
+    kinds: dict[str, list[float]] = defaultdict(list)
+    for zone in zones:
+        counts, gap = zone.counts, zone.gap
+        hour = max(1, int(HOUR // gap))
+        k = 1
+        while k < len(counts):
+            if counts[k] >= nodes > counts[k - 1]:
+                j = k
+                while j < len(counts) and counts[j] >= nodes:
+                    j += 1
+                if j < len(counts):
+                    length = (j - k) * gap / HOUR
+                    kinds["after none" if counts[k - 1] == 0 else "after some"].append(length)
+                    partial = any(0 < c < nodes for c in counts[max(0, k - hour) : k])
+                    kinds["partial in the hour before" if partial else "none partial in the hour"].append(
+                        length
+                    )
+                k = j
+            k += 1
+    return {
+        kind: {"runs": len(v), "mean_h": statistics.mean(v), "median_h": statistics.median(v)}
+        | {"share_below_0.6h": sum(x < 0.6 for x in v) / len(v)}
+        for kind, v in sorted(kinds.items())
+    }
 
 
 def _since(now: float, times: Sequence[float | None]) -> float:
@@ -391,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = list(recorder.rows.values())
     names = [k for k in rows[0] if k != "run"] if rows else []
     report: dict[str, Any] = {
-        "traces": trace_view(traces, 0.6 * HOUR),
+        "traces": trace_view(traces, 0.6 * HOUR) | {"partial": after_partial(zones, n)},
         "short_run_h": short,
         "every_decision": {
             "pairs": len(rows),
@@ -464,6 +494,11 @@ def print_report(report: dict[str, Any], starts: Sequence[float]) -> None:
         print(
             f"after a {kind} outage (0.6 h): mean {a['mean_h']:.2f} h, median {a['median_h']:.2f} h, "
             f"{a['share_below_0.5h']:.0%} below 0.5 h ({a['runs']} runs)"
+        )
+    for kind, a in view["partial"].items():
+        print(
+            f"runs {kind} (partial capacity): mean {a['mean_h']:.2f} h, median {a['median_h']:.2f} h, "
+            f"{a['share_below_0.6h']:.0%} below 0.6 h ({a['runs']} runs)"
         )
     short = report["short_run_h"]
     every = report["every_decision"]
