@@ -15,11 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def features(tmp_path: Path, data: list[int], work_hours: float = 1.0) -> dict[str, Any]:
+def features(tmp_path: Path, data: list[int], work_hours: float = 1.0, nodes: int = 1) -> dict[str, Any]:
     trace = tmp_path / "us-east-1a_v100_1.json"
     trace.write_text(json.dumps({"metadata": {"gap_seconds": 1800}, "data": data}))
     script = str(ROOT / "benchmarks" / "spot_run_features.py")
-    argv = [sys.executable, script, "--json", "--trace", str(trace), "--nodes", "1", "--work-hours",
+    argv = [sys.executable, script, "--json", "--trace", str(trace), "--nodes", str(nodes), "--work-hours",
             str(work_hours), "--restart-hours", "0.2", "--start-hours", "0,2", "--on-demand-price", "3",
             "--spot-price", "1"]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -49,6 +49,19 @@ def test_runs_residual_life_and_outage_split_are_the_hand_worked_ones(tmp_path: 
     after = report["traces"]["after_outage"]
     assert after["short"]["runs"] == 1 and after["short"]["mean_h"] == pytest.approx(2.0)
     assert after["long"]["runs"] == 1 and after["long"]["mean_h"] == pytest.approx(1.0)
+
+
+def test_runs_are_split_by_the_partial_capacity_before_them(tmp_path: Path) -> None:
+    # 4 nodes, ticks of 0.5 h: a 1 h run of all 4 after a sample with 2 of them, then a 1.5 h run after none
+    # (the hour before it empty), then partial capacity only (no run).
+    report = features(tmp_path, [0, 2, 4, 4, 0, 0, 4, 4, 4, 0, 3, 3], nodes=4)
+    partial = report["traces"]["partial"]
+    assert {kind: (row["runs"], row["mean_h"]) for kind, row in partial.items()} == {
+        "after some": (1, pytest.approx(1.0)),
+        "after none": (1, pytest.approx(1.5)),
+        "partial in the hour before": (1, pytest.approx(1.0)),
+        "none partial in the hour": (1, pytest.approx(1.5)),
+    }
 
 
 def test_knowing_the_runs_changes_nothing_where_spot_never_ends(tmp_path: Path) -> None:
