@@ -94,6 +94,8 @@ def plan(
 
         asked = None if enabled is None else sorted(enabled)
         configured = sky_config.apply_sky_config(applied.text, str(file), asked, plans_here=True)
+        if configured.text != applied.text:  # the config's labels and docker.run_options written in
+            pipeline = _load(configured.text, file, envs, secrets)
         enabled = None if configured.clouds is None else set(configured.clouds)
         prices = team_prices(configured)
         data_notes, sources = located_data(pipeline, data_sizes(data_size))

@@ -7,6 +7,9 @@ Every key read is either applied or named in a note that says why it is not (nev
 - `allowed_clouds`: plans and launches consider only these clouds (with `--clouds`, both must allow one);
 - `aws.labels`, `gcp.labels`, `azure.labels`: put on the task's VMs (under the task's own
   `resources.labels`) when the task can only run on that cloud (a job has one set of labels wherever it runs);
+- `docker.run_options`: written into each task that runs in a container (`image_id: docker:...`) and has no
+  `config.docker.run_options` of its own, as SkyPilot's task config replaces the file's; its container starts
+  with them (shared/task/docker_run_options.py says which options are refused);
 - `contracts` (skyless's own key: discounts and reservations, shared/optimizer/contract_terms.py), with
   SkyPilot's `aws|gcp.specific_reservations` (only the listed reservations of that cloud are used) and
   `aws|gcp.prioritize_reservations` (skyless always puts free reserved capacity first): plans price at them;
@@ -16,6 +19,7 @@ Every key read is either applied or named in a note that says why it is not (nev
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +29,7 @@ import yaml
 
 from shared.errors import UserError
 from shared.optimizer import Contracts, contracts_from_config
+from shared.task import RUN_OPTIONS_FIELD, names_a_container, run_option_words, run_options_value
 
 ENV_CONFIG = "SKYPILOT_CONFIG"
 ENV_GLOBAL = "SKYPILOT_GLOBAL_CONFIG"
@@ -45,7 +50,6 @@ NOT_APPLIED: dict[str, str] = {
     "serve.controller": NO_CONTROLLER,
     "jobs.bucket": "skyless uploads workdirs and file mounts to its own bucket",
     "jobs.force_disable_cloud_bucket": "skyless uploads workdirs and file mounts to its own bucket",
-    "docker.run_options": "skyless starts task containers with its own fixed options",
     "nvidia_gpus.disable_ecc": "skyless does not change the GPUs' ECC setting",
     "api_server": "skyless talks to its own API (SKYLESS_API_URL or ~/.skyless/config.yaml)",
     "admin_policy": "skyless runs no admin policy",
@@ -155,6 +159,8 @@ def apply_sky_config(
                          f"such cloud (it launches on {', '.join(launchable_clouds())})")  # fmt: skip
     text, label_notes = _apply_labels(text, filename, effective, config.values, where)
     notes += label_notes
+    text, run_option_notes = _apply_run_options(text, config.values, where)
+    notes += run_option_notes
     contracts = contracts_from_config(config.values, where)  # checked either way: a bad key is said now
     if plans_here:
         notes += _contract_notes(config.values, contracts, where)
@@ -257,6 +263,41 @@ def _apply_labels(
     return yaml.safe_dump_all(documents, sort_keys=False), notes
 
 
+def _apply_run_options(text: str, values: Mapping[str, Any], where: str) -> tuple[str, list[str]]:
+    """`docker.run_options` written into each task that runs in a container and gives none of its own
+    (SkyPilot's task `config:` replaces the file's value)."""
+    value = run_options_value(values)
+    if value is None:
+        return text, []
+    try:
+        words = run_option_words(value)
+    except ValueError as error:
+        raise UserError(str(error), file=where, field="docker.run_options") from None
+    documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    notes: list[str] = []
+    changed = False
+    for index, task in enumerate(documents):
+        if not isinstance(task, dict) or not TASK_KEYS & set(task):
+            continue  # a pipeline's header
+        name = task.get("name") or f"task #{index + 1}"
+        config: dict[str, Any] = task["config"] if isinstance(task.get("config"), dict) else {}
+        if run_options_value(config) is not None:
+            notes.append(f"{where}: docker.run_options: read, not applied to {name}: its own "
+                         f"{RUN_OPTIONS_FIELD} replaces them, as in SkyPilot")  # fmt: skip
+        elif not names_a_container(task):
+            notes.append(f"{where}: docker.run_options: read, not applied to {name}: it runs on its "
+                         f"machine's own OS (it names no image_id: docker:...)")  # fmt: skip
+        else:
+            docker: dict[str, Any] = config["docker"] if isinstance(config.get("docker"), dict) else {}
+            task["config"] = {**config, "docker": {**docker, "run_options": value}}
+            changed = True
+            notes.append(f"{where}: docker.run_options: applied to {name}: its container starts with "
+                         f"{shlex.join(words)}")  # fmt: skip
+    if not changed:
+        return text, notes
+    return yaml.safe_dump_all(documents, sort_keys=False), notes
+
+
 def _only_cloud(task: Mapping[str, Any], clouds: list[str] | None) -> str | None:
     """The one cloud `task` can run on, given its resources' pins and the enabled clouds; else None."""
     resources = task.get("resources") or {}
@@ -293,6 +334,8 @@ def _not_applied(values: Mapping[str, Any]) -> list[tuple[str, str]]:
         elif isinstance(value, dict) and value:
             for sub in value:
                 name = f"{key}.{sub}"
+                if name == "docker.run_options":
+                    continue  # applied (_apply_run_options)
                 found.append((name, NOT_APPLIED.get(name, "not a setting skyless knows")))
         else:
             found.append((key, "not a setting skyless knows"))

@@ -28,8 +28,17 @@ def container_path(path: str) -> str:
 class Container:
     """The node's one container (`image_id: docker:...`): started once, `setup` and `run` exec'd in it."""
 
-    def __init__(self, runtime: str, name: str, image: str, binds: list[list[str]], gpus: bool) -> None:
+    def __init__(
+        self,
+        runtime: str,
+        name: str,
+        image: str,
+        binds: list[list[str]],
+        gpus: bool,
+        run_options: list[str] | None = None,
+    ) -> None:
         self.runtime, self.name, self.image, self.binds, self.gpus = runtime, name, image, binds, gpus
+        self.run_options = run_options or []  # the task's `config.docker.run_options`, checked at submit
 
     def run_argv(self, labels: dict[str, str]) -> list[str]:
         # --stop-timeout 0: `rm -f` kills at once (podman would wait 10 s on a PID 1 that ignores SIGTERM)
@@ -40,7 +49,7 @@ class Container:
             argv += ["--gpus", "all"] if self.runtime == "docker" else ["--device", "nvidia.com/gpu=all"]
         for host, inside in self.binds:
             argv += ["-v", f"{host}:{inside}"]
-        return [*argv, "--entrypoint", "sleep", self.image, "infinity"]
+        return [*argv, *self.run_options, "--entrypoint", "sleep", self.image, "infinity"]
 
     @property
     def workdir(self) -> str:

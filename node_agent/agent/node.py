@@ -286,7 +286,7 @@ class Agent:
         binds = [[str(workdir), container_path("~/sky_workdir")]]
         binds += [[str(mount_path(p, self.home, sandboxed)), container_path(p)] for p in paths]
         gpus = int(config.get("gpus_per_node") or 0) > 0 and not sandboxed
-        container = Container(runtime, name, box["image"], binds, gpus)
+        container = Container(runtime, name, box["image"], binds, gpus, box.get("run_options"))
         container.remove()  # an earlier agent's, on this node
         labels = {"skyless-job": self.job_id, "skyless-cluster": self.cluster_id}
         steps: list[tuple[list[str], str | None]] = [(container.run_argv(labels), None)]

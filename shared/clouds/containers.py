@@ -57,6 +57,13 @@ def container_problem(provider: str, *, private_registry: bool) -> str | None:
     return f"the {provider} provider cannot run containers"
 
 
+def run_options_problem(provider: str) -> str | None:
+    """Why `provider` cannot start a task's container with `docker run` options of its own, or None."""
+    if provider in IMAGE_IS_NODE_PROVIDERS:
+        return f"the {provider} provider runs the image as the pod: skyless runs no `docker run` there"
+    return None
+
+
 def remove_cluster_containers(cluster_id: str) -> None:
     """Remove what is left of a local cluster's containers (an agent killed before it removed its own)."""
     runtime = local_runtime()

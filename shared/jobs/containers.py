@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.clouds.containers import IMAGE_IS_NODE_PROVIDERS, container_problem
+from shared.clouds.containers import IMAGE_IS_NODE_PROVIDERS, container_problem, run_options_problem
 from shared.config import Settings
 from shared.errors import TaskFileError
 from shared.task.container_image import DOCKER_PASSWORD, container_image
+from shared.task.docker_run_options import RUN_OPTIONS_FIELD, RUN_OPTIONS_PATH
 from shared.task.loader import task_field_line
 from shared.wiring import wiring_for
 
@@ -49,6 +50,15 @@ def check_containers(
                     field="resources.image_id",
                     hint="give a machine image, or pin clouds whose provider can run it (resources.cloud)",
                 )
+            problem = run_options_problem(provider) if image.run_options else None
+            if problem:
+                raise TaskFileError(
+                    f"cannot be applied to docker:{image.image} on {cloud or 'every cloud'}: {problem}",
+                    file=filename,
+                    line=task_field_line(text, index, RUN_OPTIONS_PATH),
+                    field=RUN_OPTIONS_FIELD,
+                    hint="drop them, or pin clouds whose provider starts the container (resources.cloud)",
+                )
 
 
 def keep_registry_password_secret(pipeline: Any) -> None:
@@ -62,8 +72,9 @@ def keep_registry_password_secret(pipeline: Any) -> None:
 def node_container(
     settings: Settings, task: Any, cloud: str, region: str | None, secret_names: Any = ()
 ) -> dict[str, Any] | None:
-    """The agent config's `container`: {image, registry, username}; None when the task runs on the machine's
-    own OS, or on a provider that boots the image as the node (the agent already runs inside it).
+    """The agent config's `container`: {image, registry, username, run_options when the task gives some};
+    None when the task runs on the machine's own OS, or on a provider that boots the image as the node (the
+    agent already runs inside it).
     `secret_names`: the job's secrets, kept in its bucket rather than in the stored task."""
     image = container_image(task, region, cloud=cloud, secret_names=secret_names)
     if image is None:

@@ -8,9 +8,12 @@ value like any other secret: it reaches the node in the agent's authenticated co
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from shared.task.docker_run_options import RUN_OPTIONS_FIELD, task_run_options
 
 DOCKER_PREFIX = "docker:"
 DOCKER_USERNAME = "SKYPILOT_DOCKER_USERNAME"
@@ -24,10 +27,14 @@ class ContainerImage:
     image: str  # what `docker pull` is given, the server prepended when the file names a short image
     registry: str | None  # the server logged in to, when the task gives all three login envs
     username: str | None
+    run_options: tuple[str, ...] = ()  # `config.docker.run_options`, as the words `docker run` gets
 
     def as_config(self) -> dict[str, Any]:
         """What the node agent's config carries (no password: the agent reads it from the task's envs)."""
-        return {"image": self.image, "registry": self.registry, "username": self.username}
+        config: dict[str, Any] = {"image": self.image, "registry": self.registry, "username": self.username}
+        if self.run_options:
+            config["run_options"] = list(self.run_options)
+        return config
 
 
 def docker_image_name(image_id: str | Mapping[str, str] | None, region: str | None = None) -> str | None:
@@ -52,6 +59,22 @@ def image_id_for(resources: Any, cloud: str | None) -> Any:
     return resources.image_id
 
 
+def names_a_container(task: Mapping[str, Any]) -> bool:
+    """Whether a task as its file writes it (a mapping, not yet read) names a container for some node."""
+    resources: Mapping[str, Any] = task["resources"] if isinstance(task.get("resources"), Mapping) else {}
+    alternatives = [resources]
+    for kind in ("any_of", "ordered"):
+        alternatives += [alt for alt in resources.get(kind) or [] if isinstance(alt, Mapping)]
+    return any(docker_image_name(alternative.get("image_id")) is not None for alternative in alternatives)
+
+
+def runs_in_a_container(task: Any) -> bool:
+    """Whether some node of the task, on some cloud, runs `setup` and `run` in a container."""
+    resources = task.resources
+    alternatives = [resources, *(resources.any_of or ()), *(resources.ordered or ())]
+    return any(docker_image_name(alternative.image_id) is not None for alternative in alternatives)
+
+
 def container_image(
     task: Any, region: str | None = None, *, cloud: str | None = None, secret_names: Any = ()
 ) -> ContainerImage | None:
@@ -67,11 +90,12 @@ def container_image(
     if server and not name.startswith(server + "/"):
         name = f"{server}/{name}"
     username = str(values[DOCKER_USERNAME]) if login else None
-    return ContainerImage(image=name, registry=server, username=username)
+    return ContainerImage(name, server, username, tuple(task_run_options(task)))
 
 
 def container_notes(pipeline: Any) -> list[str]:
-    """One sentence per task that runs in a container: where its commands run, and the registry login."""
+    """One sentence per task that runs in a container: where its commands run, the registry login and the
+    run options."""
     notes = []
     for index, task in enumerate(pipeline.tasks):
         image = container_image(
@@ -79,10 +103,12 @@ def container_notes(pipeline: Any) -> list[str]:
         )
         if image is None:
             continue
-        login = f", logged in to {image.registry} as {image.username}" if image.registry else ""
+        details = f", logged in to {image.registry} as {image.username}" if image.registry else ""
+        if image.run_options:
+            details += f", started with {RUN_OPTIONS_FIELD} {shlex.join(image.run_options)}"
         name = task.name or f"task #{index + 1}"
         notes.append(
             f"{name}: resources.image_id: setup and run run inside the container {image.image} (docker or "
-            f"podman on each node{login}); the workdir is /root/sky_workdir there"
+            f"podman on each node{details}); the workdir is /root/sky_workdir there"
         )
     return notes

@@ -22,7 +22,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from shared.task.docker_run_options import run_option_words, run_options_value
 from shared.task.requests import ResourceChoice, choice_of
 from shared.task.resources import Resources
 from shared.task.service_spec import ServiceSpec
@@ -146,6 +148,16 @@ class TaskConfig(SpecModel):
     slurm: dict[str, Any] | None = None
     vast: dict[str, Any] | None = None
     hooks: Annotated[list[Hook], Field(max_length=32)] | None = None
+
+    @field_validator("docker")
+    @classmethod
+    def _run_options(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        try:
+            run_option_words(run_options_value({"docker": value}) or [])
+        except ValueError as error:
+            problem = {"problem": str(error), "at": "run_options"}
+            raise PydanticCustomError("run_options", "{problem}", problem) from None
+        return value
 
 
 class SecretMount(SpecModel):

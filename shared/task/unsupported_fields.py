@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.task.container_image import runs_in_a_container
+from shared.task.docker_run_options import RUN_OPTIONS_FIELD, run_options_value
+
 # Task-level fields: field -> what skyless does instead.
 TASK_FIELDS: dict[str, str] = {
     "service": "not run: the task runs as one job, not a SkyServe service (no replicas, no load balancer)",
@@ -53,14 +56,30 @@ def unsupported_notes(task: Any) -> list[str]:
         if value is None:
             continue
         if name == "config":
-            keys = ", ".join(k for k, v in value.model_dump(exclude_none=True).items() if v is not None)
-            effect = effect.format(keys=keys or "empty")
+            notes += _config_notes(task, value.model_dump(exclude_none=True), effect)
+            continue
         notes.append(f"{_ALIASES.get(name, name)}: read, {effect}")
     resources = task.resources
     alternatives = [resources, *(resources.any_of or ()), *(resources.ordered or ())]
     for name, effect in RESOURCE_FIELDS.items():
         if any(getattr(alternative, name, None) is not None for alternative in alternatives):
             notes.append(f"resources.{_ALIASES.get(name, name)}: read, {effect}")
+    return notes
+
+
+def _config_notes(task: Any, config: dict[str, Any], effect: str) -> list[str]:
+    """`config.docker.run_options` is applied to a task's container (shared.task.docker_run_options); the
+    note names every other key, and the run options of a task that runs in no container."""
+    notes = []
+    keys = [key for key in config if key != "docker"]
+    keys += [f"docker.{key}" for key in config.get("docker") or {} if key != "run_options"]
+    if keys or not config:
+        notes.append(f"config: read, {effect.format(keys=', '.join(keys) or 'empty')}")
+    if run_options_value(config) is not None and not runs_in_a_container(task):
+        notes.append(
+            f"{RUN_OPTIONS_FIELD}: read, not applied: the task runs on its machine's own OS (it names no "
+            "image_id: docker:...)"
+        )
     return notes
 
 

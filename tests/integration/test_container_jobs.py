@@ -22,7 +22,7 @@ from functions.submit.app import app
 from shared.clouds import containers
 from shared.clouds.aws_images import forget_images
 from shared.config import Settings
-from shared.errors import TaskFileError
+from shared.errors import NotFoundError, TaskFileError
 from shared.jobs.agent_reports import agent_config
 from shared.jobs.containers import node_container
 from shared.jobs.submission import SubmitJob, submit_job
@@ -237,3 +237,65 @@ def test_an_alternative_that_sets_image_id_null_runs_on_the_base_image_of_its_cl
     assert config is not None
     expected = {"image": "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04", "registry": None, "username": None}
     assert config.container == (expected if container else None)
+
+
+OPTIONS = "config:\n  docker:\n    run_options: [--shm-size=1g, -e FOO=bar]\n"
+
+
+def test_run_options_reach_the_agent_config_of_the_jobs_own_nodes_only_and_never_user_data(
+    clouds: Settings, queues: QueueDriver, request: pytest.FixtureRequest
+) -> None:
+    public = pinned("gcp", "public_image.yaml")
+    wiring = wiring_for(clouds)
+    alice = submit_job(wiring, SubmitJob.from_text(owner="alice", task_text=public + OPTIONS)).job_id
+    assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+    script, _ = boot_script("gcp", clouds, request, alice)
+    bob = submit_job(wiring, SubmitJob.from_text(owner="bob", task_text=public)).job_id
+    assert provision_handler(queues.event(queues.receive("provision")), None) == {"batchItemFailures": []}
+
+    assert (
+        "shm-size" not in script and "FOO=bar" not in script
+    )  # only the authenticated config fetch has them
+    configs = {}
+    for job_id in (alice, bob):
+        view = get_job(wiring, job_id, owner=None)
+        assert view.cluster is not None, view.timeline[-1]
+        configs[job_id] = agent_config(wiring, job_id, view.cluster["nodes"][0]["instance_id"])
+    assert configs[alice] is not None and configs[bob] is not None
+    assert configs[alice].container == {
+        "image": "ubuntu:22.04", "registry": None, "username": None,
+        "run_options": ["--shm-size=1g", "-e", "FOO=bar"],
+    }  # fmt: skip
+    assert configs[bob].container == {"image": "ubuntu:22.04", "registry": None, "username": None}
+    alice_node = get_job(wiring, alice, owner=None).cluster["nodes"][0]["instance_id"]  # type: ignore[index]
+    with pytest.raises(NotFoundError):  # a node gets its own job's config, nobody else's
+        agent_config(wiring, bob, alice_node)
+
+
+def test_runpod_refuses_run_options_naming_the_field_and_line(stack: Settings) -> None:
+    settings = stack.with_(providers="*=runpod")
+    text = (FILES / "public_image.yaml").read_text() + OPTIONS
+    with pytest.raises(TaskFileError) as refused:
+        submit_job(
+            wiring_for(settings), SubmitJob.from_text(owner="alice", task_text=text, filename="t.yaml")
+        )
+    error = refused.value
+    assert (error.file, error.line, error.field) == ("t.yaml", 8, "config.docker.run_options")
+    assert "the runpod provider runs the image as the pod" in error.message
+
+
+def test_the_api_refuses_an_option_the_agent_sets_itself_naming_the_field_and_line(
+    stack: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(containers, "local_runtime", lambda: "podman")
+    key = create_user("optioned", stack)
+    text = (FILES / "public_image.yaml").read_text() + OPTIONS.replace("-e FOO=bar", "--name other")
+    with Client(app) as client:
+        status, error = post(client, key, {"task": text, "filename": "public_image.yaml"})
+    assert status == 400
+    assert (error["file"], error["line"], error["field"]) == (
+        "public_image.yaml",
+        8,
+        "config.docker.run_options",
+    )
+    assert error["message"].startswith("--name cannot be given: the agent names the container")

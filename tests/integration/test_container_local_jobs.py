@@ -73,6 +73,40 @@ def test_a_two_node_container_job_runs_setup_and_run_in_the_image_and_leaves_no_
     assert containers_of(job_id, extra) == []
 
 
+RUN_OPTIONS = """
+name: options
+resources:
+  cloud: aws
+  image_id: docker:{image}
+config:
+  docker:
+    run_options: [--shm-size=1g, -e FOO=bar]
+run: |
+  while read -r line; do case "$line" in *" /dev/shm "*) echo "shm: $line";; esac; done < /proc/mounts
+  echo "FOO is $FOO"
+"""
+
+
+def test_a_tasks_docker_run_options_reach_its_container(
+    boxed: tuple[Settings, dict[str, str], str], queues: QueueDriver
+) -> None:
+    settings, extra, image = boxed
+    job_id = submit_job(
+        wiring_for(settings),
+        SubmitJob.from_text(owner="alice", task_text=RUN_OPTIONS.format(image=image)),
+    ).job_id
+    deliver(queues, "provision")
+    done = wait_for(settings, job_id, lambda v: is_terminal(v.state), timeout=120)
+    assert done.state == JobState.SUCCEEDED, done.reason
+    wait_for(settings, job_id, lambda v: "FOO is" in log_text(settings, job_id, 0), timeout=10)
+    logs = log_text(settings, job_id, 0)
+    (shm,) = [line for line in logs.splitlines() if line.startswith("shm: ")]
+    assert "size=1048576k" in shm.split()[4].split(","), shm  # 1 GiB (podman gives 64000k without it)
+    assert "FOO is bar" in logs
+    tear_down(settings, queues)
+    assert containers_of(job_id, extra) == []
+
+
 def test_cancelling_a_running_container_job_stops_the_task_and_removes_its_containers(
     boxed: tuple[Settings, dict[str, str], str], queues: QueueDriver
 ) -> None:

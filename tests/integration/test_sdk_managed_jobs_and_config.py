@@ -53,7 +53,7 @@ def test_cli_launch_applies_allowed_clouds_and_labels_and_says_what_it_ignores(
     assert "allowed_clouds: applied: only azure considered" in result.output
     assert "azure.labels: applied to cfg" in result.output
     assert "azure.resource_group_vm: read, not applied" in result.output
-    assert "docker.run_options: read, not applied: skyless starts task containers" in result.output
+    assert "docker.run_options: read, not applied to cfg: it runs on its machine's own OS" in result.output
     job_id = result.output.split("Job ", 1)[1].split()[0]
     wiring = wiring_for(stack)
     job = wiring.store.get(job_id)

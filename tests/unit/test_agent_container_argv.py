@@ -26,6 +26,18 @@ def test_podman_asks_for_gpus_through_cdi_and_a_cpu_task_gets_none():
     assert "--gpus" not in cpu and "--device" not in cpu
 
 
+def test_the_tasks_run_options_go_between_the_agents_own_options_and_the_image():
+    box = Container(
+        "podman", "c", "img", BINDS[:1], gpus=False, run_options=["--shm-size=1g", "-e", "FOO=bar"]
+    )
+    assert box.run_argv({"skyless-job": "j-1"}) == [
+        "podman", "run", "-d", "--name", "c", "--network", "host", "--stop-timeout", "0",
+        "--label", "skyless-job=j-1", "-v", "/home/ubuntu/sky_workdir:/root/sky_workdir",
+        "--shm-size=1g", "-e", "FOO=bar",
+        "--entrypoint", "sleep", "img", "infinity",
+    ]  # fmt: skip
+
+
 def test_setup_and_run_exec_in_the_workdir_passing_variable_names_never_values():
     box = Container("docker", "skyless-j-1-i-0", "img", BINDS, gpus=False)
     argv = box.exec_argv("echo $MY_VAR", ["SKYPILOT_NODE_RANK", "MY_VAR"])

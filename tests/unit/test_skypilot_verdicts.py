@@ -75,7 +75,7 @@ def test_every_field_read_but_not_acted_on_gets_one_plain_note() -> None:
         "resources.priority",
     ]
     assert all(", " in note and "read" in note for note in task.unsupported)
-    assert "config: read, not applied: SkyPilot's per-task config (docker)" in task.unsupported[1]
+    assert "config: read, not applied: SkyPilot's per-task config (nvidia_gpus)" in task.unsupported[1]
 
 
 def test_fields_of_skypilots_current_schema_are_accepted_and_said_unsupported() -> None:
