@@ -71,6 +71,7 @@ def build(finished: int, live: int, home: Path, history_days_ago: float) -> Any:
 
 def operations(wiring: Any) -> dict[str, Callable[[], Any]]:
     from shared.jobs.cost_report import cost_report
+    from shared.jobs.every_users_jobs import list_every_users_page
     from shared.jobs.job_listing import JobFilter, list_job_page
     from shared.jobs.reconcile import reconcile
 
@@ -84,11 +85,17 @@ def operations(wiring: Any) -> dict[str, Callable[[], Any]]:
         page = list_job_page(wiring, owner="alice", where=JobFilter(states=frozenset({"RUNNING"}), limit=200))
         assert "live-old" in [j.job_id for j in page.jobs], "the old RUNNING job is missing"
 
+    def every_users_running() -> None:
+        page = list_every_users_page(wiring, JobFilter(states=frozenset({"RUNNING"}), limit=200))
+        assert "live-old" in [j.job_id for j in page.jobs], "the old RUNNING job is missing"
+
     return {
         "reconcile (scan, before)": scans_before,
         "reconcile": lambda: reconcile(wiring=wiring),
         "GET /jobs (limit 200)": lambda: list_job_page(wiring, owner="alice", where=JobFilter(limit=200)),
         "GET /jobs?state=RUNNING": running_jobs,
+        "GET /jobs?all_users=true (limit 200)": lambda: list_every_users_page(wiring, JobFilter(limit=200)),
+        "GET /jobs?all_users=true&state=RUNNING": every_users_running,
         "cost-report --all-users --days 7": lambda: cost_report(wiring.settings, owner=None, days=7),
         "cost-report --all-users --days 90": lambda: long_report(wiring, owner=None),
         "cost-report --days 90": lambda: long_report(wiring, owner="alice"),
@@ -170,11 +177,11 @@ def main() -> None:
             print(json.dumps(row))
         return
     header = ("operation", "finished", "live", "items read", "requests", "seconds (min/med/max)")
-    print(f"{header[0]:36} {header[1]:>9} {header[2]:>5} {header[3]:>11} {header[4]:>9} {header[5]:>24}")
+    print(f"{header[0]:40} {header[1]:>9} {header[2]:>5} {header[3]:>11} {header[4]:>9} {header[5]:>24}")
     for row in rows:
         timing = f"{row['seconds']:.4f}/{row['seconds_median']:.4f}/{row['seconds_max']:.4f}"
         print(
-            f"{row['operation']:36} {row['finished']:>9,} {row['live']:>5} {row['items_read']:>11,}"
+            f"{row['operation']:40} {row['finished']:>9,} {row['live']:>5} {row['items_read']:>11,}"
             f" {row['requests']:>9,} {timing:>24}"
         )
     by_op: dict[str, list[dict[str, Any]]] = {}
@@ -185,6 +192,8 @@ def main() -> None:
         "reconcile",
         "GET /jobs (limit 200)",
         "GET /jobs?state=RUNNING",
+        "GET /jobs?all_users=true (limit 200)",
+        "GET /jobs?all_users=true&state=RUNNING",
         "cost-report --all-users --days 7",
         "cost-report --all-users --days 90",
         "cost-report --days 90",

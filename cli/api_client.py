@@ -163,9 +163,13 @@ class SkylessClient:
         name: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        all_users: bool = False,
     ) -> JobPage:
-        """`job_page` as the API's JSON, for a table (no model built)."""
+        """`job_page` as the API's JSON, for a table (no model built); `all_users`: every user's jobs, each
+        with its owner (an admin key; any other is refused with 403)."""
         filters = {"state": state, "since": since, "name": name, "limit": limit, "cursor": cursor}
+        if all_users:
+            filters["all_users"] = "true"
         params = {key: value for key, value in filters.items() if value not in (None, "")}
         page: JobPage = self._call("GET", "/jobs", params=params)
         return page
@@ -286,9 +290,10 @@ class SkylessClient:
 
         return ClusterList.model_validate({"clusters": self.cluster_rows()}).clusters
 
-    def cluster_rows(self) -> list[ClusterRow]:
-        """`list_clusters` as the API's JSON, for a table (no model built)."""
-        rows: list[ClusterRow] = self._call("GET", "/clusters")["clusters"]
+    def cluster_rows(self, *, all_users: bool = False) -> list[ClusterRow]:
+        """`list_clusters` as the API's JSON, for a table (no model built); `all_users` as in `job_rows`."""
+        params = {"all_users": "true"} if all_users else None
+        rows: list[ClusterRow] = self._call("GET", "/clusters", params=params)["clusters"]
         return rows
 
     def get_cluster(self, name: str) -> ClusterDetail:

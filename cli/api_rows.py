@@ -27,6 +27,7 @@ class JobRow(TypedDict):
     source_ref: str | None
     max_cost: float | None
     budget_stop: str | None
+    owner: str | None
 
 
 class JobPage(TypedDict):
@@ -62,3 +63,4 @@ class ClusterRow(TypedDict):
     up_since: str | None
     provider: str | None
     provider_cluster: str | None
+    owner: str | None

@@ -188,9 +188,10 @@ def _read_job_logs(
 # -- status, queue, logs, cancel (called from job_commands for cluster names) -------------------
 
 
-def print_clusters(clusters: list[ClusterRow]) -> None:
-    table = Table(title=f"{len(clusters)} cluster(s)")
-    for column in ("NAME", "STATE", "INFRA", "RESOURCES", "AUTOSTOP", "$/HR", "COST SO FAR", "JOBS", "SINCE"):
+def print_clusters(clusters: list[ClusterRow], *, with_owner: bool = False) -> None:
+    table = Table(title=f"{len(clusters)} cluster(s)" + (" of every user" if with_owner else ""))
+    columns = ("NAME", "STATE", "INFRA", "RESOURCES", "AUTOSTOP", "$/HR", "COST SO FAR", "JOBS", "SINCE")
+    for column in ("USER", *columns) if with_owner else columns:
         table.add_column(column, no_wrap=column in ("NAME", "STATE"))
     for c in clusters:
         infra = "/".join(p for p in (c["cloud"], c["region"], c["zone"]) if p) or "-"
@@ -201,6 +202,7 @@ def print_clusters(clusters: list[ClusterRow]) -> None:
             resources += " [spot]"
         hourly = c["hourly_price"]
         table.add_row(
+            *((escape(c["owner"] or "-"),) if with_owner else ()),
             escape(c["name"]),
             _styled(c["state"], CLUSTER_STATE_STYLE),
             infra,
@@ -425,7 +427,7 @@ def stop(
     brings them back). With --async: return once the stop is asked for."""
     del yes  # skyless never asks
     if all_users:
-        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+        sky_flags.note(sky_flags.ALL_USERS_ACT_NOTE)
     every = every or all_users
     raise typer.Exit(
         _act(names or [], "stop", every=every, wait=not async_call, api_url=api_url, api_key=api_key)
@@ -490,7 +492,7 @@ def down(
             "--purge: skyless never forgets nodes it could not terminate: the reaper retries until gone"
         )
     if all_users:
-        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+        sky_flags.note(sky_flags.ALL_USERS_ACT_NOTE)
     every = every or all_users
     raise typer.Exit(
         _act(names or [], "down", every=every, wait=not async_call, api_url=api_url, api_key=api_key)
@@ -532,7 +534,7 @@ def autostop(
         )
         raise typer.Exit(2)
     if all_users:
-        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+        sky_flags.note(sky_flags.ALL_USERS_ACT_NOTE)
     minutes = -1 if cancel else (5 if idle_minutes is None else idle_minutes)  # SkyPilot's default: 5
     if not names and not (every or all_users):
         errors.print("[red]error:[/red] name the clusters, or --all")

@@ -94,8 +94,8 @@ def queue(
     if skip_finished and all_jobs:
         errors.print("[red]error:[/red] --skip-finished: not with --all (one leaves finished jobs out)")
         raise typer.Exit(2)
-    if all_users:
-        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+    if all_users and clusters:
+        sky_flags.note("--all-users: a cluster's queue is its owner's: showing your clusters' queues")
     with _client(api_url, api_key) as client:
         if clusters:
             for cluster in clusters:
@@ -104,18 +104,26 @@ def queue(
         states = (
             ",".join(state) if state else (",".join(sorted(s.value for s in LIVE)) if skip_finished else None)
         )
-        page = client.job_rows(state=states, since=since, name=name, limit=limit, cursor=cursor)
+        page, everyone = sky_flags.every_user_or_own(
+            all_users,
+            lambda every: client.job_rows(
+                state=states, since=since, name=name, limit=limit, cursor=cursor, all_users=every
+            ),
+        )
     if as_json:
         typer.echo(json.dumps(page["jobs"], indent=2))
         return
-    _print_jobs(page["jobs"])
-    if page["cursor"]:
+    _print_jobs(page["jobs"], with_owner=everyone)
+    if page["cursor"] and everyone:  # it may stop after a month of days with no job: older ones may follow
+        typer.echo(f"Older jobs: skyless queue -u --cursor '{page['cursor']}' (with the same filters)")
+    elif page["cursor"]:
         typer.echo(f"More jobs: skyless queue --cursor '{page['cursor']}' (with the same filters)")
 
 
-def _print_jobs(jobs: list[JobRow]) -> None:
-    table = Table(title=f"{len(jobs)} job(s)")
+def _print_jobs(jobs: list[JobRow], *, with_owner: bool = False) -> None:
+    table = Table(title=f"{len(jobs)} job(s)" + (" of every user" if with_owner else ""))
     columns = (
+        *(("USER",) if with_owner else ()),
         "ID",
         "NAME",
         "STATE",
@@ -133,6 +141,7 @@ def _print_jobs(jobs: list[JobRow]) -> None:
         )
     for job in jobs:
         table.add_row(
+            *((_escape(job["owner"] or "-"),) if with_owner else ()),
             job["job_id"],
             _escape(job["name"] or "-"),
             _state(job["state"]),
@@ -190,9 +199,9 @@ def status(
     del show_all, verbose  # skyless's tables already show every column
     if refresh:
         sky_flags.note(sky_flags.REFRESH_NOTE)
-    if all_users:
-        sky_flags.note(sky_flags.ALL_USERS_NOTE)
     names = names or []
+    if all_users and names:
+        sky_flags.note("--all-users: a named job or cluster is shown only to its owner")
     if ip or endpoints or endpoint is not None:
         if len(names) != 1 or cluster_commands.is_job_id(names[0]):
             errors.print("[red]error:[/red] --ip/--endpoint(s): name exactly one cluster")
@@ -202,14 +211,16 @@ def status(
         raise typer.Exit(code)
     with _client(api_url, api_key) as client:
         if not names:
-            clusters = client.cluster_rows()
-            jobs = client.job_rows()["jobs"] if show_managed_jobs else []
+            clusters, everyone = sky_flags.every_user_or_own(
+                all_users, lambda every: client.cluster_rows(all_users=every)
+            )
+            jobs = client.job_rows(all_users=everyone)["jobs"] if show_managed_jobs else []
             if as_json:
                 typer.echo(json.dumps({"clusters": clusters, "jobs": jobs}, indent=2))
                 return
-            cluster_commands.print_clusters(clusters)
+            cluster_commands.print_clusters(clusters, with_owner=everyone)
             if show_managed_jobs:
-                _print_jobs(jobs)
+                _print_jobs(jobs, with_owner=everyone)
             return
         for name in names:
             if not cluster_commands.is_job_id(name):

@@ -162,7 +162,7 @@ def jobs_cancel(
     """Cancel managed jobs by id, by name (-n) or all of yours (-a), as `sky jobs cancel`."""
     del yes, async_call  # skyless never asks, and a cancel is accepted at once
     if all_users:
-        sky_flags.note(sky_flags.ALL_USERS_NOTE)
+        sky_flags.note(sky_flags.ALL_USERS_ACT_NOTE)
         every = True
     if sum(bool(x) for x in (job_ids, name, every)) != 1:
         errors.print("[red]error:[/red] give job ids, or -n NAME, or --all (one of them)")

@@ -5,7 +5,8 @@ instead (never silently ignored, never "No such option")."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 import typer
 from rich.markup import escape
@@ -13,6 +14,7 @@ from rich.markup import escape
 from cli.console import stdout_console
 
 SKY_PANEL = "SkyPilot flags"
+T = TypeVar("T")
 
 Yes = Annotated[
     bool,
@@ -36,7 +38,7 @@ AllUsers = Annotated[
     typer.Option(
         "--all-users",
         "-u",
-        help="Everyone's (skyless shows only yours: other users are behind the tenant wall).",
+        help="Every user's (an admin key; any other sees only its own).",
         rich_help_panel=SKY_PANEL,
     ),
 ]
@@ -125,11 +127,30 @@ RETRY_NOTE = (
 )
 DETACH_SETUP_NOTE = "--detach-setup: setup always runs as part of the job on skyless, so nothing waits on it"
 ALL_USERS_NOTE = (
-    "--all-users: showing only yours: other users' jobs and clusters are behind the tenant wall "
-    "(an admin sees everyone's cost with `skyless cost-report --all-users`)"
+    "--all-users: showing only yours: every user's jobs and clusters need an admin key "
+    "(your teams' are at `skyless team jobs|clusters TEAM`)"
+)
+ALL_USERS_ACT_NOTE = (
+    "--all-users: acting on your own only: an admin key lists every user's (`status -u`, `queue -u`) "
+    "but stops, tears down and cancels only its own"
 )
 REFRESH_NOTE = "--refresh: states are already current (node heartbeats and the reconcile sweep keep them)"
 ASYNC_NOTE = "--async: returns once the control plane has the request, as -d does"
+
+
+def every_user_or_own(all_users: bool, fetch: Callable[[bool], T]) -> tuple[T, bool]:
+    """`fetch(True)` (every user's records) when -u is given and the key is an admin's, else `fetch(False)`
+    (the caller's), with ALL_USERS_NOTE when -u was refused; and whether every user's were fetched."""
+    if all_users:
+        from cli.api_http import ApiError
+
+        try:
+            return fetch(True), True
+        except ApiError as error:
+            if error.status_code != 403:
+                raise
+            note(ALL_USERS_NOTE)
+    return fetch(False), False
 
 
 def note(text: str) -> None:

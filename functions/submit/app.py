@@ -136,10 +136,13 @@ JOB_QUERY = (
     QueryParam("name", "string", "Only jobs whose name contains this (case-insensitive)"),
     QueryParam("limit", "integer", "At most this many jobs (1-1000, default 200)"),
     QueryParam("cursor", "string", "The `cursor` a page answered: the page after it"),
+    QueryParam("all_users", "string", "true: every user's jobs, each with its owner (an admin key only)"),
 )
 
 
-@_route("/jobs", "GET", "The caller's jobs, newest first", response=JobList, query=JOB_QUERY, errors=(400,))
+@_route(
+    "/jobs", "GET", "The caller's jobs, newest first", response=JobList, query=JOB_QUERY, errors=(400, 403)
+)
 def list_jobs(caller: User) -> JobList:
     return job_views.list_for(Settings.from_env(), caller, query_params(app))
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from chalice import Chalice, Response
 
 from functions.submit.lazy_modules import module_on_first_use
-from functions.submit.route_table import LOG_QUERY, current_request, int_param, query_params
+from functions.submit.route_table import LOG_QUERY, QueryParam, current_request, int_param, query_params
 from shared.config import Settings
 from shared.store.users import User
 
@@ -54,9 +54,11 @@ def register(route: Route, app: Chalice) -> None:
         "GET",
         "The caller's clusters (not torn down)",
         response=lambda: cluster_models.ClusterList,
+        query=(QueryParam("all_users", "string", "true: every user's, each with its owner (an admin key)"),),
+        errors=(400, 403),
     )
     def list_clusters(caller: User) -> ClusterList:
-        return cluster_views.list_for(Settings.from_env(), caller)
+        return cluster_views.list_for(Settings.from_env(), caller, query_params(app))
 
     @route(
         "/clusters/{name}",

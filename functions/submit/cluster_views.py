@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import node_agent
-from functions.submit.route_table import NotReadyError
+from functions.submit.route_table import NotReadyError, every_user_asked
 from node_agent.user_data import bundled_agent_source
 from shared.api.cluster_models import (
     AutostopRequest,
@@ -93,8 +94,9 @@ def exec_job(settings: Settings, caller: User, name: str, body: ClusterExecReque
                                                            number=int(job.number)))  # fmt: skip
 
 
-def list_for(settings: Settings, caller: User) -> ClusterList:
-    clusters = views.list_clusters(settings, owner=caller.user_id)
+def list_for(settings: Settings, caller: User, params: Mapping[str, str] | None = None) -> ClusterList:
+    every_user = every_user_asked(caller.admin, params or {}, "every user's clusters")
+    clusters = views.list_clusters(settings, owner=None if every_user else caller.user_id)
     return ClusterList(clusters=[ClusterView.model_validate(c) for c in clusters])
 
 

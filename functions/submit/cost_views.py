@@ -4,26 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from functions.submit.route_table import ForbiddenError
+from functions.submit.route_table import every_user_asked
 from shared.api.cost_models import CostReportResponse
 from shared.clusters.views import named_cluster_costs
 from shared.config import Settings
 from shared.jobs.contract_use import deployment_reservation_use
 from shared.jobs.cost_report import cost_report
-from shared.jobs.job_filters import parse_days, parse_flag, parse_group
+from shared.jobs.job_filters import parse_days, parse_group
 from shared.store.users import User
 
 
 def report(settings: Settings, caller: User, params: Mapping[str, str]) -> CostReportResponse:
     days = parse_days(params.get("days"))
     by = parse_group(params.get("by"))
-    all_users = parse_flag(params.get("all_users"), "all_users")
-    if all_users and not caller.admin:
-        raise ForbiddenError(
-            "only an admin key may read every user's costs",
-            field="all_users",
-            hint="an operator makes one with `python -m shared.store.users create NAME --admin`",
-        )
+    all_users = every_user_asked(caller.admin, params, "every user's costs")
     owner = None if all_users else caller.user_id
     built = cost_report(settings, owner=owner, days=days, by=by)
     attempts = [attempt for job in built.jobs for attempt in job.attempts]

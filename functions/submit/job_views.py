@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from functions.submit.lazy_modules import module_on_first_use
-from functions.submit.route_table import NotReadyError
+from functions.submit.route_table import NotReadyError, every_user_asked
 from shared.api.auth import BootCaller
 from shared.api.models import (
     AgentConfigResponse,
@@ -170,7 +170,12 @@ def list_for(settings: Settings, caller: User, params: Mapping[str, str] | None 
     params = params or {}
     where = job_filter(state=params.get("state"), since=params.get("since"), name=params.get("name"),
                        limit=params.get("limit"), cursor=params.get("cursor"))  # fmt: skip
-    page = list_job_page(wiring_for(settings), owner=caller.user_id, where=where)
+    if every_user_asked(caller.admin, params, "every user's jobs"):
+        from shared.jobs.every_users_jobs import list_every_users_page
+
+        page = list_every_users_page(wiring_for(settings), where)
+    else:
+        page = list_job_page(wiring_for(settings), owner=caller.user_id, where=where)
     return JobList(jobs=[JobSummary.model_validate(job.as_dict()) for job in page.jobs], cursor=page.cursor)
 
 

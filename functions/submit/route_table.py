@@ -195,6 +195,22 @@ def int_param(params: Mapping[str, str] | None, name: str, default: int) -> int:
     return number
 
 
+def every_user_asked(caller_is_admin: bool, params: Mapping[str, str], what: str) -> bool:
+    """The `all_users` query parameter: True when asked by an admin key; a ForbiddenError naming the field
+    when asked by any other key (`what`: what it would read, "every user's jobs")."""
+    from shared.jobs.job_filters import parse_flag
+
+    if not parse_flag(params.get("all_users"), "all_users"):
+        return False
+    if not caller_is_admin:
+        raise ForbiddenError(
+            f"only an admin key may read {what}",
+            field="all_users",
+            hint="an operator makes one with `python -m shared.store.users create NAME --admin`",
+        )
+    return True
+
+
 def register_route(
     app: Chalice,
     spec: RouteSpec,

@@ -109,6 +109,7 @@ class ClusterView(DeferredModel):
     up_since: str | None = None
     provider: str | None = None
     provider_cluster: str | None = None
+    owner: str | None = Field(None, description="The id of the user whose cluster it is.")
 
 
 class ClusterDetail(ClusterView):

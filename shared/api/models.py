@@ -141,6 +141,7 @@ class JobSummary(DeferredModel):
     source_ref: str | None = Field(None, description="The upload's object key, or the schedule's name.")
     max_cost: float | None = Field(None, description="The job's cost cap, USD (None: none).")
     budget_stop: str | None = Field(None, description="Why a budget is stopping (or stopped) the job.")
+    owner: str | None = Field(None, description="The id of the user whose job it is.")
 
 
 class DeadlineStatus(DeferredModel):

@@ -100,18 +100,19 @@ def job_view(cluster: NamedClusterModel, job: ClusterJobModel) -> dict[str, Any]
     }
 
 
-def list_clusters(settings: Settings, *, owner: str) -> list[dict[str, Any]]:
-    """The owner's clusters that are not TERMINATED, by name."""
+def list_clusters(settings: Settings, *, owner: str | None) -> list[dict[str, Any]]:
+    """The owner's clusters that are not TERMINATED, by name, each with its owner; owner None: every
+    user's (the caller has checked that an admin asks), from the live index, by owner and name."""
     store = ClusterStore(settings)
-    return [cluster_view(c) for c in store.clusters_of(owner) if c.state != "TERMINATED"]
+    clusters = store.clusters_of(owner) if owner is not None else store.live_clusters()
+    shown = [{**cluster_view(c), "owner": c.owner} for c in clusters if c.state != "TERMINATED"]
+    return shown if owner is not None else sorted(shown, key=lambda c: (c["owner"], c["name"]))
 
 
 def named_cluster_costs(settings: Settings, *, owner: str | None) -> list[dict[str, Any]]:
     """Named clusters not torn down, each with its cost so far and its owner: `owner`'s, or everyone's
     (owner None: the caller has checked that an admin asks; that reads every live cluster)."""
-    store = ClusterStore(settings)
-    clusters = store.clusters_of(owner) if owner is not None else store.live_clusters()
-    return [{**cluster_view(c), "owner": c.owner} for c in clusters if c.state != "TERMINATED"]
+    return list_clusters(settings, owner=owner)
 
 
 def get_cluster(settings: Settings, *, owner: str, name: str) -> dict[str, Any]:

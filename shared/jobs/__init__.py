@@ -9,7 +9,8 @@ Beside them: `job_storage` (the jobs side of bucket mounts), `node_claims` (each
 once, with its boot token), `deadlines` (a deadline job's record, and what `plan --deadline` prices),
 `containers` (a task's `docker:` image: refused at submit where no provider can run it, and the node's
 config).
-Reads for the API: `views`, `job_listing` (a user's jobs a page at a time, with a cursor), `job_filters`,
+Reads for the API: `views`, `job_listing` (a user's jobs a page at a time, with a cursor),
+`every_users_jobs` (every user's, for an admin key), `job_filters`,
 `blocks` (places a job may not use again), `cost_report`, `contract_use` (the deployment's contracts: what
 plans honour, what live jobs hold of each reservation, its use in a cost report), `contract_admin` (an admin
 sets, clears and shows them);
@@ -27,6 +28,7 @@ __all__ = [
     "contract_use",
     "cost_report",
     "deadlines",
+    "every_users_jobs",
     "file_mounts",
     "instance_events",
     "job_filters",

@@ -89,6 +89,11 @@ def list_job_page(wiring: Wiring, *, owner: str, where: JobFilter | None = None)
         if examined >= MAX_JOBS_EXAMINED and len(jobs) < where.limit:
             cursor = job_cursor(job)
             break
+    return job_page(wiring, jobs, cursor)
+
+
+def job_page(wiring: Wiring, jobs: list[JobModel], cursor: str | None) -> JobPage:
+    """The page of `jobs` (no timelines); a live job's cost counts its cluster up to now."""
     live = [j.cluster_id for j in jobs if j.cluster_id and not is_terminal(j.state)]
     clusters = wiring.store.clusters_by_id(live)
     return JobPage([job_view(job, clusters.get(job.cluster_id or ""), None) for job in jobs], cursor)

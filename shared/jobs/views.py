@@ -61,6 +61,7 @@ class JobView:
     )  # a deadline job's spot probing (shared.optimizer.probes)
     group: list[dict[str, Any]] | None = None  # a job group's tasks (shared.api.models.GroupTask)
     group_id: str | None = None  # the job group this job is a task of
+    owner: str | None = None  # the user whose job it is
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -123,6 +124,7 @@ def job_view(
         tried=[_tried_dict(b) for b in blocks_of(job)] if events is not None else [],
         cooling=[_cooling_dict(c) for c in cooling or []],
         deadline=_deadline_dict(job, cluster),
+        owner=job.owner,
     )
 
 

@@ -98,6 +98,18 @@ class JobStore(Protocol):
         `since` from the created-day index; without `since`, the whole table)."""
         ...
 
+    def iter_jobs_of_day(
+        self,
+        day: str,
+        *,
+        since: float | None = None,
+        before: float | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[JobModel]:
+        """Every user's jobs created on the UTC day `day` (`YYYY-MM-DD`) in [since, before), newest first:
+        one Query of the created-day index, `page_size` items a request."""
+        ...
+
     def newest_jobs(self, owner: str | None, *, since: float, limit: int) -> list[JobModel]:
         """At most `limit` jobs created at or after `since`, newest first, `owner`'s or everyone's; reads no
         more than `limit` jobs."""

@@ -226,6 +226,20 @@ class DynamoJobStore:
         condition = self.jobs.created_at >= since
         return (job for day in _days_since(since) for job in index.query(day, range_key_condition=condition))
 
+    def iter_jobs_of_day(
+        self,
+        day: str,
+        *,
+        since: float | None = None,
+        before: float | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[JobModel]:
+        index = self.jobs.by_created_day  # type: ignore[attr-defined]
+        condition = _created_between(self.jobs.created_at, since, before)
+        return iter(
+            index.query(day, range_key_condition=condition, scan_index_forward=False, page_size=page_size)
+        )
+
     def newest_jobs(self, owner: str | None, *, since: float, limit: int) -> list[JobModel]:
         """At most `limit` jobs created at or after `since`, newest first: `owner`'s, or everyone's (the
         created-day index, today first); each query asks for no more than what is still wanted."""

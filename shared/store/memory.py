@@ -248,6 +248,22 @@ class MemoryJobStore:
         self._read(len(items))
         return iter([_record(JobModel, i) for i in items])
 
+    def iter_jobs_of_day(
+        self,
+        day: str,
+        *,
+        since: float | None = None,
+        before: float | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[JobModel]:
+        """As DynamoJobStore's: the day's partition of the created-day index, counted page by page."""
+        with self._lock:
+            items = [i for i in self._jobs.values() if i.get("created_day", {}).get("S") == day]
+        items = sorted(
+            (i for i in items if _created_between(_created(i), since, before)), key=_created, reverse=True
+        )
+        return self._query(items, page_size)
+
     def newest_jobs(self, owner: str | None, *, since: float, limit: int) -> list[JobModel]:
         """As DynamoJobStore's: reads at most `limit` items (one query of each day until it has them)."""
         if owner is not None:

@@ -6,9 +6,10 @@ deployed stack is made here, with AWS credentials for its account and `SKYLESS_P
     python -m shared.store.users create lead --admin   # prints the new admin key, once
     python -m shared.store.users revoke <api key>
 
-An admin key may administer users, teams and bucket grants and read cost reports across users
-(`GET /costs?all_users=true`); it sees and touches no other user's jobs. The admin flag belongs to the
-key, so a user can hold an ordinary key and an admin one.
+An admin key may administer users, teams and bucket grants, read cost reports across users
+(`GET /costs?all_users=true`) and list every user's jobs and clusters (`GET /jobs?all_users=true`,
+`GET /clusters?all_users=true`: `skyless status -u`); it changes no other user's job or cluster. The admin
+flag belongs to the key, so a user can hold an ordinary key and an admin one.
 
 The local runtime calls `create_user("local")` when it first starts.
 """

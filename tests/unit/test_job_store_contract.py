@@ -342,6 +342,23 @@ def test_queries_by_owner_time_and_state(under_test: StoreUnderTest) -> None:
     assert store.jobs_of("nobody") == []
 
 
+def test_a_days_jobs_of_every_owner_newest_first_within_since_and_before(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    ids = [f"job-00000000001{n}" for n in range(4)]
+    for n, job_id in enumerate(ids):
+        created(store, job_id, owner=("alice", "bob", "carol", "bob")[n])
+        time.sleep(0.01)
+    jobs = [job for job in map(store.get, ids) if job is not None]
+    assert len(jobs) == len(ids)
+    day = jobs[-1].created_day
+    assert day is not None
+    on_day = [job.job_id for job in reversed(jobs) if job.created_day == day]  # all (one day)
+    assert [j.job_id for j in store.iter_jobs_of_day(day, page_size=1)] == on_day
+    within = store.iter_jobs_of_day(day, since=jobs[0].created_at, before=jobs[-1].created_at)
+    assert [j.job_id for j in within] == on_day[1:]  # the newest is not before itself
+    assert list(store.iter_jobs_of_day("2001-01-01")) == []
+
+
 def test_notes_append_to_any_partition_in_time_order(under_test: StoreUnderTest) -> None:
     store = under_test.store
     job = created(store)
