@@ -88,7 +88,7 @@ def test_concurrent_submissions_of_one_owner_never_share_a_number(under_test: St
         ("-1", None),
         ("job-1", None),
         ("1a", None),
-        ("١", None),
+        ("\u0661", None),
         ("1" * 11, None),
     ],
 )
