@@ -93,10 +93,12 @@ def tail_logs(
             job_id = next((j.job_id for j in named if j.name == name), None)
             if job_id is None:
                 return EXIT_NOT_FOUND
-        job_id = client.get_job(str(job_id)).job_id  # a number: the id it names
-        streams = LogStreams(client, job_id)
+        target = str(job_id)
+        if not target.startswith("job-"):
+            target = client.get_job(target).job_id  # a number: the id it names
+        streams = LogStreams(client, target)
         while True:
-            job = client.get_job(job_id)
+            job = client.get_job(target)
             text = streams.read(job)
             out.write(text)
             if (job.state in TERMINAL and (streams.finished or not text)) or (not follow and not text):

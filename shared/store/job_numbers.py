@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 PARTITION_PREFIX = "numbers#"  # never a job id (`job-…`): the notify stream and timelines ignore it
 MAX_DIGITS = 10
-ALLOCATION_ATTEMPTS = 50  # concurrent submissions of one owner that chose the same number retry
+ALLOCATION_ATTEMPTS = 100  # each round one of an owner's concurrent submissions wins; the others retry
 
 
 def partition_of(owner: str) -> str:

@@ -107,7 +107,7 @@ class DynamoJobStore:
             job.first_event = _kept(event)
         if not is_numbered(job):
             return self._put_new(job, None if kept else event, None)
-        for _ in range(ALLOCATION_ATTEMPTS):
+        for attempt in range(ALLOCATION_ATTEMPTS):
             job.job_number = self._last_number(job.owner) + 1
             number = self.models.job_numbers(
                 partition_of(job.owner), number_key(job.job_number), target=job.job_id
@@ -115,7 +115,7 @@ class DynamoJobStore:
             try:
                 return self._put_new(job, None if kept else event, number)
             except _NumberTaken:
-                time.sleep(random.uniform(0.0, 0.02))  # another submission of this owner took it
+                time.sleep(random.uniform(0.0, min(0.02, 0.002 * (attempt + 1))))  # another one took it
         raise RuntimeError(f"no job number for {job.owner} after {ALLOCATION_ATTEMPTS} tries")
 
     def _put_new(self, job: JobModel, event: EventModel | None, number: JobNumberModel | None) -> bool:
