@@ -11,6 +11,7 @@ class JobRow(TypedDict):
     """shared.api.models.JobSummary."""
 
     job_id: str
+    job_number: int | None
     name: str | None
     state: str
     cloud: str | None

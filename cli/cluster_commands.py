@@ -26,6 +26,7 @@ from cli.console import stderr_console, stdout_console
 from cli.log_streams import write_log
 from cli.ssh_config import remove_host
 from shared.errors import UserError
+from shared.store.job_numbers import parse_job_number
 
 if TYPE_CHECKING:  # the API client and its models load when a verb calls the API, not with the command
     from cli.api_client import SkylessClient
@@ -66,7 +67,9 @@ def register(app: typer.Typer) -> None:
 
 
 def is_job_id(text: str) -> bool:
-    return text.startswith("job-")
+    """A job id (`job-…`) or a job number (`3`, SkyPilot's managed job id): never a cluster name, which
+    starts with a letter and not with `job-`."""
+    return text.startswith("job-") or parse_job_number(text) is not None
 
 
 # -- launch -c and exec ------------------------------------------------------------------------

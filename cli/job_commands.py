@@ -125,6 +125,7 @@ def _print_jobs(jobs: list[JobRow], *, with_owner: bool = False) -> None:
     columns = (
         *(("USER",) if with_owner else ()),
         "ID",
+        "JOB",
         "NAME",
         "STATE",
         "CLOUD/REGION",
@@ -137,11 +138,14 @@ def _print_jobs(jobs: list[JobRow], *, with_owner: bool = False) -> None:
     )
     for column in columns:
         table.add_column(
-            column, no_wrap=column in ("ID", "STATE"), justify="right" if column == "COST" else "left"
+            column,
+            no_wrap=column in ("ID", "JOB", "STATE"),
+            justify="right" if column in ("ID", "COST") else "left",
         )
     for job in jobs:
         table.add_row(
             *((_escape(job["owner"] or "-"),) if with_owner else ()),
+            "-" if job.get("job_number") is None else str(job["job_number"]),
             job["job_id"],
             _escape(job["name"] or "-"),
             _state(job["state"]),
@@ -233,7 +237,8 @@ def _print_job(job: JobDetail, *, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(job.model_dump(mode="json"), indent=2))
         return
-    console.print(f"[bold]{job.job_id}[/bold] {_escape(job.name or '')}  {_state(job.state)}")
+    number = "" if job.job_number is None else f" (ID {job.job_number})"
+    console.print(f"[bold]{job.job_id}[/bold]{number} {_escape(job.name or '')}  {_state(job.state)}")
     where = f"  where: {_place(job)}  instance: {job.instance_type or '-'}"
     console.print(f"{where}  spot: {_yes_no(job.use_spot)}")
     console.print(
@@ -313,7 +318,10 @@ def logs(
             code = cluster_commands.print_logs(client, job_id, cluster_job, follow)
         raise typer.Exit(code)
     with _client(api_url, api_key) as client:
-        group = client.get_job(job_id) if rank is None else None
+        numbered = not job_id.startswith("job-")  # a job number (`3`): read once for the id it names
+        group = client.get_job(job_id) if rank is None or numbered else None
+        if group is not None:
+            job_id = group.job_id
         if group is not None and group.group:  # a job group: every task's log, `[task]` before each line
             if tail:
                 errors.print("[red]error:[/red] --tail is for one task's log; give the task's job id")

@@ -9,7 +9,7 @@ the job keeps running).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -25,6 +25,9 @@ from cli.job_commands import follow_job
 from cli.launch_prep import PreparedLaunch, prepare_launch
 from cli.task_edits import TaskEdits, apply_edits, read_entrypoint
 from shared.errors import UserError
+
+if TYPE_CHECKING:
+    from shared.api.models import SubmitJobResponse
 
 console = stdout_console()
 errors = stderr_console()
@@ -252,7 +255,7 @@ def _launch(**o: Any) -> None:
             data_gb=data_gb,
         )
         try:  # from here on the job exists: Ctrl-C leaves it running and says how to cancel it
-            final = _follow_submitted(client, job.job_id, job.state, o, detach)
+            final = _follow_submitted(client, job, o, detach)
         except (KeyboardInterrupt, RuntimeError) as error:
             if not is_interrupt(error):
                 raise
@@ -266,10 +269,13 @@ def _launch(**o: Any) -> None:
 
 
 def _follow_submitted(
-    client: SkylessClient, job_id: str, state: str, o: dict[str, Any], detach: bool
+    client: SkylessClient, job: SubmitJobResponse, o: dict[str, Any], detach: bool
 ) -> str | None:
     """Say what was submitted, then follow the job to its end (its final state; None with --detach)."""
-    console.print(f"Job [bold]{job_id}[/bold] submitted ({state}).")
+    job_id = job.job_id
+    console.print(f"Job [bold]{job_id}[/bold] submitted ({job.state}).")
+    if job.job_number is not None:  # the line SkyPilot prints, which scripts read the number from
+        console.print(f"Managed Job ID: {job.job_number}", highlight=False)
     if o["max_cost"] is not None:
         console.print(
             f"Cost cap ${o['max_cost']:.2f} (skyless only; SkyPilot has none): "
@@ -282,7 +288,8 @@ def _follow_submitted(
             "on-demand when it must, and after any preemption once it runs past its --hours."
         )
     if detach:
-        console.print(f"Follow it with: skyless logs {job_id}")
+        follow_with = f"jobs logs {job.job_number}" if job.job_number is not None else f"logs {job_id}"
+        console.print(f"Follow it with: skyless {follow_with}")
         return None
     return follow_job(client, job_id)
 

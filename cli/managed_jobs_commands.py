@@ -1,7 +1,7 @@
 """`skyless jobs launch | queue | cancel | logs`: SkyPilot's `sky jobs ...` verbs over skyless's managed jobs
 (the plain `launch`, `queue`, `cancel`, `logs` stay). skyless runs every job without a controller VM, so
-`sky jobs` and the plain verbs reach the same jobs; the ids are `job-…`, not numbers, so scripts that
-cancel by name (`-n`) carry over unchanged."""
+`sky jobs` and the plain verbs reach the same jobs. A job is named by its number among your jobs (`jobs
+cancel 1 2`, SkyPilot's managed job ids) or by its `job-…` id."""
 
 from __future__ import annotations
 
@@ -146,7 +146,10 @@ def jobs_queue(
 
 @jobs_app.command("cancel")
 def jobs_cancel(
-    job_ids: Annotated[list[str] | None, typer.Argument(metavar="[JOB_ID]...", help="Job ids.")] = None,
+    job_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[JOB_ID]...", help="Job ids: numbers (1 2, as sky's) or job-…."),
+    ] = None,
     name: Annotated[
         str | None, typer.Option("--name", "-n", help="The job of this name that has not ended.")
     ] = None,
@@ -183,7 +186,9 @@ def jobs_cancel(
 
 @jobs_app.command("logs")
 def jobs_logs(
-    job_id: Annotated[str | None, typer.Argument(help="A job id (none: give -n NAME).")] = None,
+    job_id: Annotated[
+        str | None, typer.Argument(help="A job id: its number or job-… (none: give -n NAME).")
+    ] = None,
     name: Annotated[str | None, typer.Option("--name", "-n", help="The newest job of this name.")] = None,
     follow: Annotated[
         bool, typer.Option("--follow/--no-follow", help="Keep reading until the job ends (the default).")

@@ -55,31 +55,33 @@ def queue(refresh: bool = False, skip_finished: bool = False) -> list[ManagedJob
     return [job for job in jobs if not (skip_finished and job.status in TERMINAL)]
 
 
-def cancel(name: str | None = None, job_ids: list[str] | None = None, all: bool = False) -> list[str]:
-    """Cancel managed jobs by id, by name, or every one not ended; answers the ids cancelled."""
+def cancel(name: str | None = None, job_ids: list[int | str] | None = None, all: bool = False) -> list[str]:
+    """Cancel managed jobs by id (`job-…` or SkyPilot's number, `job_ids=[3]`), by name, or every one not
+    ended; answers the ids cancelled (`job-…`)."""
     if not (name or job_ids or all):
         raise UserError("name the jobs to cancel (job_ids or name), or all=True", field="job_ids")
+    cancelled = []
     with connected() as client:
-        targets = list(job_ids or [])
+        targets = [str(job_id) for job_id in job_ids or []]
         if name or all:
             targets += [j.job_id for j in client.list_jobs()
                         if j.state not in TERMINAL and (all or j.name == name)]  # fmt: skip
         for job_id in targets:
-            client.cancel_job(job_id)
-    return targets
+            cancelled.append(client.cancel_job(job_id).job_id)
+    return cancelled
 
 
 def tail_logs(
     name: str | None = None,
-    job_id: str | None = None,
+    job_id: int | str | None = None,
     follow: bool = True,
     output_stream: IO[str] | None = None,
     *,
     poll_seconds: float = 1.0,
 ) -> int:
-    """Write the job's log (by id, or the newest job of that `name`; every node's, prefixed by rank on
-    several) until it ends if `follow`; answers 0 succeeded, 100 failed, 101 not finished (without
-    follow), 102 no such job, 103 cancelled."""
+    """Write the job's log (by id, `job-…` or its number, or the newest job of that `name`; every node's,
+    prefixed by rank on several) until it ends if `follow`; answers 0 succeeded, 100 failed, 101 not
+    finished (without follow), 102 no such job, 103 cancelled."""
     from cli.log_streams import LogStreams
 
     if (name is None) == (job_id is None):
@@ -91,9 +93,12 @@ def tail_logs(
             job_id = next((j.job_id for j in named if j.name == name), None)
             if job_id is None:
                 return EXIT_NOT_FOUND
-        streams = LogStreams(client, job_id)
+        target = str(job_id)
+        if not target.startswith("job-"):
+            target = client.get_job(target).job_id  # a number: the id it names
+        streams = LogStreams(client, target)
         while True:
-            job = client.get_job(job_id)
+            job = client.get_job(target)
             text = streams.read(job)
             out.write(text)
             if (job.state in TERMINAL and (streams.finished or not text)) or (not follow and not text):

@@ -104,11 +104,12 @@ class ManagedJob:
     recoveries: int
     cost: float
     submitted_at: str | None
+    job_number: int | None = None  # SkyPilot's integer job id: `cancel(job_ids=[n])` takes it
 
     @classmethod
     def of(cls, job: JobSummary) -> ManagedJob:
         return cls(job.job_id, job.name, job.state, job.cloud, job.region, job.instance_type,
-                   job.use_spot, job.recoveries, job.cost, job.created_at)  # fmt: skip
+                   job.use_spot, job.recoveries, job.cost, job.created_at, job.job_number)  # fmt: skip
 
 
 class ManagedJobLaunch(NamedTuple):

@@ -31,6 +31,7 @@ from shared.errors import NoOfferingError, NotFoundError, TaskFileError, UserErr
 from shared.jobs.job_filters import job_filter
 from shared.jobs.job_listing import list_job_page
 from shared.jobs.views import ReadLogs, get_job, read_logs
+from shared.store.job_numbers import parse_job_number
 from shared.store.users import User
 from shared.wiring import wiring_for
 
@@ -163,7 +164,7 @@ def submit(settings: Settings, caller: User, body: SubmitJobRequest) -> SubmitJo
         data_gb=body.data_gb,
     )
     job = submission.submit_job(wiring_for(settings), command)
-    return SubmitJobResponse(job_id=job.job_id, state=job.state)
+    return SubmitJobResponse(job_id=job.job_id, state=job.state, job_number=job.job_number)
 
 
 def list_for(settings: Settings, caller: User, params: Mapping[str, str] | None = None) -> JobList:
@@ -180,18 +181,18 @@ def list_for(settings: Settings, caller: User, params: Mapping[str, str] | None 
 
 
 def detail(settings: Settings, caller: User, job_id: str) -> JobDetail:
-    check_id(job_id)
+    job_id = own_job_id(settings, caller, job_id)
     return JobDetail.model_validate(get_job(wiring_for(settings), job_id, owner=caller.user_id).as_dict())
 
 
 def cancel(settings: Settings, caller: User, job_id: str) -> JobDetail:
-    check_id(job_id)
+    job_id = own_job_id(settings, caller, job_id)
     cancellation.cancel_job(wiring_for(settings), job_id, owner=caller.user_id)
     return detail(settings, caller, job_id)
 
 
 def logs(settings: Settings, caller: User, job_id: str, *, rank: int, after: str | None) -> LogsResponse:
-    check_id(job_id)
+    job_id = own_job_id(settings, caller, job_id)
     page = read_logs(wiring_for(settings), ReadLogs(job_id, caller.user_id, rank=rank, after=after))
     return LogsResponse(job_id=page.job_id, rank=page.rank, text=page.text, cursor=page.cursor,
                         finished=page.finished)  # fmt: skip
@@ -241,6 +242,15 @@ def check_workdir_key(caller: User, workdir_key: str | None) -> None:
         raise UserError("not a key that POST /uploads gave you", field="workdir_key")
 
 
-def check_id(job_id: str) -> None:
+def own_job_id(settings: Settings, caller: User, job_id: str) -> str:
+    """`job_id`, or for a number (`3`, SkyPilot's managed job id) the id of the caller's job of that number:
+    another user's number is not found, as a job that does not exist is not."""
     if len(job_id) > MAX_ID_CHARS:
         raise NotFoundError(f"no job {job_id[:40]}…", field="job_id")
+    number = parse_job_number(job_id)
+    if number is None:
+        return job_id
+    found = wiring_for(settings).store.job_id_numbered(caller.user_id, number)
+    if found is None:
+        raise NotFoundError(f"no job {number}", field="job_id")
+    return found

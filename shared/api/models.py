@@ -108,9 +108,16 @@ class ErrorBody(DeferredModel):
     stop: bool | None = Field(None, description="410 to a node agent: stop the task and exit.")
 
 
+JOB_NUMBER = (
+    "The job's number among its owner's jobs (1, 2, ...: SkyPilot's managed job id); the job routes take "
+    "it in place of the id. None for a job group's task and for jobs submitted before numbers."
+)
+
+
 class SubmitJobResponse(DeferredModel):
     job_id: str
     state: str
+    job_number: int | None = Field(None, description=JOB_NUMBER)
 
 
 class TimelineEvent(DeferredModel):
@@ -123,6 +130,7 @@ class TimelineEvent(DeferredModel):
 
 class JobSummary(DeferredModel):
     job_id: str
+    job_number: int | None = Field(None, description=JOB_NUMBER)
     name: str | None = None
     state: str
     cloud: str | None = None

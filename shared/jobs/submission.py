@@ -39,6 +39,7 @@ class SubmittedJob:
     job_id: str
     state: str
     name: str | None
+    job_number: int | None = None  # the owner's number for it (SkyPilot's managed job id)
 
 
 def plan_at_submit(wiring: Wiring, job: JobModel, filename: str) -> str:
@@ -186,7 +187,7 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
         if deadline_record.get("deadline_at"):
             raise UserError("a job group cannot have a deadline", field="deadline", hint="drop --deadline")
         state = submit_group(wiring, job, pipeline, filename, plan_at_submit)
-        return SubmittedJob(job.job_id, state, job.name)
+        return SubmittedJob(job.job_id, state, job.name, _number(job))
     store_pipeline(wiring, job, pipeline)
     message = plan_at_submit(wiring, job, filename)
     notes = pipeline_notes(pipeline) + data.notes + plan_notes_of(job)  # `status` says them
@@ -195,7 +196,11 @@ def submit_job(wiring: Wiring, command: SubmitJob) -> SubmittedJob:
             send_launch(wiring, job.job_id, 0)
         else:
             send_optimize(wiring, job.job_id, 0)
-        return SubmittedJob(job.job_id, job.state, job.name)
-    existing = wiring.store.get(job.job_id)
+        return SubmittedJob(job.job_id, job.state, job.name, _number(job))
+    existing = wiring.store.get(job.job_id)  # submitted before (a redelivery): its state and number
     state = existing.state if existing else job.state
-    return SubmittedJob(job.job_id, state, job.name)
+    return SubmittedJob(job.job_id, state, job.name, _number(existing or job))
+
+
+def _number(job: JobModel) -> int | None:
+    return int(job.job_number) if job.job_number is not None else None

@@ -33,6 +33,7 @@ class JobView:
     """Shaped like the API's JobDetail (shared/api/models.py): `JobDetail.model_validate(view.as_dict())`."""
 
     job_id: str
+    job_number: int | None  # the owner's number for it (shared/store/job_numbers.py)
     name: str | None
     state: str
     cloud: str | None
@@ -101,6 +102,7 @@ def job_view(
     where = cluster or candidate
     return JobView(
         job_id=job.job_id,
+        job_number=None if job.job_number is None else int(job.job_number),
         name=job.name,
         state=job.state,
         cloud=where.cloud if where else None,

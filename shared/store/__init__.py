@@ -4,11 +4,13 @@ in-memory one for tests), `models` (tables bound to one Settings), `schedules`, 
 `reaper_marks` (their ports, tables and DynamoDB adapters; `memory_records` the in-memory ones), `users`
 (its table), `cluster_records` (named clusters, their name claims and job queues; item models in
 `cluster_tables`), `table_upgrades` (indexes, TTL and backfill for tables made before the live index;
-`live_index` says what the index attributes hold).
+`live_index` says what the index attributes hold), `job_numbers` (each job's number per owner, SkyPilot's
+managed job id).
 """
 
 __all__ = [
     "cluster_records",
+    "job_numbers",
     "job_store",
     "jobs",
     "models",

@@ -49,7 +49,13 @@ class JobStore(Protocol):
         ...
 
     def create(self, job: JobModel, message: str, detail: dict[str, Any] | None = None) -> bool:
-        """Record a new job with its first timeline event; False (and nothing written) when the id exists."""
+        """Record a new job with its first timeline event and, unless it is a job group's task, its owner's
+        next number (`job.job_number`: 1, 2, ... without gaps, shared/store/job_numbers.py); False (and
+        nothing written, no number taken) when the id exists."""
+        ...
+
+    def job_id_numbered(self, owner: str, number: int) -> str | None:
+        """The id of `owner`'s job `number` (one key read), or None: another owner's number is never found."""
         ...
 
     def get(self, job_id: str) -> JobModel | None:

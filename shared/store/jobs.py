@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,7 @@ from shared.config import Settings
 from shared.states import JobState, transition
 from shared.store.cost_rollup_items import add_pieces, marker, read_pieces, rollup_model
 from shared.store.cost_rollups import AttemptFacts, CostPiece, cluster_pieces, write_groups
+from shared.store.job_numbers import ALLOCATION_ATTEMPTS, is_numbered, number_key, partition_of
 from shared.store.job_store import CompanionUpdate
 from shared.store.live_index import (
     LIVE_CLUSTER,
@@ -38,9 +40,17 @@ from shared.store.live_index import (
     live_keys,
 )
 from shared.store.live_index import owner_state as owner_state_key
-from shared.store.models import ClusterModel, EventModel, JobModel, NodeRefModel, models_for
+from shared.store.models import (
+    ClusterModel,
+    EventModel,
+    JobModel,
+    JobNumberModel,
+    NodeRefModel,
+    models_for,
+)
 
 CONDITION_FAILED = "ConditionalCheckFailed"
+CONFLICT = "TransactionConflict"
 FIRST_STATES_KEPT = ("PENDING", "PLANNED")  # a job's first event, kept in its item (the stream ignores these)
 LAUNCH_STATE_KEPT = "SETTING_UP"  # a launch's event, kept in the cluster record the launch creates
 JOB_PREFIX = "job-"  # other partitions (named clusters, the reaper's records) keep no events aside
@@ -49,6 +59,10 @@ EVENT_FIELDS = ("at", "kind", "message", "state", "detail")
 
 def _event_key(now: float, suffix: str) -> str:
     return f"{now:017.6f}#{suffix}"
+
+
+class _NumberTaken(Exception):
+    """The number a new job chose was written by another submission first."""
 
 
 def _is_condition_failure(error: Exception) -> bool:
@@ -78,7 +92,8 @@ class DynamoJobStore:
         return self.jobs(**fields)
 
     def create(self, job: JobModel, message: str, detail: dict[str, Any] | None = None) -> bool:
-        """Record a new job with its first timeline event; False when the id already exists."""
+        """Record a new job with its first timeline event and its owner's next number
+        (shared/store/job_numbers.py); False, with nothing written and no number taken, when the id exists."""
         now = time.time()
         job.created_at = job.updated_at = now
         job.created_day = day_of(now)
@@ -90,18 +105,56 @@ class DynamoJobStore:
         kept = job.state in FIRST_STATES_KEPT
         if kept:
             job.first_event = _kept(event)
+        if not is_numbered(job):
+            return self._put_new(job, None if kept else event, None)
+        for attempt in range(ALLOCATION_ATTEMPTS):
+            job.job_number = self._last_number(job.owner) + 1
+            number = self.models.job_numbers(
+                partition_of(job.owner), number_key(job.job_number), target=job.job_id
+            )
+            try:
+                return self._put_new(job, None if kept else event, number)
+            except _NumberTaken:
+                time.sleep(random.uniform(0.0, min(0.02, 0.002 * (attempt + 1))))  # another one took it
+        raise RuntimeError(f"no job number for {job.owner} after {ALLOCATION_ATTEMPTS} tries")
+
+    def _put_new(self, job: JobModel, event: EventModel | None, number: JobNumberModel | None) -> bool:
+        """Write a new job (with its event and number when given) if its id is new; raises _NumberTaken when
+        only the number (or a concurrent transaction on it) stood in the way."""
         try:
-            if kept:
+            if event is None and number is None:
                 job.save(condition=self.jobs.job_id.does_not_exist())
-            else:
-                with TransactWrite(connection=self.models.connection) as tx:
-                    tx.save(job, condition=self.jobs.job_id.does_not_exist())
+                return True
+            with TransactWrite(connection=self.models.connection) as tx:
+                tx.save(job, condition=self.jobs.job_id.does_not_exist())
+                if number is not None:
+                    tx.save(number, condition=self.models.job_numbers.partition.does_not_exist())
+                if event is not None:
                     tx.save(event)
         except (PutError, TransactWriteError) as error:
+            reasons = getattr(error, "cancellation_reasons", None) or []
+            job_reason = reasons[0].code if reasons and reasons[0] is not None else None
+            lost = any(r is not None and r.code in (CONDITION_FAILED, CONFLICT) for r in reasons)
+            if number is not None and lost and job_reason != CONDITION_FAILED:
+                raise _NumberTaken from error
             if _is_condition_failure(error):
+                job.job_number = None
                 return False
             raise
         return True
+
+    def _last_number(self, owner: str) -> int:
+        numbers = self.models.job_numbers
+        query = numbers.query(partition_of(owner), scan_index_forward=False, limit=1, consistent_read=True)
+        last = next(iter(query), None)
+        return int(last.number_key) if last is not None else 0
+
+    def job_id_numbered(self, owner: str, number: int) -> str | None:
+        try:
+            item = self.models.job_numbers.get(partition_of(owner), number_key(number), consistent_read=True)
+        except DoesNotExist:
+            return None
+        return str(item.target)
 
     def get(self, job_id: str) -> JobModel | None:
         if not job_id or len(job_id) > 256:

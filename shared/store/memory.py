@@ -43,6 +43,7 @@ from shared.store.cost_rollups import (
     rollup_partitions,
     write_groups,
 )
+from shared.store.job_numbers import is_numbered
 from shared.store.job_store import CompanionUpdate, NodeFields
 from shared.store.jobs import _days_since as days_since
 from shared.store.jobs import _event_key as event_key
@@ -87,6 +88,7 @@ class MemoryJobStore:
         self._rollups: dict[str, dict[str, dict[str, float]]] = {}  # partition -> sort key -> counters
         self._rollup_markers: set[tuple[str, str]] = set()  # (cluster id, first day) written
         self.cooldowns = MemoryCooldowns(self)
+        self._numbers: dict[str, dict[int, str]] = {}  # owner -> job number -> job id
 
     # -- jobs ----------------------------------------------------------------------------------------
 
@@ -105,9 +107,20 @@ class MemoryJobStore:
         with self._lock:
             if job.job_id in self._jobs:
                 return False
+            if is_numbered(job):
+                numbers = self._numbers.setdefault(job.owner, {})
+                self._read(1 if numbers else 0)  # the owner's last number
+                job.job_number = len(numbers) + 1
+                numbers[job.job_number] = job.job_id
             self._jobs[job.job_id] = job.serialize()
             self._put_event(event)
         return True
+
+    def job_id_numbered(self, owner: str, number: int) -> str | None:
+        with self._lock:
+            job_id = self._numbers.get(owner, {}).get(number)
+        self._read(1 if job_id is not None else 0)
+        return job_id
 
     def get(self, job_id: str) -> JobModel | None:
         if not job_id or len(job_id) > 256:

@@ -39,6 +39,7 @@ class JobModel(Model):
     state = UnicodeAttribute()
     version = NumberAttribute(default=0)
     attempt = NumberAttribute(default=0)
+    job_number = NumberAttribute(null=True)  # the owner's small integer id (shared/store/job_numbers.py)
     task = UnicodeAttribute(null=True)  # pipeline JSON (validated), when small
     first_event: MapAttribute[str, Any] = MapAttribute(null=True)  # its first timeline event (store/jobs.py)
     task_key = UnicodeAttribute(null=True)  # bucket key of the pipeline JSON, when large
@@ -153,6 +154,18 @@ class EventModel(Model):
     expires_at = NumberAttribute(null=True)  # DynamoDB TTL: the retention period after it was written
 
 
+class JobNumberModel(Model):
+    """A job's number (shared/store/job_numbers.py): in the events table, partition `numbers#<owner>`, sort
+    key the zero-padded number."""
+
+    class Meta:
+        table_name = "unbound-events"
+
+    partition = UnicodeAttribute(hash_key=True, attr_name="job_id")
+    number_key = UnicodeAttribute(range_key=True, attr_name="at")
+    target = UnicodeAttribute()  # the job id
+
+
 class OwnerIndex(GlobalSecondaryIndex["JobModel"]):
     class Meta:
         index_name = "owner-index"
@@ -208,6 +221,7 @@ class Models:
     clusters: type[ClusterModel]
     events: type[EventModel]
     node_refs: type[NodeRefModel]
+    job_numbers: type[JobNumberModel]
     connection: Connection
 
     def all(self) -> tuple[type[Model], ...]:
@@ -282,5 +296,6 @@ def models_for(settings: Settings) -> Models:
         clusters=clusters,  # type: ignore[arg-type]
         events=_bind(EventModel, settings.table_name("events"), settings),  # type: ignore[arg-type]
         node_refs=_bind(NodeRefModel, settings.table_name("clusters"), settings),  # type: ignore[arg-type]
+        job_numbers=_bind(JobNumberModel, settings.table_name("events"), settings),  # type: ignore[arg-type]
         connection=SharedSessionConnection(region=settings.region, host=settings.endpoint_url),
     )

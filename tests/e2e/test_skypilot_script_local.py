@@ -1,7 +1,7 @@
 """A SkyPilot user's shell script, unchanged but for the command name, run by bash through the installed
 `skyless` entry point on a fresh HOME (the first command starts the local runtime): launch -y with an
 inline command, exec with resource overrides, queue -s, cancel, stop and start (each returning once the
-cluster is STOPPED or UP), jobs launch/queue/cancel -n, down -a -y.
+cluster is STOPPED or UP), jobs launch/queue/cancel -n, jobs cancel by SkyPilot's integer id, down -a -y.
 `set -euo pipefail` makes every line's exit code part of the proof."""
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ sky jobs launch -y -d -n train 'sleep 300'
 echo "== jobs queue -s"
 sky jobs queue -s
 sky jobs cancel -y -n train
+echo "== jobs by number"
+sky jobs launch -y -d -n eval 'sleep 300'
+sky jobs cancel -y 2
 echo "== jobs queue"
 sky jobs queue
 echo "== down"
@@ -91,7 +94,11 @@ def test_a_skypilot_script_runs_unchanged_but_for_the_command_name(home: tuple[P
     train = re.search(r"Job (job-\S+) submitted", sections["jobs launch"])
     assert train is not None, sections["jobs launch"]
     assert train.group(1) in sections["jobs queue -s"]
-    assert re.search(rf"{train.group(1)}\W+train\W+CANCELLED", sections["jobs queue"]), sections["jobs queue"]
+    assert "Managed Job ID: 1\n" in sections["jobs launch"]  # the first managed job of this user, as in sky
+    assert "Managed Job ID: 2\n" in sections["jobs by number"]
+    every = sections["jobs queue"]
+    assert re.search(rf"\b1\W+{train.group(1)}\W+train\W+CANCELLED", every), every
+    assert re.search(r"\b2\W+job-\S+\W+eval\W+CANCELLED", every), every  # `jobs cancel -y 2` reached it
     assert re.search(r"dev\W+TERMINATED", sections["down"]) or "dev: TERMINATED" in sections["down"].replace(
         "Cluster ", ""
     ), sections["down"]

@@ -127,6 +127,7 @@ def test_the_same_upload_delivered_twice_runs_once_and_a_changed_file_runs_again
     deliver_submit(queues)
     jobs = jobs_of(stack, "u-bob")
     assert len(jobs) == 2 and len({j.job_id for j in jobs}) == 2
+    assert sorted(j.job_number for j in jobs) == [1, 2]  # the redeliveries took no number of their own
 
 
 def test_a_top_level_upload_runs_as_the_local_user_with_env_from_its_metadata(
