@@ -441,6 +441,7 @@ def start(
         typer.Option("--idle-minutes-to-autostop", "-i", min=0, help="Then autostop after this idle."),
     ] = None,
     down: Annotated[bool, typer.Option("--down", help="With -i: autostop tears the cluster down.")] = False,
+    wait_for: sky_flags.WaitFor = None,
     retry_until_up: sky_flags.RetryUntilUp = False,
     force: Annotated[
         bool,
@@ -455,6 +456,10 @@ def start(
     del yes, force  # skyless never asks; starting an UP cluster is already harmless
     if down and idle_minutes is None:
         errors.print("[red]error:[/red] --down: needs -i MINUTES (as in sky start)")
+        raise typer.Exit(2)
+    refusal = sky_flags.wait_for_refusal(wait_for)
+    if refusal is not None:
+        errors.print(f"[red]error:[/red] {escape(refusal)}")
         raise typer.Exit(2)
     if retry_until_up:
         sky_flags.note(sky_flags.RETRY_NOTE)
@@ -507,14 +512,7 @@ def autostop(
     ] = None,
     down: Annotated[bool, typer.Option("--down", help="Tear it down instead of stopping it.")] = False,
     cancel: Annotated[bool, typer.Option("--cancel", help="Turn autostop off.")] = False,
-    wait_for: Annotated[
-        str | None,
-        typer.Option(
-            "--wait-for",
-            help="jobs_and_ssh (what skyless counts as busy).",
-            rich_help_panel=sky_flags.SKY_PANEL,
-        ),
-    ] = None,
+    wait_for: sky_flags.WaitFor = None,
     yes: sky_flags.Yes = False,
     async_call: sky_flags.Async = False,
     api_url: ApiUrl = None,
@@ -525,11 +523,9 @@ def autostop(
     if cancel and idle_minutes is not None:
         errors.print("[red]error:[/red] give either -i MINUTES or --cancel")
         raise typer.Exit(2)
-    if wait_for not in (None, "jobs_and_ssh"):
-        errors.print(
-            f"[red]error:[/red] --wait-for: skyless counts a cluster idle only with no job and no open "
-            f"shell (jobs_and_ssh); {escape(wait_for)} is not offered"
-        )
+    refusal = sky_flags.wait_for_refusal(wait_for)
+    if refusal is not None:
+        errors.print(f"[red]error:[/red] {escape(refusal)}")
         raise typer.Exit(2)
     if all_users:
         sky_flags.note(sky_flags.ALL_USERS_NOTE)
