@@ -270,9 +270,11 @@ def print_queue(
     console.print(table)
 
 
-def print_address(client: SkylessClient, name: str, *, ip: bool, port: int | None) -> int:
-    """`status --ip NAME`: the head node's address; `--endpoint PORT`: host:port; `--endpoints`: refused
-    (skyless does not record which ports a cluster's task opened)."""
+def print_address(
+    client: SkylessClient, name: str, *, ip: bool, port: int | None, endpoints: bool = False
+) -> int:
+    """`status --ip NAME`: the head node's address; `--endpoint PORT`: host:port of a port the cluster opened;
+    `--endpoints`: `port: host:port` for each one, ranges one port a line (as `sky status --endpoints`)."""
     detail = client.get_cluster(name)
     if detail.state != "UP":
         errors.print(f"[red]error:[/red] cluster {escape(name)} is {detail.state}, not UP")
@@ -284,14 +286,20 @@ def print_address(client: SkylessClient, name: str, *, ip: bool, port: int | Non
         return 2
     if ip:
         typer.echo(address)
-    elif port is not None:
-        typer.echo(f"{address}:{port}")
-    else:
+        return 0
+    from shared.task import parse_ports
+
+    opened = [p for first, last in parse_ports(detail.ports) for p in range(first, last + 1)]
+    wanted = opened if endpoints else [p for p in opened if p == port]
+    if not wanted:
+        what = "open ports" if endpoints else f"open port {port}"
         errors.print(
-            "[red]error:[/red] --endpoints: skyless does not record a cluster's open ports; "
-            "ask for one with --endpoint PORT"
+            f"[red]error:[/red] cluster {escape(name)} has no {what} (its launch task's resources.ports: "
+            f"{', '.join(detail.ports) or 'none'})"
         )
         return 2
+    for number in wanted:
+        typer.echo(f"{number}: {address}:{number}" if endpoints else f"{address}:{number}")
     return 0
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from shared.task.requests import ResourceChoice, ResourceRequest
     from shared.task.spec import GitWorkdir, Pipeline, Task
     from shared.task.unsupported_fields import pipeline_notes
+    from shared.task.values import parse_ports
 
 __all__ = [
     "MAX_TASK_FILE_BYTES",
@@ -40,6 +41,7 @@ __all__ = [
     "container_notes",
     "load_pipeline",
     "load_pipeline_file",
+    "parse_ports",
     "pipeline_notes",
     "read_task_file",
     "task_field_line",
@@ -64,5 +66,6 @@ __getattr__ = lazy_face(
         "Pipeline": "shared.task.spec",
         "Task": "shared.task.spec",
         "pipeline_notes": "shared.task.unsupported_fields",
+        "parse_ports": "shared.task.values",
     },
 )
