@@ -2,7 +2,8 @@
 `skyless` entry point on a fresh HOME (the first command starts the local runtime): launch -y with an
 inline command, exec with resource overrides, queue -s, cancel, stop and start (each returning once the
 cluster is STOPPED or UP), jobs launch/queue/cancel -n, down -a -y. A second script launches with
---ports, --git-url/--git-ref, --config and --wait-for, then asks `status --endpoints` / `--endpoint PORT`.
+--ports, --git-url/--git-ref, --config and --wait-for, execs in another checkout, then asks
+`status --endpoints` / `--endpoint PORT`.
 `set -euo pipefail` makes every line's exit code part of the proof."""
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ set -euo pipefail
 echo "== launch"
 sky launch -y -c web --ports 8080 --ports 9000-9001 -i 30 --wait-for jobs_and_ssh \\
   --git-url "$REPO" --git-ref v1 --config allowed_clouds=[aws] 'git log -1 --format=%s; cat version.txt'
+echo "== exec"
+sky exec web --git-url "$REPO" 'cat version.txt'
 echo "== endpoints"
 sky status --endpoints web
 echo "== endpoint"
@@ -149,6 +152,7 @@ def test_a_script_with_sky_launch_git_config_wait_for_and_status_endpoints(
     launched = sections["launch"]
     assert "commit one\none\n" in launched and "Job 1 on web SUCCEEDED" in launched, launched  # v1, cloned
     assert "--config: allowed_clouds: applied: only aws considered" in launched
+    assert "two\n" in sections["exec"] and "Job 2 on web SUCCEEDED" in sections["exec"]  # the default branch
     lines = sections["endpoints"].splitlines()
     assert [line.split(":", 1)[0] for line in lines] == ["8080", "9000", "9001"], lines
     host = lines[0].split(": ", 1)[1].rsplit(":", 1)[0]
