@@ -6,16 +6,17 @@ with its reason. A refusal names the flag and submits nothing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from conftest import cli_user_id
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
 from shared.config import Settings
 from shared.jobs.task_records import load_pipeline_of
 from shared.store.cluster_records import ClusterStore
-from shared.store.users import find_user
 from shared.wiring import wiring_for
 
 WIDE = {"COLUMNS": "200"}
@@ -36,14 +37,8 @@ def submitted_task(stack: Settings, result: Result) -> object:
     return task
 
 
-def owner(stack: Settings, cli_api: list[str]) -> str:
-    user = find_user(cli_api[cli_api.index("--api-key") + 1], stack)
-    assert user is not None
-    return user.user_id
-
-
 def nothing_submitted(stack: Settings, cli_api: list[str]) -> bool:
-    user_id = owner(stack, cli_api)
+    user_id = cli_user_id(cli_api, stack)
     return wiring_for(stack).store.jobs_of(user_id) == [] and ClusterStore(stack).clusters_of(user_id) == []
 
 
@@ -105,9 +100,12 @@ def test_config_is_the_top_layer_over_sky_config_with_the_same_notes(
     assert f"{where}: jobs.controller: read, not applied: skyless has no controller VM" in result.output
 
     config = tmp_path / "override.yaml"
-    config.write_text("allowed_clouds: [gcp]\n")
-    from_file = run("launch", "--dryrun", "echo hi", "--config", str(config), *cli_api)
-    assert f"--config {config}: allowed_clouds: applied: only gcp considered" in from_file.output
+    config.write_text("allowed_clouds: [aws]\n")
+    from_file = run("jobs", "launch", "-y", "-d", "echo hi", "--config", str(config), *cli_api)
+    assert f"--config {config}: allowed_clouds: applied: only aws considered" in from_file.output
+    job_id = from_file.output.split("Job ", 1)[1].split()[0]
+    stored = wiring_for(stack).store.get(job_id)
+    assert stored is not None and json.loads(stored.clouds) == ["aws"]  # what the job is planned on
 
 
 @pytest.mark.parametrize(
@@ -155,7 +153,7 @@ def test_wait_for_takes_jobs_and_ssh_on_launch_and_start_and_refuses_the_others(
 
     accepted = run("launch", "-d", "-c", "dev", "-i", "5", "--wait-for", "jobs_and_ssh", "echo hi", *cli_api)
     assert accepted.exit_code == 0, accepted.output
-    (dev,) = ClusterStore(stack).clusters_of(owner(stack, cli_api))
+    (dev,) = ClusterStore(stack).clusters_of(cli_user_id(cli_api, stack))
     assert (dev.name, int(dev.autostop_minutes)) == ("dev", 5)
 
 
@@ -165,3 +163,10 @@ def test_clone_disk_from_is_refused_with_its_reason(stack: Settings, cli_api: li
     assert result.exit_code == 2, result.output
     assert "--clone-disk-from: skyless keeps no disk images" in result.output
     assert "No such option" not in result.output and nothing_submitted(stack, cli_api)
+
+
+def test_status_takes_one_of_ip_endpoint_and_endpoints(stack: Settings, cli_api: list[str]) -> None:
+    for flags in (["--ip", "--endpoints"], ["--endpoint", "80", "--endpoints"], ["--ip", "--endpoint", "80"]):
+        result = run("status", "web", *flags, *cli_api)
+        assert result.exit_code == 2, (flags, result.output)
+        assert "give one of --ip, --endpoint PORT and --endpoints (as in sky)" in result.output
