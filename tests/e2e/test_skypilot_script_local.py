@@ -113,8 +113,11 @@ echo "== endpoint"
 sky status web --endpoint 9001
 echo "== closed"
 sky status web --endpoint 9002 || echo "exit $?"
+sky launch -y -c plain 'true'
+echo "== no ports"
+sky status --endpoints plain || echo "exit $?"
 echo "== down"
-sky down -y web
+sky down -y web plain
 """
 
 
@@ -160,3 +163,5 @@ def test_a_script_with_sky_launch_git_config_wait_for_and_status_endpoints(
     assert sections["endpoint"] == f"{host}:9001\n"
     closed = "web has no open port 9002 (its launch task's resources.ports: 8080, 9000-9001)"
     assert "exit 2" in sections["closed"] and closed in done.stderr
+    assert "exit 2" in sections["no ports"]
+    assert "plain has no open ports (its launch task's resources.ports: none)" in done.stderr
