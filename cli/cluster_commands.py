@@ -275,9 +275,11 @@ def print_queue(
     console.print(table)
 
 
-def print_address(client: SkylessClient, name: str, *, ip: bool, port: int | None) -> int:
-    """`status --ip NAME`: the head node's address; `--endpoint PORT`: host:port; `--endpoints`: refused
-    (skyless does not record which ports a cluster's task opened)."""
+def print_address(
+    client: SkylessClient, name: str, *, ip: bool, port: int | None, endpoints: bool = False
+) -> int:
+    """`status --ip NAME`: the head node's address; `--endpoint PORT`: host:port of a port the cluster opened;
+    `--endpoints`: `port: host:port` for each one, ranges one port a line (as `sky status --endpoints`)."""
     detail = client.get_cluster(name)
     if detail.state != "UP":
         errors.print(f"[red]error:[/red] cluster {escape(name)} is {detail.state}, not UP")
@@ -289,14 +291,20 @@ def print_address(client: SkylessClient, name: str, *, ip: bool, port: int | Non
         return 2
     if ip:
         typer.echo(address)
-    elif port is not None:
-        typer.echo(f"{address}:{port}")
-    else:
+        return 0
+    from shared.task import parse_ports
+
+    opened = [p for first, last in parse_ports(detail.ports) for p in range(first, last + 1)]
+    wanted = opened if endpoints else [p for p in opened if p == port]
+    if not wanted:
+        what = "open ports" if endpoints else f"open port {port}"
         errors.print(
-            "[red]error:[/red] --endpoints: skyless does not record a cluster's open ports; "
-            "ask for one with --endpoint PORT"
+            f"[red]error:[/red] cluster {escape(name)} has no {what} (its launch task's resources.ports: "
+            f"{', '.join(detail.ports) or 'none'})"
         )
         return 2
+    for number in wanted:
+        typer.echo(f"{number}: {address}:{number}" if endpoints else f"{address}:{number}")
     return 0
 
 
@@ -446,6 +454,7 @@ def start(
         typer.Option("--idle-minutes-to-autostop", "-i", min=0, help="Then autostop after this idle."),
     ] = None,
     down: Annotated[bool, typer.Option("--down", help="With -i: autostop tears the cluster down.")] = False,
+    wait_for: sky_flags.WaitFor = None,
     retry_until_up: sky_flags.RetryUntilUp = False,
     force: Annotated[
         bool,
@@ -460,6 +469,10 @@ def start(
     del yes, force  # skyless never asks; starting an UP cluster is already harmless
     if down and idle_minutes is None:
         errors.print("[red]error:[/red] --down: needs -i MINUTES (as in sky start)")
+        raise typer.Exit(2)
+    refusal = sky_flags.wait_for_refusal(wait_for)
+    if refusal is not None:
+        errors.print(f"[red]error:[/red] {escape(refusal)}")
         raise typer.Exit(2)
     if retry_until_up:
         sky_flags.note(sky_flags.RETRY_NOTE)
@@ -512,14 +525,7 @@ def autostop(
     ] = None,
     down: Annotated[bool, typer.Option("--down", help="Tear it down instead of stopping it.")] = False,
     cancel: Annotated[bool, typer.Option("--cancel", help="Turn autostop off.")] = False,
-    wait_for: Annotated[
-        str | None,
-        typer.Option(
-            "--wait-for",
-            help="jobs_and_ssh (what skyless counts as busy).",
-            rich_help_panel=sky_flags.SKY_PANEL,
-        ),
-    ] = None,
+    wait_for: sky_flags.WaitFor = None,
     yes: sky_flags.Yes = False,
     async_call: sky_flags.Async = False,
     api_url: ApiUrl = None,
@@ -530,11 +536,9 @@ def autostop(
     if cancel and idle_minutes is not None:
         errors.print("[red]error:[/red] give either -i MINUTES or --cancel")
         raise typer.Exit(2)
-    if wait_for not in (None, "jobs_and_ssh"):
-        errors.print(
-            f"[red]error:[/red] --wait-for: skyless counts a cluster idle only with no job and no open "
-            f"shell (jobs_and_ssh); {escape(wait_for)} is not offered"
-        )
+    refusal = sky_flags.wait_for_refusal(wait_for)
+    if refusal is not None:
+        errors.print(f"[red]error:[/red] {escape(refusal)}")
         raise typer.Exit(2)
     if all_users:
         sky_flags.note(sky_flags.ALL_USERS_ACT_NOTE)

@@ -40,6 +40,8 @@ def exec_command(
     secret: task_options.Secret = None,
     name: sky_flags.Name = None,
     workdir: sky_flags.Workdir = None,
+    git_url: sky_flags.GitUrl = None,
+    git_ref: sky_flags.GitRef = None,
     gpus: task_options.Gpus = None,
     cpus: task_options.Cpus = None,
     memory: task_options.Memory = None,
@@ -76,7 +78,8 @@ def exec_command(
             gpus=gpus, instance_type=instance_type, num_nodes=num_nodes, use_spot=use_spot, infra=infra,
             cloud=cloud, region=region, zone=zone,
         )  # fmt: skip
-        text = apply_edits(entry.text, TaskEdits(name=name, workdir=workdir), filename=entry.filename)
+        edits = TaskEdits(name=name, workdir=workdir, git_url=git_url, git_ref=git_ref)
+        text = apply_edits(entry.text, edits, filename=entry.filename)
         plain_command = entry.command is not None and text == entry.text and not overrides.given()
         prepared = None if plain_command else prepare_launch(text, entry.filename, envs, secrets, overrides)
     except UserError as exc:

@@ -207,11 +207,14 @@ def status(
     if all_users and names:
         sky_flags.note("--all-users: a named job or cluster is shown only to its owner")
     if ip or endpoints or endpoint is not None:
+        if sum((ip, endpoints, endpoint is not None)) > 1:
+            errors.print("[red]error:[/red] give one of --ip, --endpoint PORT and --endpoints (as in sky)")
+            raise typer.Exit(2)
         if len(names) != 1 or cluster_commands.is_job_id(names[0]):
             errors.print("[red]error:[/red] --ip/--endpoint(s): name exactly one cluster")
             raise typer.Exit(2)
         with _client(api_url, api_key) as client:
-            code = cluster_commands.print_address(client, names[0], ip=ip, port=endpoint)
+            code = cluster_commands.print_address(client, names[0], ip=ip, port=endpoint, endpoints=endpoints)
         raise typer.Exit(code)
     with _client(api_url, api_key) as client:
         if not names:

@@ -59,6 +59,9 @@ def launch(
     zone: task_options.Zone = None,
     name: sky_flags.Name = None,
     workdir: sky_flags.Workdir = None,
+    git_url: sky_flags.GitUrl = None,
+    git_ref: sky_flags.GitRef = None,
+    config: sky_flags.Config = None,
     disk_size: sky_flags.DiskSize = None,
     disk_tier: sky_flags.DiskTier = None,
     network_tier: sky_flags.NetworkTier = None,
@@ -107,6 +110,8 @@ def launch(
         int | None, typer.Option("--idle-minutes-to-autostop", "-i", min=0, help="With -c: autostop.")
     ] = None,
     down: Annotated[bool, typer.Option("--down", help="With -c: autostop tears the cluster down.")] = False,
+    wait_for: sky_flags.WaitFor = None,
+    clone_disk_from: sky_flags.CloneDiskFrom = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -126,12 +131,18 @@ def launch(
 
 
 def _launch(**o: Any) -> None:
+    refusal = sky_flags.wait_for_refusal(o["wait_for"])
+    if o["clone_disk_from"] is not None:
+        refusal = sky_flags.CLONE_DISK_REFUSAL
+    if refusal is not None:
+        errors.print(f"[red]error:[/red] {escape(refusal)}")
+        raise typer.Exit(2)
     if o["minimize"] not in ("cost", "time"):
         errors.print(f"[red]error:[/red] --minimize: must be cost or time, not {escape(o['minimize'])}")
         raise typer.Exit(2)
     cluster = o["cluster"]
     given = cluster_commands.no_cluster_options(
-        **{"--fast": o["fast"], "-i": o["idle_minutes"], "--down": o["down"]}
+        **{"--fast": o["fast"], "-i": o["idle_minutes"], "--down": o["down"], "--wait-for": o["wait_for"]}
     )
     if cluster is None and given:
         errors.print(f"[red]error:[/red] {', '.join(given)} need a cluster: add -c NAME")
@@ -175,6 +186,8 @@ def _launch(**o: Any) -> None:
         edits = TaskEdits(
             name=o["name"],
             workdir=o["workdir"],
+            git_url=o["git_url"],
+            git_ref=o["git_ref"],
             image_id=o["image_id"],
             disk_size=o["disk_size"],
             disk_tier=o["disk_tier"],
@@ -186,7 +199,8 @@ def _launch(**o: Any) -> None:
         text = apply_edits(entry.text, edits, filename=entry.filename)
         prepared = prepare_launch(text, entry.filename, envs, secrets, overrides)
         asked = [c.strip() for c in o["clouds"].split(",") if c.strip()] if o["clouds"] else None
-        configured = sky_config.apply_sky_config(prepared.text, entry.filename, asked)  # ~/.sky/config.yaml
+        layers = sky_config.load_sky_config(overrides=o["config"])  # ~/.sky/config.yaml ... --config
+        configured = sky_config.apply_sky_config(prepared.text, entry.filename, asked, layers)
     except UserError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None

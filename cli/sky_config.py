@@ -1,6 +1,7 @@
 """SkyPilot's config files (`~/.sky/config.yaml` under a project's `.sky.yaml`, or the file `SKYPILOT_CONFIG`
 names), read for the keys that change what a task does, with the SkyPilot keys of skyless's own
-`~/.skyless/config.yaml` merged on top.
+`~/.skyless/config.yaml` merged on top, and a call's own `--config` (a file, or `key=value` items) over all of
+them, as SkyPilot's `apply_cli_config` lays it over the client config.
 
 Every key read is either applied or named in a note that says why it is not (never silently):
 
@@ -97,11 +98,14 @@ class Applied:
     contracts: Contracts = field(default_factory=Contracts)  # discounts and reservations plans price at
 
 
-def load_sky_config(home: Path | None = None, skyless_config: Path | None = None) -> SkyConfig:
+def load_sky_config(
+    home: Path | None = None, skyless_config: Path | None = None, *, overrides: list[str] | None = None
+) -> SkyConfig:
     """SkyPilot's client config as sky/skypilot_config.py layers it: the file `SKYPILOT_CONFIG` names,
     alone; else the user file (`SKYPILOT_GLOBAL_CONFIG`, else `~/.sky/config.yaml`) under the project file
     (`SKYPILOT_PROJECT_CONFIG`, else `./.sky.yaml`). The SkyPilot keys of skyless's own config file go
-    on top. A file a variable names must exist; a bad file is a UserError naming it."""
+    on top, then the call's `--config` `overrides`. A file a variable names must exist; a bad file is a
+    UserError naming it."""
     home = home or Path.home()
     layers: list[Path] = []
     if os.environ.get(ENV_CONFIG):
@@ -123,8 +127,37 @@ def load_sky_config(home: Path | None = None, skyless_config: Path | None = None
         if own:
             values = _merged(values, own)
             sources.append(str(skyless_config))
+    if overrides:
+        source, given = cli_config(overrides)
+        values = _merged(values, given)
+        sources.append(source)
     _check_allowed_clouds(values, sources)
     return SkyConfig(values, tuple(sources))
+
+
+def cli_config(items: list[str]) -> tuple[str, dict[str, Any]]:
+    """`--config` as SkyPilot's `_compose_cli_config` reads it: one path to a config file (alone), or items
+    `nested.key=value`, each value read as YAML. Returns where it came from (for the notes) and the keys."""
+    path = Path(items[0]).expanduser()
+    if path.is_file():
+        if len(items) != 1:
+            raise UserError("a config file must be the only --config (as in sky)", field="--config")
+        return f"--config {path}", _read(path)
+    values: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key or not text:
+            raise UserError(
+                f"expected key=value or a config file that exists, found {item!r}", field="--config"
+            )
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise UserError(f"{key}: the value is not valid YAML", field="--config") from None
+        for part in reversed(key.split(".")):
+            value = {part: value}
+        values = _merged(values, value)
+    return "--config", values
 
 
 def _named_file(variable: str) -> Path:

@@ -120,6 +120,46 @@ SkipFinished = Annotated[
     typer.Option("--skip-finished", "-s", help="Only jobs that have not ended.", rich_help_panel=SKY_PANEL),
 ]
 
+GitUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--git-url",
+        help="Run in a clone of this git repository (the task's workdir).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+GitRef = Annotated[
+    str | None,
+    typer.Option(
+        "--git-ref", help="With a git workdir: this branch, tag or commit.", rich_help_panel=SKY_PANEL
+    ),
+]
+Config = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--config",
+        help="SkyPilot config for this call: a config file, or key=value (repeatable: nested.key=value).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+WaitFor = Annotated[
+    str | None,
+    typer.Option(
+        "--wait-for",
+        help="With -i: what keeps the cluster busy; jobs_and_ssh (what skyless counts).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+CloneDiskFrom = Annotated[
+    str | None,
+    typer.Option(
+        "--clone-disk-from",
+        "--clone",
+        help="Start from a stopped cluster's disk (skyless cannot: refused).",
+        rich_help_panel=SKY_PANEL,
+    ),
+]
+
 # One line each: what skyless does instead of what the flag asks SkyPilot to do.
 RETRY_NOTE = (
     "--retry-until-up: skyless always waits for capacity and retries with backoff, up to the deployment's "
@@ -136,6 +176,25 @@ ALL_USERS_ACT_NOTE = (
 )
 REFRESH_NOTE = "--refresh: states are already current (node heartbeats and the reconcile sweep keep them)"
 ASYNC_NOTE = "--async: returns once the control plane has the request, as -d does"
+CLONE_DISK_REFUSAL = (
+    "--clone-disk-from: skyless keeps no disk images, so a cluster cannot start from another's disk; "
+    "launch it fresh (setup and file_mounts rebuild what the task needs)"
+)
+WAIT_FOR_OFFERED = "jobs_and_ssh"
+WAIT_FOR_SKYPILOT = ("jobs_and_ssh", "jobs", "none")
+
+
+def wait_for_refusal(value: str | None) -> str | None:
+    """Why `--wait-for value` is refused (None: accepted). skyless counts a cluster busy while it has a job or
+    an open shell, SkyPilot's default `jobs_and_ssh`; its `jobs` and `none` are not offered."""
+    if value is None or value == WAIT_FOR_OFFERED:
+        return None
+    if value not in WAIT_FOR_SKYPILOT:
+        return f"--wait-for: must be one of {', '.join(WAIT_FOR_SKYPILOT)}, not {value}"
+    return (
+        f"--wait-for: skyless counts a cluster idle only with no job and no open shell (jobs_and_ssh); "
+        f"{value} is not offered"
+    )
 
 
 def every_user_or_own(all_users: bool, fetch: Callable[[bool], T]) -> tuple[T, bool]:

@@ -1,7 +1,7 @@
 """What `sky launch | exec | jobs launch` take besides a task file, turned into task-file text: an inline
 command for ENTRYPOINT (`sky launch -c dev 'nvidia-smi'`), and the task options SkyPilot applies on top of
-the file (`-n/--name`, `--workdir`, `--image-id`, `--disk-size`, `--disk-tier`, `--network-tier`,
-`--ports`, `--job-recovery`, `--no-setup`).
+the file (`-n/--name`, `--workdir`, `--git-url`/`--git-ref`, `--image-id`, `--disk-size`, `--disk-tier`,
+`--network-tier`, `--ports`, `--job-recovery`, `--no-setup`).
 
 SkyPilot (sky/client/cli/command.py, `_make_task_or_dag_from_entrypoint_with_overrides`) treats ENTRYPOINT
 as a YAML file when it is one readable YAML file, and as a bash command otherwise (a task named
@@ -77,6 +77,8 @@ class TaskEdits:
 
     name: str | None = None
     workdir: str | None = None
+    git_url: str | None = None
+    git_ref: str | None = None
     image_id: str | None = None
     disk_size: int | None = None
     disk_tier: str | None = None
@@ -100,6 +102,8 @@ def apply_edits(text: str, edits: TaskEdits, *, filename: str) -> str:
     given = edits.given()
     if not given:
         return text
+    if edits.git_url is not None and edits.workdir is not None:
+        raise UserError("cannot be given with --workdir (as in sky)", field="--git-url")
     if edits.workdir is not None and not Path(edits.workdir).expanduser().is_dir():
         raise UserError(f"{edits.workdir} is not a directory", field="--workdir")
     documents = [d for d in yaml.safe_load_all(text) if d is not None]
@@ -111,6 +115,8 @@ def apply_edits(text: str, edits: TaskEdits, *, filename: str) -> str:
         task["name"] = edits.name
     if edits.workdir is not None:
         task["workdir"] = str(Path(edits.workdir).expanduser().resolve())
+    if edits.git_url is not None or edits.git_ref is not None:
+        task["workdir"] = _git_workdir(task.get("workdir"), edits, filename)
     if edits.no_setup:
         task.pop("setup", None)
     resources = dict(task.get("resources") or {})
@@ -122,6 +128,27 @@ def apply_edits(text: str, edits: TaskEdits, *, filename: str) -> str:
     if resources:
         task["resources"] = resources
     return yaml.safe_dump(task, sort_keys=False)
+
+
+def _git_workdir(workdir: Any, edits: TaskEdits, filename: str) -> dict[str, Any]:
+    """SkyPilot's `Task.update_workdir`: --git-url makes the workdir a clone of it (a file's local workdir is
+    replaced; a file's git workdir keeps its ref unless --git-ref gives one); --git-ref alone changes a
+    file's git workdir. SkyPilot drops a lone --git-ref when the workdir is not git; skyless refuses it."""
+    if isinstance(workdir, dict):
+        found = dict(workdir)
+    elif edits.git_url is None:
+        raise UserError(
+            "needs --git-url, or a git workdir in the task file (workdir: {url: ...})",
+            file=filename,
+            field="--git-ref",
+        )
+    else:
+        found = {}
+    if edits.git_url is not None:
+        found["url"] = edits.git_url
+    if edits.git_ref is not None:
+        found["ref"] = edits.git_ref
+    return found
 
 
 def _port_values(ports: tuple[str, ...]) -> list[int | str]:

@@ -202,6 +202,15 @@ def cli_api(stack: Settings) -> Iterator[list[str]]:
         server.stop()
 
 
+def cli_user_id(cli_api: list[str], settings: Settings) -> str:
+    """The user id behind `cli_api`'s key (`create_user` draws a fresh id: it is not "cli-user")."""
+    from shared.store.users import find_user
+
+    user = find_user(cli_api[cli_api.index("--api-key") + 1], settings)
+    assert user is not None
+    return user.user_id
+
+
 _IN_PROCESS_MOTO: set[str] = set()  # endpoints of moto servers running in this process (moto_endpoint)
 
 

@@ -41,22 +41,42 @@ def fetch_workdir(url: str | None, workdir: Path) -> None:
 
 
 def clone_workdir(source: dict[str, Any], workdir: Path) -> None:
-    """A git workdir: clone `url` into the workdir and check out `ref` (a branch, tag or commit)."""
+    """A git workdir: a clone of `url` at `ref` (a branch, tag or commit; none: the remote's default branch).
+    A workdir already holding a clone of `url` (an earlier job on this cluster, an earlier start of this
+    node) is fetched and moved to `ref`, a branch to its newest commit, as SkyPilot's git_clone.sh updates
+    it; a clone of another repository, or files that are no clone, are refused as git_clone.sh refuses them.
+    (The shipped agent must fit EC2's user-data: keep this short.)"""
+    url, ref = str(source["url"]), source.get("ref")
 
-    def git(*args: str) -> None:
+    def git(at: Path | None, *args: str) -> str:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # a private repo fails, never asks for a password
         try:
-            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=1800, env=env)
+            done = subprocess.run(
+                ["git", *args], cwd=at, capture_output=True, text=True, timeout=1800, env=env
+            )
         except subprocess.TimeoutExpired:
             raise ValueError(f"git {args[0]} took over 30 minutes") from None
         if done.returncode != 0:
             raise ValueError(f"git {args[0]} failed: {done.stderr.strip()[-500:]}")
+        return done.stdout.strip()
 
-    if workdir.exists() and any(workdir.iterdir()):
-        return  # cloned by an earlier start of this node
-    git("clone", "--quiet", str(source["url"]), str(workdir))
-    if source.get("ref"):
-        git("-C", str(workdir), "checkout", "--quiet", str(source["ref"]))
+    if not (workdir.exists() and any(workdir.iterdir())):
+        git(None, "clone", "-q", url, str(workdir))
+    elif _repository(git(workdir, "remote", "get-url", "origin")) != _repository(url):  # no clone: fails
+        raise ValueError(f"the workdir holds a clone of another repository than {url}")
+    git(workdir, "fetch", "-qf", "--tags", "origin")
+    if not ref:
+        git(workdir, "remote", "set-head", "origin", "-a")
+        ref = git(workdir, "symbolic-ref", "--short", "refs/remotes/origin/HEAD")[7:]  # less "origin/"
+    if f"origin/{ref}" in git(workdir, "branch", "-r").split():  # a branch: its newest commit
+        git(workdir, "checkout", "-qfB", ref, f"origin/{ref}")
+    else:  # a tag or a commit
+        git(workdir, "checkout", "-qf", "--detach", ref)
+
+
+def _repository(url: str) -> str:
+    url = url.rstrip("/")
+    return url[:-4] if url.endswith(".git") else url
 
 
 def mount_path(path: str, home: Path, sandboxed: bool = False) -> Path:

@@ -113,6 +113,9 @@ class ClusterView(DeferredModel):
 
 
 class ClusterDetail(ClusterView):
+    ports: list[str] = Field(
+        default_factory=list, description="Ports open on the nodes (the launch task's resources.ports)."
+    )
     nodes: list[ClusterNode] = Field(default_factory=list)
     timeline: list[ClusterEvent] = Field(default_factory=list)
 

@@ -64,6 +64,7 @@ def cluster_view(
             }
             for iid, node in nodes_by_rank(cluster)
         ]
+        view["ports"] = open_ports(store, cluster) if store is not None else []
         events = store.timeline(cluster.key) if store is not None else []
         view["timeline"] = [
             {
@@ -75,6 +76,21 @@ def cluster_view(
             for e in events
         ]
     return view
+
+
+def open_ports(store: ClusterStore, cluster: NamedClusterModel) -> list[str]:
+    """The ports the cluster's nodes were launched with open (its launch task's `resources.ports`, as
+    provisioning opens them): "8080", "9000-9010". A task launched later on the cluster opens none."""
+    import json
+
+    from shared.task.spec import Pipeline
+
+    plan_item = store.plan_item(cluster.key)
+    if plan_item is None:
+        return []
+    ports = Pipeline.model_validate(json.loads(plan_item.task)).tasks[0].resources.ports
+    listed = [] if ports is None else ports if isinstance(ports, list) else [ports]
+    return [str(p) for p in listed]
 
 
 def job_view(cluster: NamedClusterModel, job: ClusterJobModel) -> dict[str, Any]:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from shared.task.requests import ResourceChoice, ResourceRequest
     from shared.task.spec import GitWorkdir, Pipeline, Task
     from shared.task.unsupported_fields import pipeline_notes
+    from shared.task.values import parse_ports
 
 __all__ = [
     "MAX_TASK_FILE_BYTES",
@@ -43,6 +44,7 @@ __all__ = [
     "load_pipeline",
     "load_pipeline_file",
     "names_a_container",
+    "parse_ports",
     "pipeline_notes",
     "read_task_file",
     "run_option_words",
@@ -73,5 +75,6 @@ __getattr__ = lazy_face(
         "Pipeline": "shared.task.spec",
         "Task": "shared.task.spec",
         "pipeline_notes": "shared.task.unsupported_fields",
+        "parse_ports": "shared.task.values",
     },
 )

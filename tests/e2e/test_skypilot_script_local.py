@@ -2,6 +2,8 @@
 `skyless` entry point on a fresh HOME (the first command starts the local runtime): launch -y with an
 inline command, exec with resource overrides, queue -s, cancel, stop and start (each returning once the
 cluster is STOPPED or UP), jobs launch/queue/cancel -n, jobs cancel by SkyPilot's integer id, down -a -y.
+A second script launches with --ports, --git-url/--git-ref, --config and --wait-for, execs in another
+checkout, then asks `status --endpoints` / `--endpoint PORT`.
 `set -euo pipefail` makes every line's exit code part of the proof."""
 
 from __future__ import annotations
@@ -103,3 +105,70 @@ def test_a_skypilot_script_runs_unchanged_but_for_the_command_name(home: tuple[P
         "Cluster ", ""
     ), sections["down"]
     assert "0 cluster(s)" in sections["status"]
+
+
+FLAGS_SCRIPT = """#!/usr/bin/env bash
+set -euo pipefail
+echo "== launch"
+sky launch -y -c web --ports 8080 --ports 9000-9001 -i 30 --wait-for jobs_and_ssh \\
+  --git-url "$REPO" --git-ref v1 --config allowed_clouds=[aws] 'git log -1 --format=%s; cat version.txt'
+echo "== exec"
+sky exec web --git-url "$REPO" 'cat version.txt'
+echo "== endpoints"
+sky status --endpoints web
+echo "== endpoint"
+sky status web --endpoint 9001
+echo "== closed"
+sky status web --endpoint 9002 || echo "exit $?"
+sky launch -y -c plain 'true'
+echo "== no ports"
+sky status --endpoints plain || echo "exit $?"
+echo "== down"
+sky down -y web plain
+"""
+
+
+def _tagged_repo(folder: Path) -> Path:
+    """A git repository whose tag `v1` is behind its default branch."""
+    repo = folder / "repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    for version in ("one", "two"):
+        (repo / "version.txt").write_text(f"{version}\n")
+        subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+        subprocess.run(["git", "-C", str(repo), "commit", "-qm", f"commit {version}"], check=True)
+        if version == "one":
+            subprocess.run(["git", "-C", str(repo), "tag", "v1"], check=True)
+    return repo
+
+
+def test_a_script_with_sky_launch_git_config_wait_for_and_status_endpoints(
+    home: tuple[Path, dict[str, str]],
+) -> None:
+    folder, env = home
+    script = folder / "web.sh"
+    script.write_text(re.sub(r"^sky ", f"{SKYLESS} ", FLAGS_SCRIPT, flags=re.M))
+
+    done = subprocess.run(
+        ["bash", str(script)], env={**env, "REPO": str(_tagged_repo(folder))},
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+    out = done.stdout
+    log = folder / ".skyless" / "local" / "runtime.log"
+    assert done.returncode == 0, f"{out}\n{done.stderr}\n{log.read_text()[-3000:] if log.exists() else ''}"
+    sections = dict(re.findall(r"^== (.+)\n((?:(?!^== ).*\n)*)", out, re.M))
+    launched = sections["launch"]
+    assert "commit one\none\n" in launched and "Job 1 on web SUCCEEDED" in launched, launched  # v1, cloned
+    assert "--config: allowed_clouds: applied: only aws considered" in launched
+    assert "two\n" in sections["exec"] and "Job 2 on web SUCCEEDED" in sections["exec"]  # the default branch
+    lines = sections["endpoints"].splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == ["8080", "9000", "9001"], lines
+    host = lines[0].split(": ", 1)[1].rsplit(":", 1)[0]
+    assert lines == [f"{port}: {host}:{port}" for port in (8080, 9000, 9001)]
+    assert sections["endpoint"] == f"{host}:9001\n"
+    closed = "web has no open port 9002 (its launch task's resources.ports: 8080, 9000-9001)"
+    assert "exit 2" in sections["closed"] and closed in done.stderr
+    assert "exit 2" in sections["no ports"]
+    assert "plain has no open ports (its launch task's resources.ports: none)" in done.stderr

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import cli_user_id
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
@@ -76,7 +77,7 @@ def test_a_task_file_over_the_limit_is_refused_before_any_upload_or_request(
     assert result.exit_code == 2
     assert str(path) in result.output and "256 KiB" in result.output
     assert "Uploading" not in result.output
-    assert wiring_for(stack).store.jobs_of("cli-user") == []
+    assert wiring_for(stack).store.jobs_of(cli_user_id(cli_api, stack)) == []
 
 
 def test_fields_not_acted_on_are_said_once_at_launch_and_in_status(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import cli_user_id
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
@@ -96,7 +97,7 @@ def test_dryrun_shows_the_plan_and_submits_nothing(stack: Settings, cli_api: lis
     assert result.exit_code == 0, result.output
     assert "place(s), best first" in result.output and "Dry run: nothing was launched" in result.output
     assert "Job " not in result.output
-    assert wiring_for(stack).store.jobs_of("cli-user") == []
+    assert wiring_for(stack).store.jobs_of(cli_user_id(cli_api, stack)) == []
 
 
 def test_a_missing_workdir_is_refused_with_its_line_by_plan_and_launch(
@@ -110,7 +111,7 @@ def test_a_missing_workdir_is_refused_with_its_line_by_plan_and_launch(
         assert f"{path}:3: workdir: ~/no-such-project does not exist" in result.output
     bad_flag = run("launch", "-d", "--workdir", str(tmp_path / "nope"), "echo hi", *cli_api)
     assert bad_flag.exit_code == 2 and "--workdir:" in bad_flag.output
-    assert wiring_for(stack).store.jobs_of("cli-user") == []
+    assert wiring_for(stack).store.jobs_of(cli_user_id(cli_api, stack)) == []
 
 
 def test_a_missing_yaml_file_is_an_error_not_a_command(cli_api: list[str], stack: Settings) -> None:

@@ -225,3 +225,19 @@ def test_a_container_task_is_refused_on_a_cluster_naming_the_field_and_its_line(
     assert (body["field"], body["file"], body["line"]) == ("resources.image_id", "dev.yaml", 4)
     assert "not yet on named clusters" in body["message"]
     assert alice.get("/clusters").json_body["clusters"] == []  # nothing was made
+
+
+def test_a_clusters_open_ports_are_its_launch_tasks_and_only_its_owner_sees_them(
+    alice: Caller, bob: Caller
+) -> None:
+    web = "name: web\nresources:\n  cpus: 2+\n  ports: [8080, 9000-9001]\nrun: echo r\n"
+    assert alice.post("/clusters/web/launch", {"task": web}).status_code == 201
+    assert alice.get("/clusters/web").json_body["ports"] == ["8080", "9000-9001"]
+    later = web.replace("[8080, 9000-9001]", "9999")
+    assert alice.post("/clusters/web/launch", {"task": later}).status_code == 201  # queued on the same nodes
+    assert alice.get("/clusters/web").json_body["ports"] == ["8080", "9000-9001"]  # it opens no new port
+
+    assert bob.get("/clusters/web").status_code == 404
+    assert bob.post("/clusters/web/launch", {"task": TASK}).status_code == 201  # bob's own "web"
+    assert bob.get("/clusters/web").json_body["ports"] == []
+    assert alice.get("/clusters/web").json_body["ports"] == ["8080", "9000-9001"]

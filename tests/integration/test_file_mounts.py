@@ -256,6 +256,35 @@ def test_the_node_clones_the_repository_at_the_ref(tmp_path: Path) -> None:
     assert (tmp_path / "at-head" / "version.txt").read_text() == "two\n"
 
 
+def test_a_later_job_moves_the_clusters_clone_to_its_ref_as_sky_updates_it(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    workdir = tmp_path / "sky_workdir"
+    branch = subprocess.run(
+        ["git", "-C", str(repo), "branch", "--show-current"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    clone_workdir({"url": str(repo), "ref": "v1"}, workdir)
+    (workdir / "scratch.txt").write_text("left by the first job\n")
+
+    clone_workdir({"url": f"{repo}/", "ref": None}, workdir)  # the default branch, the same repository
+    assert (workdir / "version.txt").read_text() == "two\n"
+    (repo / "version.txt").write_text("three\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "third"], check=True)
+    clone_workdir({"url": str(repo), "ref": branch}, workdir)  # a branch: its newest commit
+    assert (workdir / "version.txt").read_text() == "three\n"
+    clone_workdir({"url": str(repo), "ref": "v1"}, workdir)
+    assert (workdir / "version.txt").read_text() == "one\n"
+    assert (workdir / "scratch.txt").exists()  # untracked files stay, as git checkout leaves them
+
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", str(repo), str(other)], check=True)
+    with pytest.raises(ValueError, match=r"holds a clone of another repository than .*other"):
+        clone_workdir({"url": str(other), "ref": None}, workdir)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "train.py").write_text("print(1)\n")
+    with pytest.raises(ValueError, match="git remote failed: fatal: not a git repository"):
+        clone_workdir({"url": str(repo), "ref": None}, tmp_path / "plain")
+
+
 def test_a_repository_that_cannot_be_cloned_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="git clone failed"):
         clone_workdir({"url": str(tmp_path / "nowhere"), "ref": None}, tmp_path / "w")

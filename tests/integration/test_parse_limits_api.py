@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from chalice.test import Client
-from conftest import QueueDriver
+from conftest import QueueDriver, cli_user_id
 from parse_attacks import ATTACKS
 from test_api_bad_input import VIAS, call
 from test_dashboard_pages import Browser
@@ -124,7 +124,7 @@ def test_cli_plan_and_launch_refuse_each_attack_naming_file_line_and_limit(
             assert result.exit_code == 2 and isinstance(result.exception, SystemExit), (attack, result.output)
             assert f"{path}:{line}:" in result.output and "skyless" in result.output, (attack, result.output)
             assert "Traceback" not in result.output and time.process_time() - start < 3
-    assert wiring_for(stack).store.jobs_of("cli-user") == []
+    assert wiring_for(stack).store.jobs_of(cli_user_id(cli_api, stack)) == []
 
 
 def test_the_dashboards_plan_form_answers_each_attack_with_a_400_page_naming_the_limit(
