@@ -14,6 +14,7 @@ from node_agent.user_data import (
     AGENT_PACKAGE,
     bundled_agent_source,
     render_user_data,
+    shipped_agent_source,
     strip_for_shipping,
 )
 
@@ -33,14 +34,22 @@ def test_user_data_carries_the_agent_less_only_docstrings_and_annotations_and_fi
     import ast
 
     script = _render()
-    packed = re.search(r"echo (\S+) \| base64 -d", script).group(1)
-    shipped = bz2.decompress(base64.b64decode(packed)).decode()
+    packed = re.search(r"printf %s '([^']+)' \| python3", script).group(1)
+    shipped = bz2.decompress(base64.b85decode(packed)).decode()
     original = ast.parse(bundled_agent_source())
     assert ast.dump(ast.parse(shipped)) == ast.dump(strip_for_shipping(original, "aws"))
     assert "class AwsSpotWatcher" in shipped and "class GcpPreemptedWatcher" not in shipped
     assert '"""' not in shipped and "-> dict" not in shipped
     ast.parse(shipped, feature_version=(3, 8))
     assert len(script.encode()) < 16 * 1024
+
+
+def test_bash_unpacks_the_exact_shipped_agent(tmp_path):
+    script = _render()
+    line = next(line for line in script.splitlines() if line.startswith("printf %s '"))
+    unpack = line.replace("/opt/skyless/agent.py", str(tmp_path / "agent.py"))
+    subprocess.run(["bash", "-c", unpack], check=True, timeout=60)
+    assert (tmp_path / "agent.py").read_text() == shipped_agent_source("aws")
 
 
 def test_user_data_is_valid_bash_and_quotes_the_token():
