@@ -16,11 +16,11 @@ moment it named, by a delayed message (never a sleeping process).
   A `Wait` lets the cluster go through recovery.
 - **Past the estimate** (shared/jobs/deadlines.py `overrun_decision`): once the work counted reaches the
   job's `--hours`, the rule takes the policy's place in both: on-demand at once, a running cluster kept.
-  Every launch and check asks for a check at the moment the estimate will be reached (unless the policy's
-  comes first), so the overrun is seen when it happens, not at the next preemption. The first decision that
-  sees it writes `overran_at` with the timeline's `overrun` event (its facts in the detail: the `overrun`
-  notification tells them), conditional on the job's version like every write here, so a copy of the
-  message notes and tells nothing twice.
+  Every launch and check asks for a check at the moment the estimate will be reached, plus the reaction
+  time (unless the policy's comes first), so the overrun is seen when it happens, not at the next preemption.
+  The first decision that sees it writes `overran_at` with the timeline's `overrun` event (its facts in the
+  detail: the `overrun` notification tells them), conditional on the job's version like every write here,
+  so a copy of the message notes and tells nothing twice.
 - **No recovery limit**: preemptions never take spot away from a deadline job; its policy alone (whose
   safety net keeps the deadline) decides, for as long as it wants spot.
 
@@ -179,7 +179,8 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         else:
             if market is Market.SPOT:
                 history[option.place] = history.get(option.place, SpotHistory()).launched(now)
-            check_at = earliest(next_check(decision), estimate_reached_at(job, state, launched_at=now))
+            reached = estimate_reached_at(job, state, config.reaction, launched_at=time.time())
+            check_at = earliest(next_check(decision), reached)
             changes = {
                 "market": market.value,
                 "policy_reason": decision.reason,
@@ -240,7 +241,7 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
         option = next(o for o in places if o.place == decision.place)
         planned = by_key[decision.place]
         candidate = candidate_for(option, planned, market)
-        moved_check = earliest(check_at, estimate_reached_at(job, state, launched_at=now))
+        moved_check = earliest(check_at, estimate_reached_at(job, state, config.reaction, launched_at=now))
         outcome, history, refused = move_when_obtained(
             wiring, job, cluster, candidate, candidates.index(planned),  # type: ignore[arg-type]
             place=decision.place, reason=decision.reason, history=history, check_at=moved_check,
@@ -251,7 +252,7 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
             return outcome
         check_at = now + float(wiring.settings.deadline_retry_seconds)  # asked again, with the refusal known
         reason = f"stayed on {current.place} ({current.market}): {refused}"
-    check_at = earliest(check_at, estimate_reached_at(job, state))
+    check_at = earliest(check_at, estimate_reached_at(job, state, config.reaction))
     changes = {"policy_reason": reason, "next_check_at": check_at, "spot_history": history_json(history)}
     if not _noted_overrun(wiring, job, state, cluster, places, changes):
         return Outcome.ALREADY_DONE

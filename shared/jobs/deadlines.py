@@ -263,16 +263,17 @@ def overrun_facts(
 
 
 def estimate_reached_at(
-    job: JobModel, state: DeadlineState, launched_at: float | None = None
+    job: JobModel, state: DeadlineState, grace: float, launched_at: float | None = None
 ) -> float | None:
-    """When the work counted reaches the job's estimate on the cluster it runs (or the one launched at
-    `launched_at`), a second after, for the check that notes and tells the overrun when it happens; None
-    once it was noted, or for a job already past it (the decision at hand notes it)."""
+    """`grace` seconds after the work counted reaches the job's estimate on the cluster it runs (or the one
+    launched at `launched_at`): the check that notes and tells the overrun when it happens, and not for a
+    task that ends on its estimate but reports a little later. None once noted, or for a job already past it
+    (the decision at hand notes it)."""
     if job.overran_at is not None or state.total_work <= 0 or state.work_left <= 0:
         return None
     if launched_at is not None:
-        return launched_at + state.restart_overhead + state.work_left + 1
-    return state.now + state.overhead_left + state.work_left + 1
+        return launched_at + state.restart_overhead + state.work_left + grace
+    return state.now + state.overhead_left + state.work_left + grace
 
 
 def earliest(*times: float | None) -> float | None:

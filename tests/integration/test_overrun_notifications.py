@@ -69,7 +69,7 @@ def test_the_overrun_is_told_once_when_it_happens_to_its_owner_only(
         cluster = store.cluster(job.cluster_id)
         assert cluster is not None
         reached = float(cluster.launched_at) + 4 + HOURS * 3600  # its overhead, then the estimate
-        assert reached < float(job.next_check_at) <= reached + 2  # a check asked for that moment
+        assert reached < float(job.next_check_at) <= reached + 2  # checked then, the reaction (2 s) later
         due = max(due, float(job.next_check_at))
 
     # bob's job is preempted past its estimate before its check comes: the relaunch sees it first
