@@ -255,10 +255,10 @@ class ControlPlaneRun:
                 self._agent_step(settings, job_state, payload)
             self._boot_new_nodes()
             job = store.get(job_id)
-            if job is not None and is_terminal(job.state) and not self._messages_waiting():
-                if finished_at is None:
+            if job is not None and is_terminal(job.state):
+                if finished_at is None:  # when it ended, not when the checks it had asked for came
                     finished_at = self.clock.now()
-                if not any(n.running for n in self.cloud.nodes.values()):
+                if not self._messages_waiting() and not any(n.running for n in self.cloud.nodes.values()):
                     break
         job = store.get(job_id)
         state = job.state if job is not None else "LOST"

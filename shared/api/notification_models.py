@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import ConfigDict, Field
 
@@ -15,7 +15,7 @@ class RequestBody(DeferredModel):
     model_config = ConfigDict(extra="forbid")
 
 
-Topic = Literal["preempted", "recovered", "succeeded", "failed", "no_capacity", "budget", "market"]
+Topic = Literal["preempted", "recovered", "succeeded", "failed", "no_capacity", "budget", "market", "overrun"]
 
 
 class NotificationSettingsRequest(RequestBody):
@@ -27,7 +27,9 @@ class NotificationSettingsRequest(RequestBody):
         description="A Slack incoming webhook URL; kept as a secret, shown masked.",
     )
     email: str | None = Field(None, max_length=254, description="Where SES sends the notifications.")
-    on: list[Topic] | None = Field(None, max_length=7, description="The events to hear about (default: all).")
+    on: list[Topic] | None = Field(
+        None, max_length=len(get_args(Topic)), description="The events to hear about (default: all)."
+    )
 
 
 class NotificationSettingsResponse(DeferredModel):

@@ -16,8 +16,11 @@ moment it named, by a delayed message (never a sleeping process).
   A `Wait` lets the cluster go through recovery.
 - **Past the estimate** (shared/jobs/deadlines.py `overrun_decision`): once the work counted reaches the
   job's `--hours`, the rule takes the policy's place in both: on-demand at once, a running cluster kept.
-  The first decision that sees it writes `overran_at` with a timeline note, conditional on the job's
-  version like every write here, so a copy of the message notes nothing twice.
+  Every launch and check asks for a check at the moment the estimate will be reached, plus the reaction
+  time (unless the policy's comes first), so the overrun is seen when it happens, not at the next preemption.
+  The first decision that sees it writes `overran_at` with the timeline's `overrun` event (its facts in the
+  detail: the `overrun` notification tells them), conditional on the job's version like every write here,
+  so a copy of the message notes and tells nothing twice.
 - **No recovery limit**: preemptions never take spot away from a deadline job; its policy alone (whose
   safety net keeps the deadline) decides, for as long as it wants spot.
 
@@ -35,13 +38,18 @@ from shared.aws.queues import MAX_DELAY_SECONDS
 from shared.clouds.errors import CloudError, InvalidLaunchError, NoCapacityError, TransientCloudError
 from shared.jobs.blocks import block_for, blocks_json, blocks_of, zone_block
 from shared.jobs.deadlines import (
+    OVERRUN_KIND,
     candidate_for,
+    cheapest_on_demand,
     current_placement,
     deadline_state,
+    earliest,
+    estimate_reached_at,
     history_json,
     history_of,
     job_probes,
     overrun_decision,
+    overrun_facts,
     overrun_note,
     past_estimate,
     policy_config,
@@ -75,7 +83,7 @@ from shared.spot_policy import (
     next_check,
 )
 from shared.states import JobState
-from shared.store.models import JobModel
+from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
 
 CHECKED_STATES = (JobState.SETTING_UP, JobState.RUNNING)
@@ -123,7 +131,7 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
     cooling, refusals = wiring.cooldowns.evidence()
     history = with_shared_evidence(history_of(job), by_key, cooling)
     config = policy_config(wiring.settings)
-    if not _noted_overrun(wiring, job, deadline_state(job, None, time.time())):
+    if not _noted_overrun(wiring, job, deadline_state(job, None, time.time()), None, places):
         return Outcome.ALREADY_DONE
     tried: list[str] = []
     for _ in range(2 * len(places) + 2):
@@ -171,7 +179,8 @@ def launch_by_policy(wiring: Wiring, job: JobModel) -> Outcome:
         else:
             if market is Market.SPOT:
                 history[option.place] = history.get(option.place, SpotHistory()).launched(now)
-            check_at = next_check(decision)
+            reached = estimate_reached_at(job, state, config.reaction, launched_at=time.time())
+            check_at = earliest(next_check(decision), reached)
             changes = {
                 "market": market.value,
                 "policy_reason": decision.reason,
@@ -232,21 +241,20 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
         option = next(o for o in places if o.place == decision.place)
         planned = by_key[decision.place]
         candidate = candidate_for(option, planned, market)
+        moved_check = earliest(check_at, estimate_reached_at(job, state, config.reaction, launched_at=now))
         outcome, history, refused = move_when_obtained(
             wiring, job, cluster, candidate, candidates.index(planned),  # type: ignore[arg-type]
-            place=decision.place, reason=decision.reason, history=history, check_at=check_at,
+            place=decision.place, reason=decision.reason, history=history, check_at=moved_check,
         )  # fmt: skip
         if refused is None:
-            if outcome is Outcome.DONE and check_at is not None:
-                send_provision_at(wiring, {**_check_body(job), "attempt": int(job.attempt) + 1}, check_at)
+            if outcome is Outcome.DONE and moved_check is not None:
+                send_provision_at(wiring, {**_check_body(job), "attempt": int(job.attempt) + 1}, moved_check)
             return outcome
         check_at = now + float(wiring.settings.deadline_retry_seconds)  # asked again, with the refusal known
         reason = f"stayed on {current.place} ({current.market}): {refused}"
+    check_at = earliest(check_at, estimate_reached_at(job, state, config.reaction))
     changes = {"policy_reason": reason, "next_check_at": check_at, "spot_history": history_json(history)}
-    first_past = past_estimate(state) and job.overran_at is None
-    if first_past:
-        changes["overran_at"] = now
-    if not wiring.store.save_progress(job, changes, overrun_note(job) if first_past else None):
+    if not _noted_overrun(wiring, job, state, cluster, places, changes):
         return Outcome.ALREADY_DONE
     if check_at is not None:
         send_provision_at(wiring, _check_body(job), check_at)
@@ -271,11 +279,24 @@ def _wait(
     return Outcome.RETRY_LATER
 
 
-def _noted_overrun(wiring: Wiring, job: JobModel, state: DeadlineState) -> bool:
-    """False when the job changed under this step (a copy of its message acted first)."""
-    if not past_estimate(state) or job.overran_at is not None:
-        return True
-    return wiring.store.save_progress(job, {"overran_at": state.now}, overrun_note(job))
+def _noted_overrun(
+    wiring: Wiring,
+    job: JobModel,
+    state: DeadlineState,
+    cluster: ClusterModel | None,
+    places: list[PlaceOption],
+    changes: dict[str, Any] | None = None,
+) -> bool:
+    """Save `changes` (if any) and, at the first decision past the estimate, `overran_at` with the timeline's
+    overrun event (which the `overrun` notification tells), in one conditional write: a copy of the step
+    notes nothing twice. False when the job changed under this step (a copy of its message acted first)."""
+    first_past = past_estimate(state) and job.overran_at is None
+    if not first_past:
+        return True if changes is None else wiring.store.save_progress(job, changes)
+    note = overrun_note(job, on_demand=cheapest_on_demand(places) is not None)
+    facts = overrun_facts(job, state, cluster, places)
+    changes = {**(changes or {}), "overran_at": state.now}
+    return wiring.store.save_progress(job, changes, note, kind=OVERRUN_KIND, detail=facts)
 
 
 def _check_body(job: JobModel) -> dict[str, Any]:

@@ -201,20 +201,84 @@ def overrun_decision(state: DeadlineState, places: Sequence[PlaceOption]) -> Dec
     if current is not None:
         kept = UseSpot if current.market is Market.SPOT else UseOnDemand
         return kept(current.place, f"{past}: the running cluster is kept")
-    offered = [p for p in places if p.on_demand_price is not None]
-    if not offered:
+    cheapest = cheapest_on_demand(places)
+    if cheapest is None:
         return None
-    cheapest = min(offered, key=lambda p: p.on_demand_price or 0.0)
     return UseOnDemand(cheapest.place, f"{past}: on-demand, the rest of the work being unknown")
 
 
-def overrun_note(job: JobModel) -> str:
-    """The timeline's words, once, when the job is first seen past its estimate."""
+def cheapest_on_demand(places: Sequence[PlaceOption]) -> PlaceOption | None:
+    """The plan's cheapest on-demand place (its order among equals), None when it offers none."""
+    offered = [p for p in places if p.on_demand_price is not None]
+    return min(offered, key=lambda p: p.on_demand_price or 0.0) if offered else None
+
+
+OVERRUN_KIND = "overrun"  # the first decision past the estimate: its event (shared/notifications tells it)
+
+
+def overrun_note(job: JobModel, on_demand: bool = True) -> str:
+    """The timeline's words, once, when the job is first seen past its estimate. `on_demand`: the plan
+    offers it (without, the policy keeps the job on spot)."""
+    then = (
+        "after a preemption the job restarts on on-demand at once and stays there"
+        if on_demand
+        else "the plan has no on-demand place, so after a preemption it waits for spot"
+    )
     return (
         f"ran its estimated {_span(float(job.work_seconds or 0))} of compute and is still running; the "
         "rest is unknown, so the deadline is guarded as well as it can be: a running cluster is kept, and "
-        "after a preemption the job restarts on on-demand at once and stays there"
+        f"{then}"
     )
+
+
+def overrun_facts(
+    job: JobModel, state: DeadlineState, cluster: ClusterModel | None, places: Sequence[PlaceOption]
+) -> dict[str, Any]:
+    """What the overrun event records for its notification (shared/notifications/overruns.py): the
+    estimate, the work counted and the deadline (seconds, epoch), the cluster kept (None: none runs, the
+    job is being launched) and where it goes after a preemption, with the prices per hour of the whole
+    cluster. A key whose value is unknown is left out."""
+    facts: dict[str, Any] = {
+        "estimate": state.total_work,
+        "work_counted": round(work_counted(job, state.current, state.now), 3),
+        "deadline_at": state.deadline,
+        "at": state.now,
+    }
+    current = state.current
+    by_place = {p.place: p for p in places}
+    if current is not None and cluster is not None:
+        price = None if cluster.hourly_price is None else float(cluster.hourly_price) * int(cluster.num_nodes)
+        facts["running"] = {"market": current.market.value, "place": current.place, "hourly_price": price}
+    cheapest = cheapest_on_demand(places)
+    if cheapest is not None:
+        facts["on_demand"] = {"place": cheapest.place, "hourly_price": cheapest.on_demand_price}
+    spot = [p.spot_price for p in places if p.spot_price is not None]
+    here = by_place.get(current.place) if current is not None else None
+    spot_price = (
+        here.spot_price if here is not None and here.spot_price is not None else min(spot, default=None)
+    )
+    if spot_price is not None:
+        facts["spot_hourly_price"] = spot_price
+    return {key: value for key, value in facts.items() if value is not None}
+
+
+def estimate_reached_at(
+    job: JobModel, state: DeadlineState, grace: float, launched_at: float | None = None
+) -> float | None:
+    """`grace` seconds after the work counted reaches the job's estimate on the cluster it runs (or the one
+    launched at `launched_at`): the check that notes and tells the overrun when it happens, and not for a
+    task that ends on its estimate but reports a little later. None once noted, or for a job already past it
+    (the decision at hand notes it)."""
+    if job.overran_at is not None or state.total_work <= 0 or state.work_left <= 0:
+        return None
+    if launched_at is not None:
+        return launched_at + state.restart_overhead + state.work_left + grace
+    return state.now + state.overhead_left + state.work_left + grace
+
+
+def earliest(*times: float | None) -> float | None:
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
 
 
 def with_shared_evidence(

@@ -26,6 +26,7 @@ from shared.notifications.events import (
     topic_of,
 )
 from shared.notifications.market_changes import MARKET_TOPIC, compose_market, is_planned_move, market_change
+from shared.notifications.overruns import OVERRUN_TOPIC, compose_overrun
 from shared.notifications.records import send_key
 from shared.notifications.recoveries import (
     GATES,
@@ -81,6 +82,8 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
             notification = compose_market(change, record, facts)
         elif topic == RESTARTING:
             notification = compose_restart(record, facts)
+        elif topic == OVERRUN_TOPIC:
+            notification = compose_overrun(record, facts)
         else:
             notification = compose(topic, record, facts)
         also = topic if topic == MARKET_TOPIC else None  # its own send record: a RUNNING may also recover

@@ -11,6 +11,8 @@ A timeline event is a row of the events table (shared/store/models.py: EventMode
   written once per threshold by shared/jobs/budget_checks.py);
 - `market`: a deadline job moved between spot and on-demand, or started on on-demand (told by the RUNNING
   after the launch: shared/notifications/market_changes.py);
+- `overrun`: a deadline job's work counted reached its `--hours` estimate while it still runs (kind
+  `overrun`, written once by shared/jobs/deadline_launch.py: shared/notifications/overruns.py);
 - `upload_rejected`: a task file uploaded under `tasks/` could not run (shared/uploads/intake.py notes it
   under `upload#<key>` with kind `upload_rejected`); it is gated by the owner's `failed` topic.
 Events the notifier writes itself (kind `notify`) never notify.
@@ -24,11 +26,14 @@ from typing import Any
 
 from shared.aws.stream_images import plain_image
 
-TOPICS: tuple[str, ...] = ("preempted", "recovered", "succeeded", "failed", "no_capacity", "budget", "market")
+TOPICS: tuple[str, ...] = (
+    "preempted", "recovered", "succeeded", "failed", "no_capacity", "budget", "market", "overrun",
+)  # fmt: skip
 DEFAULT_TOPICS: tuple[str, ...] = TOPICS
 NOTIFY_KIND = "notify"
 UPLOAD_REJECTED_KIND = "upload_rejected"
 BUDGET_KIND = "budget"  # a job reached 50/80/100 % of its cost cap or its owner's monthly budget
+OVERRUN_KIND = "overrun"  # a deadline job ran past its estimate (shared/jobs/deadlines.py writes the same)
 UPLOAD_PREFIX = "upload#"
 NO_CAPACITY_REASON = "no capacity"
 
@@ -44,6 +49,7 @@ HEADLINES = {
     "upload_rejected": "was rejected",
     "budget": "reached a budget threshold",
     "market": "changed market",
+    "overrun": "ran past its --hours estimate",
     "test": "test notification",
 }
 
@@ -166,6 +172,8 @@ def topic_of(record: TimelineRecord, earlier_states: Sequence[str] = ()) -> str 
         return "upload_rejected"
     if record.kind == BUDGET_KIND:
         return "budget"
+    if record.kind == OVERRUN_KIND:
+        return "overrun"
     if record.kind != "state":
         return None
     if record.state == "SUCCEEDED":

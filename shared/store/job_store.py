@@ -78,8 +78,17 @@ class JobStore(Protocol):
         table of states does not allow. `changes` values of None remove the attribute."""
         ...
 
-    def save_progress(self, job: JobModel, changes: dict[str, Any], message: str | None = None) -> bool:
-        """Record progress within a state (version-checked as a move is); a "note" event when `message`."""
+    def save_progress(
+        self,
+        job: JobModel,
+        changes: dict[str, Any],
+        message: str | None = None,
+        *,
+        kind: str = "note",
+        detail: dict[str, Any] | None = None,
+    ) -> bool:
+        """Record progress within a state (version-checked as a move is); an event of `kind` (with `detail`)
+        when `message`, written in the same transaction: once however many copies of a step race."""
         ...
 
     def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:

@@ -181,9 +181,17 @@ class DynamoJobStore:
         values = {**(changes or {}), "state": to.value}
         return self._write(job, values, message, detail, also_save, also_update)
 
-    def save_progress(self, job: JobModel, changes: dict[str, Any], message: str | None = None) -> bool:
+    def save_progress(
+        self,
+        job: JobModel,
+        changes: dict[str, Any],
+        message: str | None = None,
+        *,
+        kind: str = "note",
+        detail: dict[str, Any] | None = None,
+    ) -> bool:
         """Record progress within a state (the candidate index, blocks, counters), version-checked."""
-        return self._write(job, changes, message, None, (), ())
+        return self._write(job, changes, message, detail, (), (), note_kind=kind)
 
     def _write(
         self,
@@ -193,6 +201,7 @@ class DynamoJobStore:
         detail: dict[str, Any] | None,
         also_save: Iterable[ClusterModel | NodeRefModel],
         also_update: Iterable[CompanionUpdate],
+        note_kind: str = "note",
     ) -> bool:
         now = time.time()
         new_version = int(job.version) + 1
@@ -210,7 +219,7 @@ class DynamoJobStore:
         event = None
         if message is not None:
             state = values.get("state")
-            kind = "state" if state and state != job.state else "note"
+            kind = "state" if state and state != job.state else note_kind
             suffix = f"v{new_version:05d}"
             event = self._event(job.job_id, now, suffix, kind, message, state or job.state, detail)
             launched = [r for r in saves if isinstance(r, ClusterModel)]

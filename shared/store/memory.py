@@ -145,8 +145,16 @@ class MemoryJobStore:
         values = {**(changes or {}), "state": to.value}
         return self._write(job, values, message, detail, also_save, also_update)
 
-    def save_progress(self, job: JobModel, changes: dict[str, Any], message: str | None = None) -> bool:
-        return self._write(job, changes, message, None, (), ())
+    def save_progress(
+        self,
+        job: JobModel,
+        changes: dict[str, Any],
+        message: str | None = None,
+        *,
+        kind: str = "note",
+        detail: dict[str, Any] | None = None,
+    ) -> bool:
+        return self._write(job, changes, message, detail, (), (), note_kind=kind)
 
     def _write(
         self,
@@ -156,6 +164,7 @@ class MemoryJobStore:
         detail: dict[str, Any] | None,
         also_save: Iterable[ClusterModel | NodeRefModel],
         also_update: Iterable[CompanionUpdate],
+        note_kind: str = "note",
     ) -> bool:
         now = time.time()
         new_version = int(job.version) + 1
@@ -181,7 +190,7 @@ class MemoryJobStore:
             self._jobs[job.job_id] = stored.serialize()
             if message is not None:
                 state = values.get("state")
-                kind = "state" if state and state != job.state else "note"
+                kind = "state" if state and state != job.state else note_kind
                 event = self._event(
                     job.job_id, now, f"v{new_version:05d}", kind, message, state or job.state, detail
                 )

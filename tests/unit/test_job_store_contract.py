@@ -205,6 +205,19 @@ def test_progress_is_version_checked_and_none_removes_a_field(under_test: StoreU
     assert stale is not None and not store.save_progress(stale, {"candidate_index": 9})
 
 
+def test_progress_writes_its_event_of_a_kind_with_a_detail_once_for_racing_copies(
+    under_test: StoreUnderTest,
+) -> None:
+    store = under_test.store
+    job = created(store)
+    copy = store.get(job.job_id)
+    facts = {"estimate": 7.2, "running": {"market": "spot", "hourly_price": 0.04}}
+    assert store.save_progress(job, {"reason": "past"}, "ran past it", kind="overrun", detail=facts)
+    assert copy is not None and not store.save_progress(copy, {"reason": "past"}, "again", kind="overrun")
+    [event] = [e for e in store.timeline(job.job_id) if e.kind == "overrun"]
+    assert (event.message, event.state, event.detail.as_dict()) == ("ran past it", "PENDING", facts)
+
+
 def test_a_move_saves_its_cluster_and_node_refs_with_it(under_test: StoreUnderTest) -> None:
     store = under_test.store
     job, cluster = launched(store, "i-b", "i-a")

@@ -27,7 +27,7 @@ def test_both_runs_clusters_are_listed_side_by_side_with_their_hours(tmp_path: P
     trace = tmp_path / "us-east-1a_v100_1.json"
     trace.write_text(json.dumps({"metadata": {"gap_seconds": 600}, "data": [1] * 12 + [0] * 2 + [1] * 200}))
     lines = timeline(trace)
-    assert lines[0].startswith("start 0 h: control plane 0.639 (2 launches, 2 refused, finished 3.67 h)")
+    assert lines[0].startswith("start 0 h: control plane 0.639 (2 launches, 2 refused, finished 3.65 h)")
     assert "replay 0.639 (2 launches, 1 refused, finished 3.73 h)" in lines[0]
     rows = [[cell.split() for cell in line.split("|")] for line in lines[2:5]]
     spot = ["0.00-", "2.00", "us-east-1a"]
