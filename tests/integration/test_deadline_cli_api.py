@@ -4,7 +4,9 @@ through typer's CliRunner against the API on a local port, and an upload's metad
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -65,7 +67,10 @@ def test_launch_with_a_deadline_then_status_shows_deadline_work_slack_market_and
 ) -> None:
     path = tmp_path / "task.yaml"
     path.write_text(TASK)
-    launched = _run("launch", str(path), "--deadline", "2026-12-01T09:00Z", "--hours", "2", "-d", *cli_api)
+    # An absolute deadline (the ISO form), always three days ahead of the clock this runs by.
+    deadline = datetime.fromtimestamp(time.time() + 3 * 86400, UTC).replace(second=0, microsecond=0)
+    when = deadline.strftime("%Y-%m-%dT%H:%MZ")
+    launched = _run("launch", str(path), "--deadline", when, "--hours", "2", "-d", *cli_api)
     assert launched.exit_code == 0, launched.output
     assert "SkyPilot has none" in launched.output
     job_id = launched.output.split("Job ", 1)[1].split()[0]
@@ -73,7 +78,7 @@ def test_launch_with_a_deadline_then_status_shows_deadline_work_slack_market_and
     assert job is not None and job.work_seconds == 7200 and job.deadline_at is not None
     status = _run("status", job_id, *cli_api)
     assert status.exit_code == 0, status.output
-    assert "deadline: 2026-12-01T09:00:00Z" in status.output
+    assert f"deadline: {deadline:%Y-%m-%dT%H:%M:%SZ}" in status.output
     assert (
         "work done: 0.00 of 2 h" in status.output
         and "slack:" in status.output
