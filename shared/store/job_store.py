@@ -166,7 +166,7 @@ Evidence = tuple[list[Cooling], dict[str, list[tuple[float, str]]]]  # cooling p
 class Cooldowns(Protocol):
     """Recent spot preemptions and refused spot launches by zone, for the cool-down policy. Only the newest
     entries are kept, whatever the history (shared/store/cooldowns.py: KEPT_PER_ZONE of each kind a zone,
-    KEPT_IN_ALL in all)."""
+    KEPT_IN_ALL in all; the rest are removed past a margin)."""
 
     def preemptions(self) -> dict[str, list[str]]:
         """Each place's counted entries (`"<epoch>#<cluster id>"`), newest first."""
@@ -183,7 +183,8 @@ class Cooldowns(Protocol):
         ...
 
     def cooling(self, now: float | None = None) -> list[Cooling]:
-        """The zones and regions cooling now; forgets entries the policy no longer counts."""
+        """The zones and regions cooling now; forgets the entries it no longer counts once a zone holds more
+        than PRUNE_PAST_PER_ZONE of a kind or the record more than PRUNE_PAST_IN_ALL (store/cooldowns.py)."""
         ...
 
     def evidence(self, now: float | None = None) -> Evidence:
