@@ -8,7 +8,8 @@ Records are the item classes of `shared.store.models` (`JobModel`, `ClusterModel
 Build new ones with the store's `new_job` / `new_cluster` / `new_node_ref`.
 
 The contract:
-- Every job write is conditional on the (state, version) the caller read. A write whose condition fails
+- Every job write is conditional on the (state, version) the caller read (but `mark_refusals_noted`, a flag
+  that only turns on and so races with nothing). A write whose condition fails
   changed nothing — not the job, not its timeline, not the records written with it — and answers False;
   the caller reads that as "someone already did this" (a duplicate, a late or out-of-order message).
 - A successful write bumps `version`, sets `updated_at`, and updates the caller's record in place.
@@ -74,6 +75,11 @@ class JobStore(Protocol):
 
     def save_progress(self, job: JobModel, changes: dict[str, Any], message: str | None = None) -> bool:
         """Record progress within a state (version-checked as a move is); a "note" event when `message`."""
+        ...
+
+    def mark_refusals_noted(self, job: JobModel) -> None:
+        """Set the job's `refusals_noted` (True), on the stored record and on `job`; neither its version nor
+        `updated_at` changes. Idempotent; nothing written for a job that does not exist."""
         ...
 
     def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:

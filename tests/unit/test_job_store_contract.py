@@ -264,6 +264,29 @@ def prunes(cooldowns: Cooldowns, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return written
 
 
+def test_a_job_is_marked_as_refused_once_without_a_version_and_its_next_move_still_applies(
+    under_test: StoreUnderTest,
+) -> None:
+    store = under_test.store
+    job = created(store)
+    stale = store.get(job.job_id)
+    assert stale is not None and stale.refusals_noted is False  # a new job has noted none
+    store.mark_refusals_noted(job)
+    store.mark_refusals_noted(job)  # twice: the same
+    marked = store.get(job.job_id)
+    assert job.refusals_noted is True and marked is not None and marked.refusals_noted is True
+    assert (marked.version, marked.updated_at) == (0, job.updated_at)
+    assert store.move(stale, JobState.PLANNED, "planned")  # read before the mark: not in its way
+    moved = store.get(job.job_id)
+    assert moved is not None and moved.refusals_noted is True and moved.state == "PLANNED"
+
+
+def test_marking_a_job_that_does_not_exist_writes_nothing(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    store.mark_refusals_noted(new_job(store, "job-0000000000ff"))
+    assert store.get("job-0000000000ff") is None
+
+
 def test_a_preemption_counted_twice_is_one_entry_and_one_past_the_horizon_is_not_counted(
     under_test: StoreUnderTest,
 ) -> None:
