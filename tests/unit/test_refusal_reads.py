@@ -1,7 +1,8 @@
 """A deadline job refused hundreds of times (12 an hour for days, `SKYLESS_SPOT_REFUSALS_PER_HOUR`): its
 refusals are noted beside its timeline, so `status`, `logs` and the dashboard (the job view) read and show
 the same items as with none, and the provider report reads each refusal once, and the refused launches of
-only the jobs that have some among thousands. On the in-memory store, which counts what DynamoDB would read."""
+only the jobs that have some among thousands. On the in-memory store, which counts what DynamoDB would
+read."""
 
 from __future__ import annotations
 
