@@ -86,6 +86,8 @@ def note_refusal(wiring: Wiring, job: JobModel, candidate: Candidate, error: str
         "use_spot": candidate.use_spot,
         "error": error,
     }
+    if job.refusals_noted is not True:  # marked first: a crash between the two writes loses no refusal
+        wiring.store.mark_refusals_noted(job)
     wiring.store.note(refusals_partition(job.job_id), "refused", tried_text(candidate, message), detail)
 
 

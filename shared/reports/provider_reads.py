@@ -2,9 +2,10 @@
 
 What one report reads: the jobs created in the window (the owner's through the owner index; an admin's
 report through `iter_all_jobs`, one created-day index Query per day, as the cost report), at most
-`MAX_SCORECARD_JOBS`; their attempts' cluster records (one BatchGetItem per 100); and each of those jobs'
-timeline and refused launches (a Query of each, on the job's own two partitions: shared/jobs/failover.py's
-`refusals_partition`). Nothing else: no scan of the events or clusters tables.
+`MAX_SCORECARD_JOBS`; their attempts' cluster records (one BatchGetItem per 100); each of those jobs'
+timeline (a Query); and the refused launches (a Query of shared/jobs/failover.py's `refusals_partition`) of
+the jobs that have some, by their record's `refusals_noted` (not False: a job created before the flag was
+kept is read as ever). Nothing else: no scan of the events or clusters tables.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ def timeline_event(event: EventModel) -> TimelineEvent:
     )
 
 
+def _partitions(job_id: str, refused: bool) -> tuple[str, ...]:
+    return (job_id, refusals_partition(job_id)) if refused else (job_id,)
+
+
 def provider_scorecard(
     wiring: Wiring, *, owner: str | None, days: int = 30, now: float | None = None
 ) -> Scorecard:
@@ -43,8 +48,11 @@ def provider_scorecard(
     store = wiring.store
     rows = store.iter_all_jobs(since=since) if owner is None else store.iter_jobs_of(owner, since=since)
     jobs = []
+    refused: set[str] = set()
     for row in rows:
         jobs.append(job_record(row))
+        if row.refusals_noted is not False:
+            refused.add(row.job_id)
         if len(jobs) >= MAX_SCORECARD_JOBS:
             break
     clusters_by_job: dict[str, list[Any]] = {}
@@ -57,7 +65,7 @@ def provider_scorecard(
             clusters=tuple(clusters_by_job.get(job.job_id, ())),
             events=tuple(
                 timeline_event(e)
-                for partition in (job.job_id, refusals_partition(job.job_id))
+                for partition in _partitions(job.job_id, job.job_id in refused)
                 for e in store.timeline(partition)
             ),
         )

@@ -11,15 +11,17 @@ Spot launches refused for capacity (any job's) are kept the same way under `r#<c
 `"<epoch seconds>#<job id>-<attempt>"`, each added by one UpdateItem ADD when the launch is refused.
 
 The record stays small whatever the history. A zone keeps, of each kind, its newest KEPT_PER_ZONE entries
-within FORGET_AFTER_SECONDS, and the record its newest KEPT_IN_ALL: readers count only those and remove the
-rest with DELETE (atomic, harmless when two readers do it at once). An ADD is conditional on the set holding
-fewer than WRITE_CAP entries and on the record's count (WRITTEN, bumped by the same ADD) being under
-WRITE_CAP_IN_ALL; a full record is pruned and the ADD tried once more, so writes between two reads cannot grow
-a zone past WRITE_CAP, or the record much past WRITE_CAP_IN_ALL (~80 KB, a fifth of DynamoDB's limit). What
-the policy reads saturates well below KEPT_PER_ZONE: a zone cools at most MAX_COOLING_SECONDS (a decayed count
-of 32), a probe waits at most MAX_PROBE_GAP_SECONDS (a count of about 5 at the default retry), and a zone
-refused more than KEPT_PER_ZONE times in an hour waits the longest gap whoever's entries are kept, so the
-per-job hourly limit is not what holds a job back there.
+within FORGET_AFTER_SECONDS, and the record its newest KEPT_IN_ALL: readers count only those, and remove the
+rest with DELETE (atomic, harmless when two readers do it at once) once a zone holds more than
+PRUNE_PAST_PER_ZONE entries of a kind or the record more than PRUNE_PAST_IN_ALL: a plan's read in a busy zone
+writes nothing until then (it wrote a prune at every read past KEPT_PER_ZONE). An ADD is conditional on the
+set holding fewer than WRITE_CAP entries and on the record's count (WRITTEN, bumped by the same ADD) being
+under WRITE_CAP_IN_ALL; a full record is pruned and the ADD tried once more, so writes between two reads
+cannot grow a zone past WRITE_CAP, or the record much past WRITE_CAP_IN_ALL (~80 KB, a fifth of DynamoDB's
+limit). What the policy reads saturates well below KEPT_PER_ZONE: a zone cools at most MAX_COOLING_SECONDS (a
+decayed count of 32), a probe waits at most MAX_PROBE_GAP_SECONDS (a count of about 5 at the default retry),
+and a zone refused more than KEPT_PER_ZONE times in an hour waits the longest gap whoever's entries are kept,
+so the per-job hourly limit is not what holds a job back there.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ KEPT_PER_ZONE = 32  # newest entries of each kind a zone keeps
 WRITE_CAP = 64  # entries of one kind a zone may reach between two reads
 KEPT_IN_ALL = 1024  # newest entries the whole record keeps (~40 KB)
 WRITE_CAP_IN_ALL = 2048  # entries the record may reach between two reads (~80 KB; DynamoDB's limit is 400 KB)
+# a read prunes only past these; kept below the write caps so readers prune a busy record before its writes
+# find it full (and must prune it themselves, a failed conditional ADD more on a preemption's way)
+PRUNE_PAST_PER_ZONE = 48
+PRUNE_PAST_IN_ALL = 1536
 WRITTEN = "written"  # the record's number attribute: entries added since it was last pruned, plus those kept
 
 log = logging.getLogger(__name__)
@@ -112,6 +118,13 @@ def kept_record(
     )
 
 
+def past_margin(record: dict[str, list[str]]) -> bool:
+    """Whether a read prunes `record`: a zone past PRUNE_PAST_PER_ZONE entries of a kind, or the whole past
+    PRUNE_PAST_IN_ALL."""
+    sizes = [len(listed) for listed in record.values()]
+    return max(sizes, default=0) > PRUNE_PAST_PER_ZONE or sum(sizes) > PRUNE_PAST_IN_ALL
+
+
 class PrunedCooldowns:
     """`cooling` over any store of the entries: it reads `preemptions()` and prunes with `_forget`."""
 
@@ -135,16 +148,17 @@ class PrunedCooldowns:
         raise NotImplementedError
 
     def _pruned(self, now: float, *, recount: bool = False) -> dict[str, list[str]]:
-        """The record as the policy counts it, the rest removed (one write; harmless when two readers do it
-        at once). A reader's prune leaves WRITTEN as it is (too high, never too low); a writer finding the
-        record full recounts it."""
-        counted, stale = kept_record(self.record(), now)
-        if stale or recount:
+        """The record as the policy counts it; the rest removed when past the margin (one write; harmless
+        when two readers do it at once). A reader's prune leaves WRITTEN as it is (too high, never too low);
+        a writer finding the record full recounts it and prunes whatever it holds."""
+        record = self.record()
+        counted, stale = kept_record(record, now)
+        if recount or (stale and past_margin(record)):
             self._forget(stale, sum(len(listed) for listed in counted.values()) if recount else None)
         return counted
 
     def cooling(self, now: float | None = None) -> list[Cooling]:
-        """The zones and regions cooling now; drops entries the policy no longer counts."""
+        """The zones and regions cooling now; drops the entries it no longer counts once past the margin."""
         return self.evidence(now)[0]
 
     def evidence(self, now: float | None = None) -> tuple[list[Cooling], dict[str, list[tuple[float, str]]]]:

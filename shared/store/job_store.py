@@ -8,7 +8,8 @@ Records are the item classes of `shared.store.models` (`JobModel`, `ClusterModel
 Build new ones with the store's `new_job` / `new_cluster` / `new_node_ref`.
 
 The contract:
-- Every job write is conditional on the (state, version) the caller read. A write whose condition fails
+- Every job write is conditional on the (state, version) the caller read (but `mark_refusals_noted`, a flag
+  that only turns on and so races with nothing). A write whose condition fails
   changed nothing — not the job, not its timeline, not the records written with it — and answers False;
   the caller reads that as "someone already did this" (a duplicate, a late or out-of-order message).
 - A successful write bumps `version`, sets `updated_at`, and updates the caller's record in place.
@@ -89,6 +90,11 @@ class JobStore(Protocol):
     ) -> bool:
         """Record progress within a state (version-checked as a move is); an event of `kind` (with `detail`)
         when `message`, written in the same transaction: once however many copies of a step race."""
+        ...
+
+    def mark_refusals_noted(self, job: JobModel) -> None:
+        """Set the job's `refusals_noted` (True), on the stored record and on `job`; neither its version nor
+        `updated_at` changes. Idempotent; nothing written for a job that does not exist."""
         ...
 
     def jobs_of(self, owner: str, limit: int = 200) -> list[JobModel]:
@@ -193,7 +199,7 @@ Evidence = tuple[list[Cooling], dict[str, list[tuple[float, str]]]]  # cooling p
 class Cooldowns(Protocol):
     """Recent spot preemptions and refused spot launches by zone, for the cool-down policy. Only the newest
     entries are kept, whatever the history (shared/store/cooldowns.py: KEPT_PER_ZONE of each kind a zone,
-    KEPT_IN_ALL in all)."""
+    KEPT_IN_ALL in all; the rest are removed past a margin)."""
 
     def preemptions(self) -> dict[str, list[str]]:
         """Each place's counted entries (`"<epoch>#<cluster id>"`), newest first."""
@@ -210,7 +216,8 @@ class Cooldowns(Protocol):
         ...
 
     def cooling(self, now: float | None = None) -> list[Cooling]:
-        """The zones and regions cooling now; forgets entries the policy no longer counts."""
+        """The zones and regions cooling now; forgets the entries it no longer counts once a zone holds more
+        than PRUNE_PAST_PER_ZONE of a kind or the record more than PRUNE_PAST_IN_ALL (store/cooldowns.py)."""
         ...
 
     def evidence(self, now: float | None = None) -> Evidence:

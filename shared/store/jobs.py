@@ -97,6 +97,7 @@ class DynamoJobStore:
         now = time.time()
         job.created_at = job.updated_at = now
         job.created_day = day_of(now)
+        job.refusals_noted = False
         for name, value in job_state_fields(
             job.job_id, job.owner, job.state, now, self.retention_seconds
         ).items():
@@ -241,6 +242,21 @@ class DynamoJobStore:
         for name, value in values.items():
             setattr(job, name, value)
         return True
+
+    def mark_refusals_noted(self, job: JobModel) -> None:
+        """One UpdateItem, conditional on the job existing only."""
+        try:
+            self.jobs._get_connection().update_item(
+                job.job_id,
+                actions=[self.jobs.refusals_noted.set(True)],
+                condition=self.jobs.job_id.exists(),
+                return_values="NONE",
+            )
+        except UpdateError as error:
+            if _is_condition_failure(error):
+                return
+            raise
+        job.refusals_noted = True
 
     def _indexed(self, record: ClusterModel | NodeRefModel, now: float) -> ClusterModel | NodeRefModel:
         if isinstance(record, ClusterModel):

@@ -99,6 +99,7 @@ class MemoryJobStore:
         now = time.time()
         job.created_at = job.updated_at = now
         job.created_day = day_of(now)
+        job.refusals_noted = False
         for name, value in job_state_fields(
             job.job_id, job.owner, job.state, now, self.retention_seconds
         ).items():
@@ -201,6 +202,14 @@ class MemoryJobStore:
         for name, value in values.items():
             setattr(job, name, value)
         return True
+
+    def mark_refusals_noted(self, job: JobModel) -> None:
+        with self._lock:
+            item = self._jobs.get(job.job_id)
+            if item is None:
+                return
+            self._jobs[job.job_id] = {**item, "refusals_noted": {"BOOL": True}}
+        job.refusals_noted = True
 
     def _node_update(self, update: NodeFields) -> Item:
         """The cluster's item with the node's fields set (not stored yet); BrokenWrite for a missing node."""

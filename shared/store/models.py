@@ -87,6 +87,10 @@ class JobModel(Model):
     max_cost_action = UnicodeAttribute(null=True)  # "stop" (None) | "warn"
     budget_stop = UnicodeAttribute(null=True)
     data_sources = UnicodeAttribute(null=True)  # JSON: the buckets it reads, placed at submit (gravity)
+    # whether a refused launch was noted beside the timeline (shared/jobs/failover.py), so the provider report
+    # reads that partition only then: False from create, True before the first one is noted; None on jobs
+    # created before this was kept, whose refusals are read as ever
+    refusals_noted = BooleanAttribute(null=True)
     # Indexes (shared/store/live_index.py says how each is kept): `live` is set only while the job is live
     # (the sweeps' sparse index), `owner_state` serves state filters, `created_day` the all-users report;
     # `expires_at` (epoch seconds, DynamoDB TTL) is set when the job ends.

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
+from history import seed_dynamo
 from typer.testing import CliRunner, Result
 
 from cli.main import app as cli
 from shared.config import Settings
-from shared.jobs.failover import note_refusal
+from shared.jobs.failover import note_refusal, refusals_partition
 from shared.jobs.recovery import fail_job, recover_job
 from shared.jobs.submission import SubmitJob, submit_job
 from shared.optimizer.plan import Candidate
 from shared.states import JobState
+from shared.store.jobs import DynamoJobStore
 from shared.store.users import create_user, find_user
 from shared.wiring import wiring_for
 
@@ -223,3 +226,65 @@ def test_the_dashboard_page_charts_the_places_to_the_signed_in_user(
     assert "aws/us-east-1 c6i: 2 no capacity of 4 launch requests" in bars
     assert "gcp/us-central1 n2: 1 launched of 1 launch requests" in bars
     assert forbidden is not None and forbidden.status == 403
+
+
+def test_each_report_reads_the_refused_launches_of_the_refused_jobs_it_shows_only(
+    stack: Settings, cli_api: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[str] = []
+    timeline = DynamoJobStore.timeline
+
+    def counted(store: DynamoJobStore, partition: str) -> Any:
+        read.append(partition)
+        return timeline(store, partition)
+
+    monkeypatch.setattr(DynamoJobStore, "timeline", counted)
+    keys = {name: create_user(name, stack) for name in ("ann", "ben")}
+    users = {name: find_user(key, stack).user_id for name, key in keys.items()}  # type: ignore[union-attr]
+    for name in keys:
+        seed_dynamo(stack, 150, owner=users[name])  # finished, never refused
+    refused = {name: _seed(stack, users[name]) for name in keys}  # three refusals each
+    old = _stored_before_the_mark(stack, f"hist-{users['ann']}-0000007")  # and one refusal noted then
+
+    def report(key: str, *more: str) -> tuple[dict[str, Any], set[str]]:
+        read.clear()
+        answer = _run("report", "providers", "--json", *more, "--api-url", cli_api[1], "--api-key", key)
+        assert answer.exit_code == 0, answer.output
+        return json.loads(answer.output), {p for p in read if p.startswith(refusals_partition(""))}
+
+    ann, partitions = report(keys["ann"])
+    assert ann["jobs_read"] == 151 and partitions == {
+        refusals_partition(refused["ann"]),
+        refusals_partition(old),
+    }
+    aws = next(
+        x for x in ann["lines"] if (x["cloud"], x["region"], x["family"]) == ("aws", "us-east-1", "c6i")
+    )
+    assert (aws["capacity_refusals"], aws["other_refusals"]) == (3, 1)  # her 2 + the old job's 1, her quota
+    ben, partitions = report(keys["ben"])
+    assert ben["jobs_read"] == 151 and partitions == {refusals_partition(refused["ben"])}
+
+    admin = create_user("lead", stack, admin=True)
+    everyone, partitions = report(admin, "--all-users")
+    assert everyone["jobs_read"] == 302
+    assert partitions == {refusals_partition(refused[name]) for name in keys} | {refusals_partition(old)}
+    refused_to_ann = _run(
+        "report", "providers", "--all-users", "--api-url", cli_api[1], "--api-key", keys["ann"]
+    )
+    assert refused_to_ann.exit_code != 0 and "admin" in refused_to_ann.output
+
+
+def _stored_before_the_mark(stack: Settings, job_id: str) -> str:
+    """`job_id` as a job stored before `refusals_noted` was kept (no such attribute), refused once for
+    capacity then (noted beside its timeline with no mark, as it was)."""
+    store = wiring_for(stack).store
+    assert isinstance(store, DynamoJobStore)
+    store.jobs._get_connection().update_item(job_id, actions=[store.jobs.refusals_noted.remove()])
+    job = store.get(job_id)
+    assert job is not None and job.refusals_noted is None
+    candidate = _candidate("aws", "us-east-1", "c6i.2xlarge")
+    store.note(refusals_partition(job_id), "refused", "refused", {
+        "cloud": candidate.cloud, "region": candidate.region, "zone": None,
+        "instance_type": candidate.instance_type, "use_spot": False, "error": "no capacity",
+    })  # fmt: skip
+    return job_id

@@ -26,6 +26,7 @@ from shared.states import JobState
 from shared.store.cooldowns import (
     KEPT_IN_ALL,
     KEPT_PER_ZONE,
+    PRUNE_PAST_PER_ZONE,
     RECORD_KEY,
     REFUSAL_PREFIX,
     WRITE_CAP,
@@ -59,6 +60,21 @@ def evidence_reads(stack: Settings) -> Iterator[list[tuple[int, int]]]:
     events.register("after-call.dynamodb.GetItem", count)
     yield reads
     events.unregister("after-call.dynamodb.GetItem", count)
+
+
+@pytest.fixture
+def evidence_writes(stack: Settings) -> Iterator[list[str]]:
+    """The update expression of every UpdateItem of the evidence record."""
+    writes: list[str] = []
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Key", {}).get("cluster_id", {}).get("S") == RECORD_KEY:
+            writes.append(params["UpdateExpression"])
+
+    events = CooldownStore(stack).model._get_connection().connection.client.meta.events
+    events.register("before-parameter-build.dynamodb.UpdateItem", count)
+    yield writes
+    events.unregister("before-parameter-build.dynamodb.UpdateItem", count)
 
 
 def _raw_item(store: CooldownStore) -> dict[str, list[str]]:
@@ -114,6 +130,38 @@ def test_thousands_of_refusals_and_preemptions_leave_recovery_working_and_plans_
     (read, size), *later = evidence_reads  # the re-plan's reads (2,601 entries written, ~105 KB)
     assert read <= WRITE_CAP_IN_ALL and size < 80_000, evidence_reads  # 1,801 entries: 74 KB
     assert later and all(n <= KEPT_IN_ALL for n, _ in later), evidence_reads  # pruned: 1,024, 43 KB
+
+
+def test_plans_in_a_busy_zone_write_no_prune_until_it_passes_the_margin(
+    stack: Settings, queues: QueueDriver, evidence_writes: list[str]
+) -> None:
+    cooldowns, wiring, now = CooldownStore(stack), wiring_for(stack), time.time()
+    zone = "z#aws/us-east-1/us-east-1a"
+
+    def preempted(n: int) -> None:
+        cooldowns.preempted("aws", "us-east-1", "us-east-1a", f"job-{n:012x}-0", at=now - 600 + n)
+
+    def plan_a_job() -> None:
+        submit_job(wiring, SubmitJob.from_text(owner="alice", task_text=SPOT))
+        _deliver(queues, "optimize")
+
+    for n in range(KEPT_PER_ZONE):  # a busy zone, as its last prune left it
+        preempted(n)
+    evidence_writes.clear()
+    for n in range(KEPT_PER_ZONE, PRUNE_PAST_PER_ZONE):  # 16 more preemptions, each followed by a plan
+        preempted(n)
+        plan_a_job()
+    assert len(evidence_writes) == PRUNE_PAST_PER_ZONE - KEPT_PER_ZONE  # the entries' own ADDs, no prune
+    assert {w.split(" ", 1)[0] for w in evidence_writes} == {"ADD"}  # (a DELETE after each, before)
+    assert len(_raw_item(cooldowns)[zone]) == PRUNE_PAST_PER_ZONE
+
+    evidence_writes.clear()
+    preempted(PRUNE_PAST_PER_ZONE)  # 49: past the margin
+    plan_a_job()
+    plan_a_job()
+    assert [w.split(" ", 1)[0] for w in evidence_writes] == ["ADD", "DELETE"]  # the first read prunes, once
+    newest = range(PRUNE_PAST_PER_ZONE + 1 - KEPT_PER_ZONE, PRUNE_PAST_PER_ZONE + 1)
+    assert {e.split("#", 1)[1] for e in _raw_item(cooldowns)[zone]} == {f"job-{n:012x}-0" for n in newest}
 
 
 def _seed_old_record(cooldowns: CooldownStore, now: float) -> None:

@@ -12,7 +12,15 @@ import pytest
 
 from shared.optimizer.cooling import FORGET_AFTER_SECONDS
 from shared.states import IllegalTransition, JobState
-from shared.store.cooldowns import KEPT_IN_ALL, KEPT_PER_ZONE, WRITE_CAP, WRITE_CAP_IN_ALL
+from shared.store.cooldowns import (
+    KEPT_IN_ALL,
+    KEPT_PER_ZONE,
+    PRUNE_PAST_IN_ALL,
+    PRUNE_PAST_PER_ZONE,
+    WRITE_CAP,
+    WRITE_CAP_IN_ALL,
+    PrunedCooldowns,
+)
 from shared.store.job_store import Cooldowns, JobStore, NodeFields
 from shared.store.memory import MemoryJobStore
 from shared.store.models import JobModel
@@ -249,21 +257,70 @@ def test_node_fields_go_with_the_move_or_not_at_all(under_test: StoreUnderTest) 
     assert fresh is not None and fresh.nodes["i-1"]["phase"] == "running"
 
 
-def test_a_preemption_counted_twice_is_one_entry_and_is_pruned_past_the_horizon(
+def stored(cooldowns: Cooldowns) -> dict[str, list[str]]:
+    """The record as written: each attribute's entries, counted or not."""
+    assert isinstance(cooldowns, PrunedCooldowns)
+    return cooldowns.record()
+
+
+def prunes(cooldowns: Cooldowns, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The entries each prune a read writes from now on removes, one number a write."""
+    assert isinstance(cooldowns, PrunedCooldowns)
+    written: list[int] = []
+    forget = cooldowns._forget
+
+    def counted(stale: dict[str, list[str]], kept_count: int | None) -> None:
+        written.append(sum(len(listed) for listed in stale.values()))
+        forget(stale, kept_count)
+
+    monkeypatch.setattr(cooldowns, "_forget", counted)
+    return written
+
+
+def test_a_job_is_marked_as_refused_once_without_a_version_and_its_next_move_still_applies(
+    under_test: StoreUnderTest,
+) -> None:
+    store = under_test.store
+    job = created(store)
+    stale = store.get(job.job_id)
+    assert stale is not None and stale.refusals_noted is False  # a new job has noted none
+    store.mark_refusals_noted(job)
+    store.mark_refusals_noted(job)  # twice: the same
+    marked = store.get(job.job_id)
+    assert job.refusals_noted is True and marked is not None and marked.refusals_noted is True
+    assert (marked.version, marked.updated_at) == (0, job.updated_at)
+    assert store.move(stale, JobState.PLANNED, "planned")  # read before the mark: not in its way
+    moved = store.get(job.job_id)
+    assert moved is not None and moved.refusals_noted is True and moved.state == "PLANNED"
+
+
+def test_marking_a_job_that_does_not_exist_writes_nothing(under_test: StoreUnderTest) -> None:
+    store = under_test.store
+    store.mark_refusals_noted(new_job(store, "job-0000000000ff"))
+    assert store.get("job-0000000000ff") is None
+
+
+def test_a_preemption_counted_twice_is_one_entry_and_one_past_the_horizon_is_not_counted(
     under_test: StoreUnderTest,
 ) -> None:
     _, cluster = launched(under_test.store, "i-1")
     at = time.time()
     under_test.cooldowns.preempted("aws", "us-east-1", "us-east-1a", cluster.cluster_id, at=at)
     under_test.cooldowns.preempted("aws", "us-east-1", "us-east-1a", cluster.cluster_id, at=at)
+    under_test.cooldowns.preempted(
+        "aws", "us-east-1", "us-east-1a", "job-old-0", at=at - FORGET_AFTER_SECONDS - 60
+    )
     counted = under_test.cooldowns.preemptions()
     assert list(counted) == ["aws/us-east-1/us-east-1a"] and len(counted["aws/us-east-1/us-east-1a"]) == 1
     assert counted["aws/us-east-1/us-east-1a"][0].endswith("#" + cluster.cluster_id)
-    under_test.cooldowns.cooling(now=time.time() + FORGET_AFTER_SECONDS + 60)  # prunes what no longer counts
-    assert under_test.cooldowns.preemptions() == {}
+    assert (
+        len(stored(under_test.cooldowns)["z#aws/us-east-1/us-east-1a"]) == 2
+    )  # removed past the margin only
 
 
-def test_refused_spot_launches_are_counted_beside_preemptions_and_pruned(under_test: StoreUnderTest) -> None:
+def test_refused_spot_launches_are_counted_beside_preemptions_until_the_horizon(
+    under_test: StoreUnderTest,
+) -> None:
     cooldowns = under_test.cooldowns
     now = float(int(time.time()))  # entries keep milliseconds
     cooldowns.refused("aws", "us-east-1", "us-east-1b", "job-a-0", at=now)
@@ -271,8 +328,63 @@ def test_refused_spot_launches_are_counted_beside_preemptions_and_pruned(under_t
     assert cooldowns.preemptions() == {}
     zone = {c.place: c for c in cooldowns.cooling(now=now + 2)}["aws/us-east-1/us-east-1b"]
     assert (zone.refusals, zone.preemptions, zone.last_refused) == (2, 0, now + 1)
-    cooldowns.cooling(now=now + FORGET_AFTER_SECONDS + 60)  # prunes what no longer counts
-    assert cooldowns.cooling(now=now + 2) == []
+    assert cooldowns.evidence(now + FORGET_AFTER_SECONDS + 60) == ([], {})  # no longer counted
+    assert [c.place for c in cooldowns.cooling(now=now + 2)] == ["aws/us-east-1/us-east-1b"]  # nor removed
+
+
+def test_a_zone_is_read_without_a_write_until_it_passes_the_margin_then_pruned_to_its_newest(
+    under_test: StoreUnderTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cooldowns = under_test.cooldowns
+    now = float(int(time.time()))
+
+    def refused(n: int) -> None:
+        cooldowns.refused("aws", "us-east-1", "us-east-1b", f"job-{n}-0", at=now - 100 + n)
+
+    for n in range(KEPT_PER_ZONE):
+        refused(n)
+    written = prunes(cooldowns, monkeypatch)
+    for n in range(KEPT_PER_ZONE, PRUNE_PAST_PER_ZONE):  # a refusal, then a plan's read, 16 times
+        refused(n)
+        _, refusals = cooldowns.evidence(now)
+        newest = [f"job-{k}-0" for k in reversed(range(n + 1 - KEPT_PER_ZONE, n + 1))]
+        assert [who for _, who in refusals["aws/us-east-1/us-east-1b"]] == newest
+    assert written == []  # each read pruned the one entry past the newest 32 before
+    assert len(stored(cooldowns)["r#aws/us-east-1/us-east-1b"]) == PRUNE_PAST_PER_ZONE
+
+    refused(PRUNE_PAST_PER_ZONE)
+    cooldowns.evidence(now)
+    cooldowns.evidence(now)
+    assert written == [PRUNE_PAST_PER_ZONE + 1 - KEPT_PER_ZONE]  # the first read past 48, once
+    newest_set = {
+        f"job-{n}-0" for n in range(PRUNE_PAST_PER_ZONE + 1 - KEPT_PER_ZONE, PRUNE_PAST_PER_ZONE + 1)
+    }
+    assert {e.split("#", 1)[1] for e in stored(cooldowns)["r#aws/us-east-1/us-east-1b"]} == newest_set
+
+
+def test_the_record_is_read_without_a_write_until_it_passes_its_margin_then_pruned_to_its_newest(
+    under_test: StoreUnderTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cooldowns = under_test.cooldowns
+    now = float(int(time.time()))
+    zones = 60  # none of them past KEPT_PER_ZONE
+
+    def refuse(numbers: range) -> None:
+        for n in numbers:
+            cooldowns.refused("aws", f"r{n % zones}", f"r{n % zones}a", f"job-{n}-0", at=now - 2000 + n)
+
+    refuse(range(KEPT_IN_ALL + 100))
+    written = prunes(cooldowns, monkeypatch)
+    _, refusals = cooldowns.evidence(now)
+    assert sum(len(listed) for listed in refusals.values()) == KEPT_IN_ALL
+    assert written == [] and sum(len(listed) for listed in stored(cooldowns).values()) == KEPT_IN_ALL + 100
+
+    refuse(range(KEPT_IN_ALL + 100, PRUNE_PAST_IN_ALL + 1))
+    cooldowns.evidence(now)
+    cooldowns.evidence(now)
+    assert written == [PRUNE_PAST_IN_ALL + 1 - KEPT_IN_ALL]
+    kept = {e.split("#", 1)[1] for listed in stored(cooldowns).values() for e in listed}
+    assert kept == {f"job-{n}-0" for n in range(PRUNE_PAST_IN_ALL + 1 - KEPT_IN_ALL, PRUNE_PAST_IN_ALL + 1)}
 
 
 def test_a_zone_keeps_its_newest_entries_of_each_kind_whatever_the_history(
