@@ -32,7 +32,7 @@ from functions.submit.dashboard.sessions import (
     session_seconds,
 )
 from functions.submit.lazy_modules import module_on_first_use
-from functions.submit.route_table import ForbiddenError, QueryParam
+from functions.submit.route_table import ForbiddenError, QueryParam, every_user_asked
 from shared.api.models import PlanRequest
 from shared.config import Settings
 from shared.errors import NotFoundError, UserError
@@ -50,11 +50,12 @@ MAX_RANKS_SHOWN = 16
 if TYPE_CHECKING:
     from functions.submit import budget_views, job_views, schedule_views
     from shared.clusters import views as cluster_views
-    from shared.jobs import blocks, cancellation, job_filters, job_listing
+    from shared.jobs import blocks, cancellation, every_users_jobs, job_filters, job_listing
     from shared.jobs import cost_report as cost_reports
     from shared.jobs import views as job_reads
     from shared.notifications import settings as notification_settings
     from shared.schedules import operations as schedule_operations
+    from shared.store import users
 else:  # imported by the first request of a page that uses them
     budget_views = module_on_first_use("functions.submit.budget_views")
     job_views = module_on_first_use("functions.submit.job_views")
@@ -63,11 +64,13 @@ else:  # imported by the first request of a page that uses them
     blocks = module_on_first_use("shared.jobs.blocks")
     cancellation = module_on_first_use("shared.jobs.cancellation")
     cost_reports = module_on_first_use("shared.jobs.cost_report")
+    every_users_jobs = module_on_first_use("shared.jobs.every_users_jobs")
     job_filters = module_on_first_use("shared.jobs.job_filters")
     job_listing = module_on_first_use("shared.jobs.job_listing")
     job_reads = module_on_first_use("shared.jobs.views")
     notification_settings = module_on_first_use("shared.notifications.settings")
     schedule_operations = module_on_first_use("shared.schedules.operations")
+    users = module_on_first_use("shared.store.users")
 
 
 def _owner(request: PageRequest) -> str:
@@ -180,10 +183,12 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
         QueryParam("since", "string", "Only jobs submitted since (2d, 12h, or an ISO time)"),
         QueryParam("limit", "integer", "At most this many jobs"),
         QueryParam("cursor", "string", "The page after this one's last job"),
+        QueryParam("all_users", "string", "true: every user's jobs, each with its owner (an admin key)"),
     )
 
-    @route(BASE, "GET", "The dashboard: the user's jobs and their spend", query=job_query, errors=(400,))
+    @route(BASE, "GET", "The dashboard: the user's jobs and their spend", query=job_query, errors=(400, 403))
     def jobs_page(request: PageRequest) -> Page:
+        assert request.session is not None
         q = request.query
         where = job_filters.job_filter(
             state=q.get("state"),
@@ -192,14 +197,18 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
             limit=q.get("limit") or "100",
             cursor=q.get("cursor"),
         )
-        page = job_listing.list_job_page(wiring_for(request.settings), owner=_owner(request), where=where)
+        all_users = every_user_asked(request.session.user.admin, q, "every user's jobs")
+        if all_users:  # the page `GET /jobs?all_users=true` answers
+            page = every_users_jobs.list_every_users_page(wiring_for(request.settings), where)
+        else:
+            page = job_listing.list_job_page(wiring_for(request.settings), owner=_owner(request), where=where)
         jobs = page.jobs
         next_page = (
             urlencode({**{k: v for k, v in q.items() if v}, "cursor": page.cursor}) if page.cursor else None
         )
         now = time.time()
         report = cost_reports.cost_report(
-            request.settings, owner=_owner(request), days=14, by="cloud", now=now
+            request.settings, owner=None if all_users else _owner(request), days=14, by="cloud", now=now
         )
         counts: dict[str, int] = {}
         for job in jobs:
@@ -214,6 +223,8 @@ def register_pages(app: Chalice, settings_of: Any) -> None:
                 "next_page": next_page,
                 "report": report,
                 "spend": charts.spend_by_cloud(report.daily, days=14, now=now),
+                "all_users": all_users,
+                "owners": users.user_names(request.settings) if all_users else {},
             },
         )
 
