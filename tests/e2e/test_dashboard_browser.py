@@ -1,6 +1,7 @@
 """The dashboard in a real browser: headless Chromium (Debian's package) driven by Playwright, against the
 local runtime as a user starts it (`skyless local up`). Jobs launched here run on the local cloud: one
-finishes, one is preempted and recovers elsewhere, one fails; another user's job stays invisible.
+finishes, one is preempted and recovers elsewhere, one fails; another user's job stays invisible, except
+to the admin (the local user) ticking "every user", who sees alice's and bob's jobs with their owners.
 
 Screenshots go to $SKYLESS_TEST_ARTEFACTS (default: <repo>/tmp/artefacts). Without Chromium or Playwright
 the browser tests skip, saying why; `.ci/run` installs Chromium.
@@ -55,6 +56,9 @@ run: |
   done
 """
 BOBS = "name: bobs-secret-job\nresources:\n  cpus: 1+\nrun: echo bob\n"
+XSS = "<img src=x onerror=alert(1)>"
+BOBS_XSS = f"name: {json.dumps(XSS)}\nresources:\n  cpus: 1+\nrun: echo bob\n"
+ALICES = "name: alices-job\nresources:\n  cpus: 1+\nrun: echo alice\n"
 
 
 class Demo:
@@ -66,6 +70,9 @@ class Demo:
         self.dashboard_url = ""
         self.api_key = ""
         self.bob_job = ""
+        self.bob_xss_job = ""
+        self.alice_key = ""
+        self.alice_job = ""
 
     def submit(self, text: str, api: Any = None) -> str:
         answer = (api or self.runtime.api).post("/jobs", json={"task": text, "filename": "task.yaml"})
@@ -94,9 +101,25 @@ def run_the_jobs(demo: Demo) -> None:
     assert preempt.returncode == 0, preempt.stdout + preempt.stderr
     for job_id in demo.jobs.values():
         runtime.wait(job_id, lambda j: j["state"] in TERMINAL, timeout=180)
+    bob = httpx.Client(
+        base_url=runtime.api.base_url,
+        timeout=30,
+        headers={"Authorization": f"Bearer {new_user(runtime, 'bob')}"},
+    )
+    demo.bob_job = demo.submit(BOBS, bob)
+    demo.bob_xss_job = demo.submit(BOBS_XSS, bob)
+    demo.alice_key = new_user(runtime, "alice")
+    alice = httpx.Client(
+        base_url=runtime.api.base_url, timeout=30, headers={"Authorization": f"Bearer {demo.alice_key}"}
+    )
+    demo.alice_job = demo.submit(ALICES, alice)
+
+
+def new_user(runtime: Runtime, name: str) -> str:
+    """A user who is not an admin, as an operator makes one; answers the API key."""
     env = {**runtime.env, **FAKE_AWS_ENV, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{runtime.moto_port}"}
     made = subprocess.run(
-        [sys.executable, "-m", "shared.store.users", "create", "bob"],
+        [sys.executable, "-m", "shared.store.users", "create", name],
         env=env,
         capture_output=True,
         text=True,
@@ -104,10 +127,7 @@ def run_the_jobs(demo: Demo) -> None:
         check=False,
     )
     assert made.returncode == 0, made.stderr
-    bob = httpx.Client(
-        base_url=runtime.api.base_url, timeout=30, headers={"Authorization": f"Bearer {made.stdout.strip()}"}
-    )
-    demo.bob_job = demo.submit(BOBS, bob)
+    return made.stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -230,6 +250,55 @@ def test_another_users_job_cannot_be_seen(page: Any, demo: Demo) -> None:
     answer = signed_in(page, demo).goto(f"{demo.dashboard_url}/jobs/{demo.bob_job}")
     assert answer is not None and answer.status == 404
     assert "bobs-secret-job" not in page.content() and "no job" in page.inner_text("main")
+
+
+def test_the_admin_ticks_every_user_and_sees_alices_and_bobs_jobs_with_their_owners(
+    page: Any, demo: Demo
+) -> None:
+    alerts: list[str] = []
+    page.on("dialog", lambda dialog: (alerts.append(dialog.message), dialog.dismiss()))
+    signed_in(page, demo).check("input[name=all_users]")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r".*/dashboard\?.*all_users=true"))
+
+    rows = {
+        job: page.locator("table.jobs tbody tr", has_text=job)
+        for job in (demo.jobs["finished"], demo.alice_job, demo.bob_job, demo.bob_xss_job)
+    }
+    assert all(row.count() == 1 for row in rows.values())
+    assert "alice" in rows[demo.alice_job].inner_text() and "alices-job" in rows[demo.alice_job].inner_text()
+    assert "bob" in rows[demo.bob_job].locator("td.owner").inner_text()
+    xss = rows[demo.bob_xss_job]
+    assert XSS in xss.inner_text() and xss.locator("img").count() == 0  # the name as text, not an element
+    assert page.locator("table.jobs img").count() == 0 and alerts == []
+    assert rows[demo.bob_job].locator("a").count() == 0  # bob's job page is not the admin's to open
+    shot(page, "every-user-jobs")
+
+    page.goto(f"{demo.dashboard_url}/clusters?all_users=true")
+    assert "Every user's clusters" in page.inner_text("h1") and alerts == []
+
+
+def test_alice_sees_only_her_jobs_no_toggle_and_a_forged_one_is_refused(browser: Any, demo: Demo) -> None:
+    context = browser.new_context(viewport={"width": 1360, "height": 1000})
+    try:
+        tab = context.new_page()
+        tab.goto(demo.dashboard_url)
+        tab.fill("#api_key", demo.alice_key)
+        tab.click("button[type=submit]")
+        tab.wait_for_url(re.compile(r".*/dashboard$"))
+        listing = tab.inner_text("table.jobs")
+        assert demo.alice_job in listing and demo.bob_job not in listing
+        assert demo.jobs["finished"] not in listing and tab.locator("input[name=all_users]").count() == 0
+
+        forged = tab.goto(f"{demo.dashboard_url}?all_users=true")
+        assert forged is not None and forged.status == 403
+        said = tab.inner_text("main")
+        assert "only an admin key may read every user's jobs" in said and "all_users" in said
+        assert demo.bob_job not in tab.content() and "Sign out" in tab.inner_text(
+            "body"
+        )  # a page, not a crash
+    finally:
+        context.close()
 
 
 def test_a_running_jobs_log_follows_live(page: Any, demo: Demo) -> None:
