@@ -1,5 +1,6 @@
-"""The /teams routes: a member's read-only view of the team's jobs and clusters (shared.tenants.members).
-Nothing here changes a job or a cluster; a caller who is not a member gets the 404 a missing team gets."""
+"""The /teams routes: a member's read-only view of the team's jobs and clusters (shared.tenants.members), and
+the team's Slack channel for its budget notices (set by an admin key or the team's admin). Nothing here
+changes a job or a cluster; a caller who is not a member gets the 404 a missing team gets."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ TEAM_JOB_QUERY = (
 
 
 if TYPE_CHECKING:
-    from shared.api import admin_models
+    from shared.api import admin_models, notification_models
     from shared.api.admin_models import MyTeams, TeamClusterList, TeamJobList
+    from shared.api.notification_models import TeamNotifyRequest, TeamNotifyResponse
 else:  # the API's model modules: imported by the first request of a route that reads one
     admin_models = module_on_first_use("shared.api.admin_models")
+    notification_models = module_on_first_use("shared.api.notification_models")
 
 
 def _members() -> Any:
@@ -87,3 +90,40 @@ def register(route: Route, params: Callable[[], Any]) -> None:
             admin_models.TeamCluster.model_validate({**cluster, "owner": owner}) for owner, cluster in found
         ]
         return admin_models.TeamClusterList(team=team, clusters=clusters)
+
+    @route(
+        "/teams/{team}/notify",
+        "GET",
+        "The team's Slack channel for its budget notices, masked (members only)",
+        response=lambda: notification_models.TeamNotifyResponse,
+        errors=(404,),
+    )
+    def get_team_notify(team: str, caller: User) -> TeamNotifyResponse:
+        from shared.notifications.team_notices import team_channel
+
+        masked = team_channel(Settings.from_env(), team, caller.user_id, admin_key=caller.admin)
+        return _team_notify_answer(team, masked)
+
+    @route(
+        "/teams/{team}/notify",
+        "PUT",
+        "Set or clear the team's Slack channel for its budget notices (an admin key or the team's admin)",
+        body=lambda: notification_models.TeamNotifyRequest,
+        response=lambda: notification_models.TeamNotifyResponse,
+        errors=(400, 403, 404),
+    )
+    def put_team_notify(team: str, caller: User, body: TeamNotifyRequest) -> TeamNotifyResponse:
+        from shared.notifications.team_notices import set_team_channel
+
+        settings = Settings.from_env()
+        masked = set_team_channel(settings, team, caller.user_id, body.slack_webhook, admin_key=caller.admin)
+        return _team_notify_answer(team, masked)
+
+
+def _team_notify_answer(team: str, masked: str | None) -> TeamNotifyResponse:
+    message = (
+        f"team {team}'s budget notices go to Slack {masked} and to each member's own channels"
+        if masked
+        else f"team {team} has no Slack channel: its budget notices go to each member's own channels"
+    )
+    return notification_models.TeamNotifyResponse(team=team, slack_webhook=masked, message=message)

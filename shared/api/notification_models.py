@@ -58,3 +58,19 @@ class DeliveryResult(DeferredModel):
 class NotificationTestResponse(DeferredModel):
     deliveries: list[DeliveryResult]
     message: str
+
+
+class TeamNotifyRequest(RequestBody):
+    """`null` or "" clears the team's channel."""
+
+    slack_webhook: str | None = Field(
+        ...,
+        max_length=2048,
+        description="A Slack incoming webhook URL for the team's budget notices (a secret, shown masked).",
+    )
+
+
+class TeamNotifyResponse(DeferredModel):
+    team: str
+    slack_webhook: str | None = Field(None, description="Masked: the host and the last 4 characters.")
+    message: str

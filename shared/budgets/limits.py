@@ -60,3 +60,14 @@ def notice(what: str, percent: int, spent: float, limit: float, action: str) -> 
             "; stopping the job at a checkpoint" if action == "stop" else "; warning only, the job goes on"
         )
     return text
+
+
+def team_notice(what: str, percent: int, spent: float, limit: float, action: str) -> str:
+    """What a team's members are told (every member, whether or not a job of theirs runs)."""
+    text = f"{what}: {percent} % reached ({usd(spent)} of {usd(limit)})"
+    if percent >= 100:
+        jobs = (
+            "members' running jobs are stopped at a checkpoint" if action == "stop" else "running jobs go on"
+        )
+        text += f"; {jobs}, new launches are refused"
+    return text

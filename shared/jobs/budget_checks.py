@@ -1,8 +1,9 @@
 """Budgets on jobs (shared/budgets/ holds the arithmetic and the records): refuse a launch over a monthly
 budget (the owner's, or a team's the owner is a member of), and on each reconcile sweep, for each live job,
 notify at 50/80/100 % of its cost cap, of its owner's monthly budget and of each of its owner's teams' (each
-notice once: a claim in the budgets partition; a team's once per member with a live job, to that member's
-channels), and at 100 % stop the job.
+notice once: a claim in the budgets partition), and at 100 % stop the job. A team's threshold is told once
+to the whole team (every member on their own channels, and the team's Slack channel: the notify function,
+shared/notifications/team_notices.py); each member's live job also records it in its timeline, untold.
 
 Stopping goes through the preemption-notice path: the job is marked (`budget_stop`, a conditional write),
 each node's next report is answered with `preempt`, the agent passes the notice to the task (SIGTERM),
@@ -33,7 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from shared.budgets.limits import THRESHOLDS, Spend, month_of, month_start, notice, refusal, usd
+from shared.budgets.limits import THRESHOLDS, Spend, month_of, month_start, notice, refusal, team_notice, usd
 from shared.budgets.records import Budget, team_scope, user_scope
 from shared.errors import UserError
 from shared.jobs.costs import cluster_cost, cost_with
@@ -199,6 +200,16 @@ class BudgetSweep:
                            budget.monthly_limit, budget.action, self._team_spend[team].total))  # fmt: skip
         return limits
 
+    def _tell_team(self, scope: str, threshold: int, detail: dict[str, Any]) -> None:
+        """A team's threshold, once for the whole team (`scope`: `team#<team>#<month>#<member>`): one event in
+        the team's partition, which the notify function sends to every member's channels and the team's own
+        (shared/notifications/team_notices.py)."""
+        _, team, month, _member = scope.split("#")
+        if self.wiring.budgets.claim_notice(f"notice#{team_scope(team)}#{month}#{threshold}"):
+            text = team_notice(team_budget_words(team, self.now), threshold, detail["spent"], detail["limit"],
+                               detail["action"])  # fmt: skip
+            self.wiring.store.note(team_scope(team), "budget", text, {**detail, "team": team})
+
     def check(self, job: JobModel) -> str | None:
         """Notify and stop as the job's limits say; answers "stopping", "ended", "warned" or None."""
         if job.group_tasks or is_terminal(job.state):
@@ -224,7 +235,11 @@ class BudgetSweep:
             for threshold in THRESHOLDS:
                 if percent >= threshold and self.wiring.budgets.claim_notice(f"notice#{scope}#{threshold}"):
                     text = notice(what, threshold, spent, limit, action)
-                    detail = {"percent": threshold, "spent": spent, "limit": limit, "action": action}
+                    detail: dict[str, Any] = {"percent": threshold, "spent": spent, "limit": limit,
+                                              "action": action}  # fmt: skip
+                    if scope.startswith("team#"):
+                        self._tell_team(scope, threshold, detail)
+                        detail["team"] = scope.split("#")[1]  # the job's record; told through the team's
                     self.wiring.store.note(job.job_id, "budget", text, detail)
             if percent >= 100:
                 if action == "stop":

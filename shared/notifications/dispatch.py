@@ -13,12 +13,11 @@ from typing import Any
 
 from shared.config import Settings
 from shared.notifications.deliveries import Delivery
-from shared.notifications.email import send_email
 from shared.notifications.events import (
+    BUDGET_KIND,
     NOTIFY_KIND,
     UPLOAD_PREFIX,
     JobFacts,
-    Notification,
     TimelineRecord,
     compose,
     needs_history,
@@ -35,9 +34,8 @@ from shared.notifications.recoveries import (
     recovering_topic,
     running_topic,
 )
+from shared.notifications.sending import deliver, happened_before
 from shared.notifications.settings import Channels, channels_for
-from shared.notifications.slack import post_to_slack, slack_payload
-from shared.notifications.webhook_secrets import mask_webhook
 from shared.wiring import wiring_for
 
 log = logging.getLogger("skyless.notify")
@@ -48,6 +46,10 @@ def notify_event(settings: Settings, record: TimelineRecord) -> list[Delivery]:
     """Send what `record` calls for to its job's channels; answers the deliveries made now."""
     if record.kind == NOTIFY_KIND:
         return []
+    if record.job_id.startswith("team#"):
+        from shared.notifications.team_notices import notify_team
+
+        return notify_team(settings, record)
     store = wiring_for(settings).store
     earlier: list[TimelineRecord] = []
     if needs_history(record):
@@ -112,6 +114,8 @@ def topics_of(record: TimelineRecord, earlier: Sequence[TimelineRecord]) -> list
     """The topics one event tells, in order: its state's, then a deadline job's market change. A policy's
     planned move is neither a preemption nor a recovery; a move to RECOVERING says which it was
     (shared/notifications/recoveries.py)."""
+    if record.kind == BUDGET_KIND and record.detail.get("team"):
+        return []  # a job's record of its team's threshold: the team's own event tells every member
     topic = topic_of(record, [e.state for e in earlier if e.state])
     if topic in ("preempted", "recovered") and is_planned_move(record, earlier):
         topic = None
@@ -132,28 +136,6 @@ def _record_of(event: Any) -> TimelineRecord:
         job_id=event.job_id, at=event.at, kind=str(event.kind or ""), state=event.state,
         message=str(event.message or ""), detail=plain,
     )  # fmt: skip
-
-
-def happened_before(at: str, since: float) -> bool:
-    """Whether an event's `at` ("<epoch seconds>#<suffix>", the events table's sort key) is earlier than
-    `since` (epoch seconds); False when it cannot be read."""
-    try:
-        return float(at.partition("#")[0]) < since
-    except ValueError:
-        return False
-
-
-def deliver(settings: Settings, channel: str, target: str, notification: Notification) -> Delivery:
-    """One channel's send; any exception is a failed delivery (a notification never fails a job)."""
-    try:
-        if channel == "slack":
-            return post_to_slack(
-                target, slack_payload(notification), allow_loopback=settings.allow_loopback_webhooks
-            )
-        return send_email(settings, target, notification)
-    except Exception as error:
-        shown = mask_webhook(target) if channel == "slack" else target
-        return Delivery(channel, False, 1, shown, f"{type(error).__name__}")
 
 
 def facts_for(settings: Settings, record: TimelineRecord) -> JobFacts:

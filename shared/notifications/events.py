@@ -8,7 +8,8 @@ A timeline event is a row of the events table (shared/store/models.py: EventMode
 - `no_capacity`: the first WAITING of an attempt (nothing had capacity; it retries), and a FAILED
   whose reason is "no capacity anywhere ...".
 - `budget`: a job reached 50, 80 or 100 % of its cost cap or of its owner's monthly budget (kind `budget`,
-  written once per threshold by shared/jobs/budget_checks.py);
+  written once per threshold by shared/jobs/budget_checks.py); a team's budget is told by an event in the
+  team's partition (`team#<team>`) to every member (shared/notifications/team_notices.py), not by the jobs';
 - `market`: a deadline job moved between spot and on-demand, or started on on-demand (told by the RUNNING
   after the launch: shared/notifications/market_changes.py);
 - `overrun`: a deadline job's work counted reached its `--hours` estimate while it still runs (kind
@@ -35,6 +36,7 @@ UPLOAD_REJECTED_KIND = "upload_rejected"
 BUDGET_KIND = "budget"  # a job reached 50/80/100 % of its cost cap or its owner's monthly budget
 OVERRUN_KIND = "overrun"  # a deadline job ran past its estimate (shared/jobs/deadlines.py writes the same)
 UPLOAD_PREFIX = "upload#"
+TEAM_PREFIX = "team#"  # a team's events (its budget's thresholds: shared/notifications/team_notices.py)
 NO_CAPACITY_REASON = "no capacity"
 
 HEADLINES = {
@@ -97,7 +99,13 @@ class Notification:
         return self.topic == "test"
 
     @property
+    def is_team(self) -> bool:
+        return self.facts.job_id.startswith(TEAM_PREFIX)
+
+    @property
     def logs_command(self) -> str:
+        if self.is_team:
+            return f"skyless budget show --team {self.facts.job_id.removeprefix(TEAM_PREFIX)}"
         if self.is_upload:
             return f"skyless plan {self.facts.name}"
         return f"skyless logs {self.facts.job_id}"
@@ -114,6 +122,8 @@ class Notification:
         f = self.facts
         if self.is_upload:
             return [("File", f.name or "-"), ("State", f.state), ("Report", f"{f.name}.error.json")]
+        if self.is_team:
+            return [*self.extra_lines, ("Logs", self.logs_command)]
         if self.is_test:
             return [("Sent by", "skyless notify test"), ("Topics", "the ones `skyless notify show` lists")]
         return [
@@ -130,6 +140,8 @@ class Notification:
     def hint(self) -> str:
         if self.is_upload:
             return f"Fix the file and upload it again; `{self.logs_command}` shows the same error."
+        if self.is_team:
+            return f"`{self.logs_command}` shows the team's budget and each member's spend."
         if self.is_test:
             return "No job is involved: this message only shows that skyless can reach you."
         return f"Logs: `{self.logs_command}`"
@@ -148,7 +160,7 @@ def record_from_image(image: dict[str, Any]) -> TimelineRecord | None:
     job_id, at = plain.get("job_id"), plain.get("at")
     if not isinstance(job_id, str) or not isinstance(at, str):
         return None
-    if not (job_id.startswith("job-") or job_id.startswith(UPLOAD_PREFIX)):
+    if not (job_id.startswith("job-") or job_id.startswith(UPLOAD_PREFIX) or job_id.startswith(TEAM_PREFIX)):
         return None
     detail = plain.get("detail")
     return TimelineRecord(

@@ -1,6 +1,7 @@
 """Slack webhook URLs live in AWS Secrets Manager; tables hold only the secret's name.
 
-Names: `<prefix>/notify/user/<sha256(owner)[:16]>/slack` and `<prefix>/notify/job/<job id>/slack`.
+Names: `<prefix>/notify/user/<sha256(owner)[:16]>/slack`, `<prefix>/notify/team/<sha256(team)[:16]>/slack`
+and `<prefix>/notify/job/<job id>/slack`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from shared.config import Settings
 def user_secret_name(settings: Settings, owner: str) -> str:
     digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:16]
     return f"{settings.prefix}/notify/user/{digest}/slack"
+
+
+def team_secret_name(settings: Settings, team: str) -> str:
+    digest = hashlib.sha256(team.encode("utf-8")).hexdigest()[:16]
+    return f"{settings.prefix}/notify/team/{digest}/slack"
 
 
 def job_secret_name(settings: Settings, job_id: str) -> str:

@@ -83,7 +83,7 @@ def _new_user(runtime: Runtime, name: str) -> tuple[str, str]:
 
 
 def _reached_mid_job(
-    runtime: Runtime, webhook: SlackWebhook, job_id: str, reason: str, budget: Any
+    runtime: Runtime, webhook: SlackWebhook, job_id: str, reason: str, budget: Any, subject: str | None = None
 ) -> dict[str, Any]:
     """Wait until the job has checkpointed a few steps, set its budget (`budget(cost so far)`), and wait for
     the sweep to stop it; check the notices, the Slack posts and the checkpoint written back at the notice."""
@@ -102,13 +102,17 @@ def _reached_mid_job(
     preempting = [e for e in final["timeline"] if e["state"] == "CANCELLED"]
     assert preempting and re.match("stopped: " + reason, preempting[0]["message"]), preempting
 
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len([p for p in webhook.posts if "budget" in p["text"]]) < 3:
-        time.sleep(0.5)
-    budget_posts = [p for p in webhook.posts if "budget" in p["text"]]
-    assert len(budget_posts) == 3, webhook.posts  # once each
-    assert all(p["text"] == "skyless: budgeted-train reached a budget threshold" for p in budget_posts)
+    said = subject or "skyless: budgeted-train reached a budget threshold"
+    expected = sorted(said.format(p) for p in (50, 80, 100))
+    assert _budget_posts(webhook) == expected  # once each
     return final
+
+
+def _budget_posts(webhook: SlackWebhook, count: int = 3) -> list[str]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len([p for p in webhook.posts if "budget" in p["text"]]) < count:
+        time.sleep(0.5)
+    return sorted(str(p["text"]) for p in webhook.posts if "budget" in p["text"])
 
 
 def _checkpoint_written_back(runtime: Runtime, job_id: str, bucket: str) -> None:
@@ -168,8 +172,22 @@ def test_a_team_budget_reached_mid_job_stops_it_at_a_checkpoint_and_refuses_a_te
     def team_budget(cost: float) -> subprocess.CompletedProcess[str]:
         return runtime.cli("budget", "set", "--team", team, "--monthly", str(round(cost * 2.5, 8)))
 
-    reason = f"monthly budget of team {team} for \\d{{4}}-\\d\\d"
-    _reached_mid_job(as_ana, webhook, job_id, reason, team_budget)
+    bens_hook, teams_hook = SlackWebhook().start(), SlackWebhook().start()
+    try:  # ben has no job running, and the team has its own channel: both are told too
+        as_ben = {"Authorization": f"Bearer {ben_key}"}
+        url = f"{runtime.api.base_url}/notifications"
+        bens_answer = httpx.put(url, json={"slack_webhook": bens_hook.url}, headers=as_ben, timeout=30)
+        assert bens_answer.status_code == 200, bens_answer.text
+        channel = runtime.cli("team", "notify", team, "--slack", teams_hook.url)
+        assert channel.returncode == 0, channel.stdout + channel.stderr
+        reason = f"monthly budget of team {team} for \\d{{4}}-\\d\\d"
+        subject = f"skyless: team {team} reached {{}} % of its monthly budget"
+        _reached_mid_job(as_ana, webhook, job_id, reason, team_budget, subject)
+        told = sorted(subject.format(p) for p in (50, 80, 100))
+        assert _budget_posts(bens_hook) == told and _budget_posts(teams_hook) == told
+    finally:
+        bens_hook.stop()
+        teams_hook.stop()
     _checkpoint_written_back(as_ana, job_id, bucket)
 
     bens = tmp_path / "bens.yaml"  # his own checkpoint bucket: ana's is hers
