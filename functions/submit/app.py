@@ -262,7 +262,7 @@ def budget_put(caller: User, body: BudgetRequest) -> BudgetResponse:
 
 
 @_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",
-        body=StorageCredentialsRequest, response=StorageCredentialsResponse, errors=(404,))  # fmt: skip
+        body=StorageCredentialsRequest, response=StorageCredentialsResponse, errors=(400, 404))  # fmt: skip
 def agent_storage(job_id: str, caller: None, body: StorageCredentialsRequest) -> StorageCredentialsResponse:
     from shared.jobs.job_storage import fresh_node_storage
 

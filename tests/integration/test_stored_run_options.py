@@ -123,3 +123,23 @@ def test_a_job_running_before_the_change_reports_its_end_as_ever(stack: Settings
         assert answer.status_code == 200, answer.json_body
 
     assert get_job(wiring_for(stack), job_id, owner=None).state == JobState.SUCCEEDED.value
+
+
+def test_its_nodes_credential_renewal_fails_it_naming_the_field(stack: Settings, client: Client) -> None:
+    job_id = _submitted(client, stack)
+    _launched(stack, job_id, "i-long")
+    config = _fetch(client, job_id, "i-long", _boot_headers(boot_token(stack, job_id, 0)))
+    assert config.status_code == 200, config.json_body
+    _stored_before_the_check(stack, job_id)
+    agent = {"Authorization": f"Bearer {config.json_body['agent_token']}", "Content-Type": "application/json"}
+
+    answers = [
+        client.http.post(
+            f"/agent/{job_id}/storage", headers=agent, body=json.dumps({"instance_id": "i-long"})
+        )
+        for _ in range(2)
+    ]
+
+    for answer in answers:
+        assert answer.status_code == 400 and answer.json_body["field"] == FIELD, answer.json_body
+    _failed_naming_the_field(stack, job_id)
