@@ -64,5 +64,10 @@ class ForbiddenError(UserError):
     bucket). Answered with 403."""
 
 
+class StoredTaskRefused(UserError):
+    """A job's stored task holds a value refused at submit since it was stored: the job cannot run as it
+    was submitted (it is failed with this reason; the value is never dropped)."""
+
+
 class ConflictError(UserError):
     """A request that conflicts with the current state, e.g. cancelling a finished job."""

@@ -71,14 +71,14 @@ def _template(owner: str) -> tuple[Item, list[Item], list[Item]]:
 
 
 def finished_items(
-    count: int, owner: str = "alice", *, ended_before: float | None = None
+    count: int, owner: str = "alice", *, ended_before: float | None = None, prefix: str = "hist"
 ) -> Iterator[tuple[str, Item]]:
     """("jobs" | "events" | "clusters", item) for `count` finished jobs, one a minute back from
-    `ended_before` (default: a day ago), ids `hist-<n>`."""
+    `ended_before` (default: a day ago), ids `<prefix>-<owner>-<n>`."""
     job_t, events_t, clusters_t = _template(owner)
     start = (ended_before or time.time() - DAY) - count * 60.0
     for n in range(count):
-        job_id, at = f"hist-{owner}-{n:07d}", start + n * 60.0
+        job_id, at = f"{prefix}-{owner}-{n:07d}", start + n * 60.0
         job = dict(job_t)  # shallow: stores replace whole items, never mutate one
         job["job_id"] = {"S": job_id}
         job["created_at"] = {"N": repr(at)}
@@ -123,8 +123,9 @@ def seed_memory(
             store._events.setdefault(item["job_id"]["S"], {})[item["at"]["S"]] = item
 
 
-def seed_dynamo(settings: Any, count: int, owner: str = "alice") -> None:
-    """BatchWriteItem, 25 items a request, into the stack's tables."""
+def seed_dynamo(settings: Any, count: int, owner: str = "alice", *, prefix: str = "hist") -> None:
+    """BatchWriteItem, 25 items a request, into the stack's tables (ids as `finished_items` gives them:
+    a prefix `job-` reads as a submitted job's id does, `hist` as no job's)."""
     from shared.aws.sessions import aws_client
 
     client = aws_client("dynamodb", settings)
@@ -137,7 +138,7 @@ def seed_dynamo(settings: Any, count: int, owner: str = "alice") -> None:
         batch.clear()
 
     pending = 0
-    for table, item in finished_items(count, owner):
+    for table, item in finished_items(count, owner, prefix=prefix):
         batch.setdefault(settings.table_name(table), []).append(item)
         pending += 1
         if pending == 25:

@@ -181,7 +181,8 @@ AGENT_QUERY = (QueryParam("instance_id", "string", "The asking node's instance i
 
 @_route("/agent/{job_id}/config", "GET",
         "A node's config and agent token, once per node, for its boot token (425 until every node is known)",
-        auth="boot", response=AgentConfigResponse, query=AGENT_QUERY, errors=(400, 404, 425))  # fmt: skip
+        auth="boot", response=AgentConfigResponse, query=AGENT_QUERY,
+        errors=(400, 404, 410, 425))  # fmt: skip
 def agent_config(job_id: str, caller: BootCaller) -> dict[str, Any]:
     instance_id = query_params(app).get("instance_id", "")
     return job_views.agent_config(Settings.from_env(), job_id, instance_id, caller)
@@ -261,7 +262,7 @@ def budget_put(caller: User, body: BudgetRequest) -> BudgetResponse:
 
 
 @_route("/agent/{job_id}/storage", "POST", "Fresh credentials for the node's buckets", auth="agent",
-        body=StorageCredentialsRequest, response=StorageCredentialsResponse, errors=(404,))  # fmt: skip
+        body=StorageCredentialsRequest, response=StorageCredentialsResponse, errors=(400, 404))  # fmt: skip
 def agent_storage(job_id: str, caller: None, body: StorageCredentialsRequest) -> StorageCredentialsResponse:
     from shared.jobs.job_storage import fresh_node_storage
 

@@ -11,7 +11,7 @@ import yaml
 
 from functions.submit.lazy_modules import module_on_first_use
 from functions.submit.route_table import NotReadyError, every_user_asked
-from shared.api.auth import BootCaller
+from shared.api.auth import BootCaller, StaleAttemptError
 from shared.api.models import (
     AgentConfigResponse,
     AgentStatusRequest,
@@ -27,7 +27,7 @@ from shared.api.models import (
     UploadResponse,
 )
 from shared.config import Settings
-from shared.errors import NoOfferingError, NotFoundError, TaskFileError, UserError
+from shared.errors import NoOfferingError, NotFoundError, StoredTaskRefused, TaskFileError, UserError
 from shared.jobs.job_filters import job_filter
 from shared.jobs.job_listing import list_job_page
 from shared.jobs.views import ReadLogs, get_job, read_logs
@@ -201,7 +201,10 @@ def logs(settings: Settings, caller: User, job_id: str, *, rank: int, after: str
 def agent_config(settings: Settings, job_id: str, instance_id: str, caller: BootCaller) -> dict[str, Any]:
     if not instance_id or len(instance_id) > 256:
         raise UserError("the asking node's instance id is required", field="instance_id")
-    answer = node_claims.first_config(settings, job_id, instance_id, caller.attempt, caller.node_key)
+    try:
+        answer = node_claims.first_config(settings, job_id, instance_id, caller.attempt, caller.node_key)
+    except StoredTaskRefused as refused:  # the job is failed: its nodes stop
+        raise StaleAttemptError(f"job {job_id} failed: {refused.message}", field=refused.field) from None
     if answer is None:
         raise NotReadyError("not every node of the cluster is known yet", hint="retry in a second")
     AgentConfigResponse.model_validate(answer)  # the contract holds, extra fields allowed

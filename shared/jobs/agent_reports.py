@@ -24,7 +24,7 @@ from shared.jobs.nodes import by_rank, nodes_of
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
 from shared.jobs.recovery import fail_job, recover_job, recovery_options
-from shared.jobs.task_records import load_pipeline_of, secrets_of
+from shared.jobs.task_records import StoredTaskRefused, load_pipeline_of, read_pipeline_of, secrets_of
 from shared.jobs.tokens import attempt_fields
 from shared.states import HAS_NODES, JobState, is_terminal
 from shared.storage.access import StorageWalls
@@ -111,13 +111,18 @@ def agent_config(wiring: Wiring, job_id: str, instance_id: str) -> AgentConfig |
         raise NotFoundError(f"{instance_id} is not a node of job {job_id}", field="instance_id")
     if len(nodes) < int(cluster.num_nodes):
         return None
-    group = group_view(wiring, job) if job.group_id else None
-    if job.group_id and group is None:  # a job group's tasks start once every task has its nodes
-        _alive_while_waiting(wiring, cluster, instance_id)
-        return None
+    try:  # a group's view reads the group's stored pipeline
+        group = group_view(wiring, job) if job.group_id else None
+        if job.group_id and group is None:  # a job group's tasks start once every task has its nodes
+            _alive_while_waiting(wiring, cluster, instance_id)
+            return None
+        pipeline = load_pipeline_of(wiring, job)
+    except StoredTaskRefused as refused:
+        if not is_terminal(JobState(job.state)):  # asked again once failed: failed once
+            fail_job(wiring, job, refused.message)
+        raise
     rank = ranks[instance_id]
     task_index = int(job.task_index)
-    pipeline = load_pipeline_of(wiring, job)
     task = pipeline.tasks[task_index]
     plan = plan_of(job)
     candidate = plan.tasks[task_index].candidates[int(job.candidate_index)] if plan else None
@@ -351,7 +356,7 @@ def _on_node_failed(
 def _on_all_succeeded(
     wiring: Wiring, job: JobModel, cluster: ClusterModel, node_update: list[NodeFields]
 ) -> bool:
-    pipeline_length = len(load_pipeline_of(wiring, job).tasks)
+    pipeline_length = len(read_pipeline_of(wiring, job).tasks)
     next_task = int(job.task_index) + 1
     if next_task < pipeline_length:
         moved = wiring.store.move(

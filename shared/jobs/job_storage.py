@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from shared.clouds.errors import InvalidLaunchError, TransientCloudError
-from shared.errors import ForbiddenError, NotFoundError
+from shared.errors import ForbiddenError, NotFoundError, StoredTaskRefused
+from shared.jobs.recovery import fail_job
 from shared.jobs.task_records import load_pipeline_of, read_pipeline_of
+from shared.states import JobState, is_terminal
 from shared.storage.lifecycle import (
     StorageBusy,
     StorageFailure,
@@ -78,5 +80,10 @@ def fresh_node_storage(settings: Any, job_id: str, instance_id: str) -> list[dic
     cluster = wiring.store.cluster(job.cluster_id) if job is not None else None
     if job is None or cluster is None or instance_id not in (cluster.nodes or {}):
         raise NotFoundError(f"{instance_id} is not a node of job {job_id} now", field="instance_id")
-    task = load_pipeline_of(wiring, job).tasks[int(job.task_index)]
+    try:
+        task = load_pipeline_of(wiring, job).tasks[int(job.task_index)]
+    except StoredTaskRefused as refused:
+        if not is_terminal(JobState(job.state)):  # asked again once failed: failed once
+            fail_job(wiring, job, refused.message)
+        raise
     return storage_for_node(wiring, job, task, cluster)

@@ -32,6 +32,7 @@ from shared.jobs.messages import ProvisionMessage, cluster_id_for, send_launch
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import candidate_text, make_plan, plan_fields, plan_of
 from shared.jobs.spot_gate import SpotGate, wait_for_capacity
+from shared.jobs.task_records import refused_stored_task
 from shared.optimizer.plan import Block, Plan
 from shared.states import JobState, is_terminal
 from shared.store.models import JobModel
@@ -68,6 +69,9 @@ def launch_read_job(wiring: Wiring, job: JobModel, message: ProvisionMessage) ->
         return Outcome.ALREADY_DONE
     if superseded_wait(job, message):
         return Outcome.STALE
+    refused = refused_stored_task(wiring, job)
+    if refused is not None:
+        return fail_provisioning(wiring, job, refused)
     fence = fence_earlier_attempts(wiring, job)
     if not fence.fenced:
         return _wait_for_fence(wiring, job, fence)

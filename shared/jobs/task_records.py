@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from shared.errors import StoredTaskRefused
 from shared.store.models import JobModel
+from shared.task.docker_run_options import RUN_OPTIONS_FIELD, run_option_words, run_options_value
 from shared.wiring import Wiring
 
 if TYPE_CHECKING:
@@ -47,7 +49,33 @@ def load_pipeline_of(wiring: Wiring, job: JobModel) -> Any:
     """The job's pipeline as the models (shared.task.spec): what the node's config is built from."""
     from shared.task.spec import Pipeline
 
-    return Pipeline.model_validate(_stored_pipeline(wiring, job))
+    data = _stored_pipeline(wiring, job)
+    problem = stored_task_problem(data)
+    if problem is not None:
+        raise StoredTaskRefused(problem, field=RUN_OPTIONS_FIELD)
+    return Pipeline.model_validate(data)
+
+
+def refused_stored_task(wiring: Wiring, job: JobModel) -> str | None:
+    """`stored_task_problem` of the job's stored pipeline."""
+    return stored_task_problem(_stored_pipeline(wiring, job))
+
+
+def stored_task_problem(data: dict[str, Any]) -> str | None:
+    """Why a stored pipeline cannot run, naming the field; None when nothing in it is refused now. Jobs
+    stored before `config.docker.run_options` was applied kept it unchecked: an option refused since
+    (shared/task/docker_run_options.py) ends such a job."""
+    tasks = data.get("tasks") or []
+    for index, task in enumerate(tasks):
+        try:
+            run_option_words(run_options_value(task.get("config")) or [])
+        except ValueError as error:
+            which = f" (task {index + 1})" if len(tasks) > 1 else ""
+            return (
+                f"{RUN_OPTIONS_FIELD}{which}: {error} (the job was stored before these options were "
+                "applied and checked; submit it again without it)"
+            )
+    return None
 
 
 def read_pipeline_of(wiring: Wiring, job: JobModel) -> StoredPipeline:

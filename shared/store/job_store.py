@@ -150,6 +150,11 @@ class JobStore(Protocol):
         """The partition's events, oldest first."""
         ...
 
+    def job_timeline(self, job: JobModel, clusters: Iterable[ClusterModel]) -> list[EventModel]:
+        """`timeline(job.job_id)` from the job's record and its attempts' cluster records, already read (the
+        first event and the launches are kept in them): no read of either again."""
+        ...
+
     # -- clusters and nodes --------------------------------------------------------------------------
 
     def new_cluster(self, **fields: Any) -> ClusterModel:

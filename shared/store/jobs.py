@@ -348,16 +348,20 @@ class DynamoJobStore:
     def timeline(self, job_id: str) -> list[EventModel]:
         """The events table's, with the job's first and its launches' (kept in its records) in their place:
         a query, and for a job a GetItem of it and a BatchGetItem of its attempts' clusters."""
-        events = list(self.events.query(job_id, consistent_read=True))
         job = self.get(job_id) if job_id.startswith(JOB_PREFIX) else None
         if job is None:
-            return events
-        kept = [job.first_event] if job.first_event is not None else []
+            return list(self.events.query(job_id, consistent_read=True))
         clusters = self.clusters.batch_get(
             [f"{job_id}-{n}" for n in range(int(job.attempt) + 1)], consistent_read=True
         )
+        return self.job_timeline(job, clusters)
+
+    def job_timeline(self, job: JobModel, clusters: Iterable[ClusterModel]) -> list[EventModel]:
+        """One query of the events table; the kept events come from the records given."""
+        events = list(self.events.query(job.job_id, consistent_read=True))
+        kept = [job.first_event] if job.first_event is not None else []
         kept += [c.launch_event for c in clusters if c.launch_event is not None]
-        events += [self._unkept(job_id, fields, job.expires_at) for fields in kept]
+        events += [self._unkept(job.job_id, fields, job.expires_at) for fields in kept]
         return sorted(events, key=lambda e: e.at)
 
     def _unkept(self, job_id: str, fields: Any, expires_at: float | None) -> EventModel:

@@ -342,6 +342,9 @@ class MemoryJobStore:
         self._read(len(items))
         return [_record(EventModel, items[at]) for at in sorted(items)]
 
+    def job_timeline(self, job: JobModel, clusters: Iterable[ClusterModel]) -> list[EventModel]:
+        return self.timeline(job.job_id)
+
     def _put_event(self, event: EventModel) -> None:
         self._events.setdefault(event.job_id, {})[event.at] = event.serialize()
 

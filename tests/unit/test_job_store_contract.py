@@ -132,6 +132,10 @@ def test_the_timeline_lists_every_event_in_order_with_its_detail_across_attempts
     assert [e.at for e in events] == sorted(e.at for e in events) and all(e.kind == "state" for e in events)
     assert events[0].detail["notes"] == ["a note"] and events[-1].detail["instances"] == ["i-2"]
     assert {e.job_id for e in events} == {job.job_id}
+    read = store.get(job.job_id)
+    clusters = store.clusters_by_id([first.cluster_id, second.cluster_id]).values()
+    assert read is not None  # from the records already read (the provider report's): the same events
+    assert [e.serialize() for e in store.job_timeline(read, clusters)] == [e.serialize() for e in events]
 
 
 def test_creating_an_existing_id_answers_false_and_keeps_the_first(under_test: StoreUnderTest) -> None:
