@@ -66,7 +66,7 @@ from shared.jobs.launching import (
     retry_later,
     wait_or_give_up,
 )
-from shared.jobs.make_before_break import market_detail, move_when_obtained
+from shared.jobs.make_before_break import let_go_of_unmoved_extra, market_detail, move_when_obtained
 from shared.jobs.messages import ProvisionMessage
 from shared.jobs.outcomes import Outcome
 from shared.jobs.planning import plan_of
@@ -82,7 +82,7 @@ from shared.spot_policy import (
     decide,
     next_check,
 )
-from shared.states import JobState
+from shared.states import JobState, is_terminal
 from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
 
@@ -206,6 +206,10 @@ def check_deadline(wiring: Wiring, message: ProvisionMessage) -> Outcome:
         return Outcome.UNKNOWN_JOB
     if message.attempt != job.attempt:
         return Outcome.STALE
+    if job.deadline_at and is_terminal(job.state):  # a move this check began may have obtained a cluster
+        plan = plan_of(job)
+        clouds = {c.cloud for c in plan.tasks[int(job.task_index)].candidates} if plan is not None else set()
+        let_go_of_unmoved_extra(wiring, job, clouds)
     if not job.deadline_at or JobState(job.state) not in CHECKED_STATES:
         return Outcome.ALREADY_DONE
     if job.next_check_at is None or abs(float(job.next_check_at) - float(message.not_before or 0)) > 1e-3:

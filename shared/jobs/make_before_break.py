@@ -19,12 +19,17 @@ step, or (a crash between the launch and the move) until the check's redelivery.
 the move, FOLLOW_UP_SECONDS later: it re-plans the RECOVERING job, whose launch fences the earlier attempt
 and finds the obtained nodes again; when this step finished, the message finds the job moved on and does
 nothing. (Without it, only reconcile's redrive of stuck jobs took the move up: the chaos run at 1,000 jobs
-saw an extra live 1,720 s.)
+saw an extra live 1,720 s.) A crash between the launch and the move whose job then ends before the check's
+redelivery (its task exited, or it was cancelled) leaves an extra that nothing recorded and no move will
+take: the redelivery, finding the job over, terminates it (`let_go_of_unmoved_extra`). Before, only the
+orphan reaper ended it, after its grace: the chaos test once found it running after the run's reconcile.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from shared.clouds.errors import CloudError, NoCapacityError
@@ -44,6 +49,7 @@ from shared.store.models import ClusterModel, JobModel
 from shared.wiring import Wiring
 
 FOLLOW_UP_SECONDS = 15  # after a move, when the next attempt's re-plan comes in case this step died
+logger = logging.getLogger("skyless.make_before_break")
 
 
 def market_detail(candidate: Candidate, place: str, reason: str) -> dict[str, Any]:
@@ -117,3 +123,22 @@ def move_when_obtained(
     )  # fmt: skip
     fence.write_down(wiring, job.job_id, next_attempt)
     return outcome, history, None
+
+
+def let_go_of_unmoved_extra(wiring: Wiring, job: JobModel, clouds: Iterable[str]) -> None:
+    """`job` is over at the attempt a check was for: its next attempt's cluster, if a step that died between
+    the launch and the move obtained one on one of `clouds`, is nobody's. Terminated, and said in the
+    timeline; a cloud that cannot be asked is left to the orphan reaper."""
+    extra = cluster_id_for(job.job_id, int(job.attempt) + 1)
+    providers = {wiring.providers.provider_name(cloud): cloud for cloud in clouds}
+    for name, cloud in sorted((n, c) for n, c in providers.items() if n is not None):
+        try:
+            provider = wiring.providers.provider_for(cloud)
+            if not [n for n in provider.describe(extra) if n.state != "terminated"]:
+                continue
+            provider.terminate(extra)
+        except CloudError as error:
+            logger.warning("%s: %s cannot end %s: %s", job.job_id, name, extra, error.message)
+            continue
+        message = f"cluster {extra} terminated: the job was over before it moved onto it"
+        wiring.store.note(job.job_id, "teardown", message, {"cluster": extra})

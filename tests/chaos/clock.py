@@ -6,7 +6,8 @@ control plane's life pass in seconds. Monotonic time is untouched.
 machine the real seconds an operation took passed in the simulation too: a 100-job wave on the DynamoDB
 store took 1,000-2,000 s at load 15, and nodes whose agents were only waiting for their turn were judged
 silent and their jobs failed (12 of 1,000). Each reading is then a microsecond after the one before, so
-events written one after another keep their order."""
+events written one after another keep their order. `start` fixes where a detached clock begins: a chaos
+run starts at RUN_START, so its timestamps, like everything else in it, depend on its seed alone."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 TICK = 1e-6
+RUN_START = 1_796_083_200.0  # 2026-12-01T00:00:00Z
 
 
 class SimClock:
-    def __init__(self, detached: bool = False) -> None:
+    def __init__(self, detached: bool = False, start: float | None = None) -> None:
         self.offset = 0.0
         self._real = time.time
         self._detached = detached
-        self._start = self._real()
+        self._start = self._real() if start is None else start
         self._ticks = 0
 
     def now(self) -> float:

@@ -7,6 +7,11 @@ It is an event-driven simulation in simulated time (chaos.clock): messages, agen
 chaos events each have a due time; due items run in random order; when nothing is due the clock jumps.
 The store is the real one (DynamoDB: moto), the cloud an in-memory one whose ground truth the invariants
 are checked against at every change (chaos.sim_cloud.Monitor).
+
+A run is a function of its seed: the clock starts at the same instant, job ids are drawn from the seed,
+and the module `random` the product's sweeps shuffle with (reconcile's and the reaper's order) is seeded
+for the run and given back as it was. Otherwise a finding could not be replayed: the order reconcile
+checked jobs in, and so where the injected crashes fell, differed from one run of a seed to the next.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 from chaos.agents import AgentFleet, SimAgent
 from chaos.bus import BusQueue, BusQueues, ChaosBus, Copy
-from chaos.clock import SimClock
+from chaos.clock import RUN_START, SimClock
 from chaos.faults import FaultInjector, Faulty, SimulatedCrash
 from chaos.memory_objects import MemoryObjects
 from chaos.sim_cloud import Monitor, SimCloud, SimRegistry
@@ -37,7 +42,7 @@ from shared.jobs.planning import plan_job
 from shared.jobs.provisioning import provision_job
 from shared.jobs.reaper import reap_orphans
 from shared.jobs.reconcile import reconcile
-from shared.jobs.submission import SubmitJob, new_job_id, submit_job
+from shared.jobs.submission import SubmitJob, submit_job
 from shared.states import ALLOWED, IllegalTransition, JobState, is_terminal
 from shared.store.contract_records import MemoryContractRecords
 from shared.store.cooldowns import CooldownStore
@@ -204,7 +209,7 @@ class ChaosRun:
         self.settings = settings
         self.config = config
         self.rng = random.Random(config.seed)
-        self.clock = SimClock(detached=True)
+        self.clock = SimClock(detached=True, start=RUN_START)
         self.monitor = Monitor(self.clock)
         self.injector = FaultInjector(random.Random(config.seed + 1), config.crash_rate)
         self.bus = ChaosBus(
@@ -213,6 +218,7 @@ class ChaosRun:
         self.cloud = SimCloud(random.Random(config.seed + 3), self.monitor, config.transient_rate)
         self.fleet = AgentFleet(settings, random.Random(config.seed + 4), self.monitor, config.work,
                                 config.task_fail_rate)  # fmt: skip
+        self.job_ids = random.Random(config.seed + 5)
         self.raw_store: JobStore | MemoryJobStore = JobStore(settings) if store is None else store
         self.monitor.attempt_of = self._attempt_of
         self.wiring = self._wiring()
@@ -275,10 +281,13 @@ class ChaosRun:
 
     def run(self) -> ChaosReport:
         install_wiring(self.wiring)
+        outside = random.getstate()
+        random.seed(self.config.seed + 6)
         try:
             with self.clock.installed():
                 return self._run()
         finally:
+            random.setstate(outside)
             uninstall_wiring(self.settings)
 
     def _run(self) -> ChaosReport:
@@ -370,7 +379,7 @@ class ChaosRun:
 
     def _submit(self, kind: str) -> None:
         self._submits_left -= 1
-        job_id = new_job_id()
+        job_id = f"job-{self.job_ids.getrandbits(48):012x}"  # as new_job_id's, from the seed
         deadline: dict[str, Any] = {}
         if kind in DEADLINES:  # its policy moves it
             deadline = dict(zip(("deadline", "hours"), DEADLINES[kind], strict=True))

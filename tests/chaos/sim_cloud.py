@@ -202,7 +202,7 @@ class SimCloud:
             "detail-type": "EC2 Spot Instance Interruption Warning",
             "source": "aws.ec2",
             "account": "123456789012",
-            "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "time": datetime.fromtimestamp(self.monitor.clock.now(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "region": node.spec.region,
             "resources": [],
             "detail": {"instance-id": node.instance_id, "instance-action": "terminate"},

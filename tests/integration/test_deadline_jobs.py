@@ -333,3 +333,45 @@ def test_a_move_whose_step_dies_after_the_job_moved_is_finished_by_the_follow_up
     done = view(fast, job_id)
     assert done.state == JobState.SETTING_UP and done.attempt == 1 and done.use_spot is True
     assert live_clusters(fast, job_id) == {f"{job_id}-1"}
+
+
+@pytest.mark.parametrize("dies_at", ["launch_candidate", "send_optimize", "move"])
+def test_a_move_whose_step_dies_before_the_job_moved_and_whose_job_then_ends_leaves_no_cluster(
+    fast: Settings, queues: QueueDriver, monkeypatch: pytest.MonkeyPatch, dies_at: str
+):
+    """Found by the chaos test (its config replayed: seed 103, and seed 15 at 8 jobs, where the cluster was
+    still up after the run's last reconcile): the check obtained the spot cluster and died (just after the
+    launch, after sending the follow-up, or before the move's write), the job's task then succeeded on the
+    on-demand one, and the check's redelivery found the job over and returned: the spot cluster, recorded
+    nowhere, ran on past reconcile until the orphan reaper's grace was out. The redelivery ends it now."""
+    rules = LocalCloud(fast.home)
+    rules.set_capacity_rules({"no_spot_capacity": ["*"]})
+    job_id = submit(fast, queues, deadline="600s", hours=500 / 3600)  # spot is gone: on-demand
+    store = wiring_for(fast).store
+    job = store.get(job_id)
+    assert job is not None and job.next_check_at is not None
+    rules.set_capacity_rules({})
+    check = {"job_id": job_id, "attempt": 0, "action": "deadline_check", "not_before": job.next_check_at}
+    time.sleep(max(0.0, float(job.next_check_at) - time.time()))
+    target: Any = type(store) if dies_at == "move" else make_before_break  # the store's move: dies before it
+    real = getattr(target, dies_at)
+
+    def dies(*args: Any, **kwargs: Any) -> None:
+        if dies_at != "move":
+            real(*args, **kwargs)
+        raise LambdaDied
+
+    with monkeypatch.context() as patch:
+        patch.setattr(target, dies_at, dies)
+        with pytest.raises(LambdaDied):
+            provision_handler(queues.event([record(check)]), None)
+    assert live_clusters(fast, job_id) == {f"{job_id}-0", f"{job_id}-1"}  # obtained, the job not moved
+    node = view(fast, job_id).cluster["nodes"][0]  # type: ignore[index]
+    report_agent_status(wiring_for(fast), AgentReport(job_id, node["instance_id"], "succeeded", exit_code=0))
+    assert view(fast, job_id).state == JobState.SUCCEEDED
+    delivered = deliver(queues, "provision")  # the job's teardown, and the check's message come back
+    assert {json.loads(r["body"])["action"] for r in delivered} == {"teardown", "deadline_check"}
+    assert live_clusters(fast, job_id) == set()
+    deliver(queues, "provision", [record(check, "-again"), record(check, "-and-again")])  # more copies
+    notes = [e.message for e in store.timeline(job_id) if f"{job_id}-1 terminated" in e.message]
+    assert notes == [f"cluster {job_id}-1 terminated: the job was over before it moved onto it"]
